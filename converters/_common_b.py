@@ -1,0 +1,709 @@
+"""Helpers shared by the part-B converters (span trees, chat messages, locating bad input).
+
+Kept apart from ``_common.py`` (owned by part A) so both halves can move independently.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+from ls_trajeval.trace import Step, Trace, TraceError, iter_jsonl, loads_strict, open_text
+
+from .base import ConvertWarning, Sample
+
+
+class Bad(Exception):
+    """Raised inside one record's conversion; becomes a located TraceError for that record only."""
+
+    def __init__(self, field: str | None, message: str):
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+def describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def want(obj: dict, key: str, types: type | tuple, where: str, required: bool = False, default: Any = None) -> Any:
+    """obj[key] checked against types; missing/None gives default (or Bad when required)."""
+    val = obj.get(key)
+    if val is None:
+        if required:
+            raise Bad(f"{where}{key}", "missing")
+        return default
+    if isinstance(val, bool) and bool not in (types if isinstance(types, tuple) else (types,)):
+        raise Bad(f"{where}{key}", f"expected {_tname(types)}, got {describe(val)}")
+    if not isinstance(val, types):
+        raise Bad(f"{where}{key}", f"expected {_tname(types)}, got {describe(val)}")
+    return val
+
+
+def _tname(types) -> str:
+    names = {str: "a string", int: "a number", float: "a number", list: "a list", dict: "an object", bool: "a boolean"}
+    if not isinstance(types, tuple):
+        types = (types,)
+    return " or ".join(dict.fromkeys(names.get(t, t.__name__) for t in types))
+
+
+# ---------------------------------------------------------------- text
+
+def jdump(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=2, default=str)
+
+
+def text_of(value: Any) -> str:
+    """Readable text for a content value: strings byte for byte, parts joined, other JSON pretty-printed."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and value and all(isinstance(p, (dict, str)) for p in value):
+        pieces = []
+        for p in value:
+            if isinstance(p, str):
+                pieces.append(p)
+                continue
+            t = part_text(p)
+            if t is None:
+                return jdump(value)
+            pieces.append(t)
+        return "\n".join(pieces)
+    return jdump(value)
+
+
+def part_text(p: dict) -> str | None:
+    """Text of one content part (OpenAI/Anthropic/OTel/LangChain part dialects), None if unknown."""
+    ptype = p.get("type")
+    if ptype in (None, "text", "input_text", "output_text") and isinstance(p.get("text"), str):
+        return p["text"]
+    if ptype in (None, "text") and isinstance(p.get("content"), str):
+        return p["content"]
+    if ptype in ("image_url", "image", "input_image", "blob", "uri", "file"):
+        src = p.get("image_url") or p.get("url") or p.get("uri") or p.get("source") or p.get("content") or p.get("file")
+        if isinstance(src, dict):
+            src = src.get("url") or src.get("data") or src.get("uri") or src.get("path")
+        return f"[{ptype}: {media_ref(src)}]"
+    return None
+
+
+_DATA_URL = re.compile(r"^data:([^;,]*)(;base64)?,", re.I)
+_B64ISH = re.compile(r"^[A-Za-z0-9+/=\s]{2000,}$")
+
+
+def media_ref(value: Any) -> str:
+    """A short reference for a screenshot/image: paths and URLs as given, inline data summarised, never inlined."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        if isinstance(value, (list, dict)):
+            return f"<inline {describe(value)} image data, not kept>"
+        return str(value)
+    m = _DATA_URL.match(value)
+    if m:
+        return f"data:{m.group(1) or 'application/octet-stream'}{m.group(2) or ''},<{len(value) - m.end()} chars not inlined>"
+    if len(value) > 2000 and _B64ISH.match(value[:4000]):
+        return f"<base64 data, {len(value)} chars not inlined>"
+    return value
+
+
+def args_text(value: Any) -> str:
+    """Tool arguments as readable text: structured values as indented JSON, strings exactly as given."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return jdump(value)
+
+
+def maybe_json(value: Any) -> Any:
+    """A JSON-looking string decoded, anything else unchanged (for attributes that carry JSON text)."""
+    if isinstance(value, str):
+        s = value.lstrip()
+        if s[:1] in ("{", "["):
+            try:
+                return loads_strict(value)
+            except (ValueError, RecursionError):
+                return value
+    return value
+
+
+# ---------------------------------------------------------------- time
+
+def parse_time(value: Any) -> float | None:
+    """Seconds since the epoch from ISO text or epoch numbers in s/ms/us/ns; None when unreadable."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        s = value.strip()
+        if re.fullmatch(r"-?\d+(\.\d+)?", s):
+            return parse_time(float(s) if "." in s else int(s))
+        try:
+            s = s.replace("Z", "+00:00").replace("z", "+00:00")
+            # fromisoformat takes at most 6 fractional digits; OTel/LangSmith often write 9
+            s = re.sub(r"(\.\d{6})\d+", r"\1", s)
+            dt = datetime.fromisoformat(s)
+        except ValueError:
+            return None
+        if dt.tzinfo is None:
+            dt = dt.replace(tzinfo=timezone.utc)
+        return dt.timestamp()
+    if isinstance(value, (int, float)):
+        v = float(value)
+        a = abs(v)
+        if a > 1e17:
+            return v / 1e9
+        if a > 1e14:
+            return v / 1e6
+        if a > 1e11:
+            return v / 1e3
+        return v
+    return None
+
+
+# ---------------------------------------------------------------- trees
+
+def tree_order(
+    nodes: list,
+    get_id: Callable[[Any], Any],
+    get_parent: Callable[[Any], Any],
+    sort_key: Callable[[Any], Any],
+) -> list[tuple[Any, int]]:
+    """(node, depth) in depth-first order, siblings by sort_key then input order.
+
+    A node whose parent is absent is a root; nodes caught in a parent cycle are appended as roots
+    so none is lost.
+    """
+    ids = {}
+    for i, n in enumerate(nodes):
+        nid = get_id(n)
+        if nid is not None and nid not in ids:
+            ids[nid] = i
+    children: dict[int, list[int]] = {}
+    roots = []
+    for i, n in enumerate(nodes):
+        pid = get_parent(n)
+        if pid is not None and pid in ids and ids[pid] != i:
+            children.setdefault(ids[pid], []).append(i)
+        else:
+            roots.append(i)
+
+    def key(i):
+        k = sort_key(nodes[i])
+        return (k is None, k if k is not None else 0, i)
+
+    out: list[tuple[Any, int]] = []
+    seen = set()
+
+    def walk(start: int):
+        stack = [(start, 0)]
+        while stack:
+            i, d = stack.pop()
+            if i in seen:
+                continue
+            seen.add(i)
+            out.append((nodes[i], d))
+            kids = sorted(children.get(i, []), key=key)
+            for k in reversed(kids):
+                stack.append((k, d + 1))
+
+    for r in sorted(roots, key=key):
+        walk(r)
+    for i in range(len(nodes)):
+        if i not in seen:
+            walk(i)
+    return out
+
+
+# ---------------------------------------------------------------- steps
+
+def mk_step(stype: str, content: Any, action_input: Any = None, **meta: Any) -> Step:
+    meta = {k: v for k, v in meta.items() if v is not None and v != {}}
+    extra = {"metadata": meta} if meta else {}
+    return Step(stype, content if isinstance(content, str) else text_of(content), action_input, extra)
+
+
+def step_meta(step: Step) -> dict:
+    return step.extra.setdefault("metadata", {})
+
+
+@dataclass
+class ToolCall:
+    name: str
+    args: Any
+    call_id: str | None = None
+
+
+@dataclass
+class LLMEvent:
+    """One model turn; its text becomes a thought (if tools follow) or a message."""
+
+    text: str = ""
+    reasoning: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    #: tool results the model was given in its input, by call id (OTel/LangChain message histories)
+    input_results: dict = field(default_factory=dict)
+    meta: dict = field(default_factory=dict)
+    #: non-assistant messages of the output (rare), kept as extra steps
+    extra_steps: list[Step] = field(default_factory=list)
+
+
+@dataclass
+class ToolEvent:
+    name: str
+    args: Any
+    output: Any
+    is_error: bool = False
+    call_id: str | None = None
+    meta: dict = field(default_factory=dict)
+    has_output: bool = True
+
+
+def assemble(events: list) -> list[Step]:
+    """Turn LLM/tool events (and ready Steps) into ordered steps with every call followed by its result.
+
+    A tool call the model asked for that a later tool span/run executes is shown once, by the tool
+    span (it has the result); calls no span executed become action steps of their own, followed by
+    the result when a later model input carries it.
+    """
+    tools = [(i, e) for i, e in enumerate(events) if isinstance(e, ToolEvent)]
+    consumed: set[int] = set()
+    unmatched: dict[int, list[ToolCall]] = {}
+    for i, e in enumerate(events):
+        if not isinstance(e, LLMEvent):
+            continue
+        nxt = next((k for k in range(i + 1, len(events)) if isinstance(events[k], LLMEvent)), len(events))
+        for tc in e.tool_calls:
+            hit = None
+            for j, t in tools:
+                if j <= i or j in consumed:
+                    continue
+                if tc.call_id and t.call_id:
+                    if tc.call_id == t.call_id:
+                        hit = j
+                        break
+                elif t.name == tc.name and j < nxt:
+                    # without ids, only a tool run before the model's next turn can be this call
+                    hit = j
+                    break
+            if hit is None:
+                unmatched.setdefault(i, []).append(tc)
+                continue
+            consumed.add(hit)
+            if tc.call_id and not events[hit].call_id:
+                events[hit].call_id = tc.call_id
+
+    steps: list[Step] = []
+    for i, e in enumerate(events):
+        if isinstance(e, Step):
+            steps.append(e)
+        elif isinstance(e, ToolEvent):
+            steps.append(mk_step("action", e.name, args_text(e.args), tool_call_id=e.call_id, **e.meta))
+            if e.has_output or e.is_error:
+                rtype = "error" if e.is_error else "observation"
+                steps.append(mk_step(rtype, text_of(e.output), tool_call_id=e.call_id, tool_name=e.name, **e.meta))
+        elif isinstance(e, LLMEvent):
+            follows_tool = bool(e.tool_calls) or next(
+                (isinstance(x, ToolEvent) for x in events[i + 1:] if isinstance(x, (ToolEvent, LLMEvent))), False
+            )
+            meta = dict(e.meta)
+            if e.tool_calls:
+                meta["tool_calls"] = [{"name": t.name, "id": t.call_id} if t.call_id else {"name": t.name} for t in e.tool_calls]
+            emitted = False
+            if e.reasoning:
+                steps.append(mk_step("thought", e.reasoning, reasoning=True, **meta))
+                emitted = True
+            if e.text or not (emitted or e.tool_calls):
+                steps.append(mk_step("thought" if follows_tool else "message", e.text, **meta))
+                emitted = True
+            steps.extend(e.extra_steps)
+            for tc in unmatched.get(i, []):
+                m = {k: v for k, v in e.meta.items() if k not in ("usage", "input_tokens", "output_tokens")}
+                steps.append(mk_step("action", tc.name, args_text(tc.args), tool_call_id=tc.call_id, **m))
+                if not emitted and "tool_calls" in meta:
+                    # the turn had no text: keep its provenance (tokens, model) on its first action
+                    step_meta(steps[-1]).update({k: v for k, v in meta.items() if k != "tool_calls"})
+                    emitted = True
+                res = None
+                for later in events[i + 1:]:
+                    if isinstance(later, LLMEvent) and tc.call_id and tc.call_id in later.input_results:
+                        res = later.input_results[tc.call_id]
+                        break
+                if res is not None:
+                    val, is_err = res
+                    steps.append(mk_step("error" if is_err else "observation", text_of(val), tool_call_id=tc.call_id, tool_name=tc.name))
+            if not emitted and e.tool_calls:
+                # every call was executed by a tool span: the turn itself leaves a thought only for its
+                # provenance, so tokens and model are not lost
+                steps.append(mk_step("thought", "", **meta))
+    return steps
+
+
+# ---------------------------------------------------------------- chat messages
+
+_ROLE = {
+    "human": "user", "user": "user", "humanmessage": "user", "humanmessagechunk": "user",
+    "ai": "assistant", "assistant": "assistant", "aimessage": "assistant", "aimessagechunk": "assistant", "model": "assistant",
+    "system": "system", "systemmessage": "system", "developer": "system",
+    "tool": "tool", "toolmessage": "tool", "function": "tool", "functionmessage": "tool", "ipython": "tool",
+}
+
+
+def unwrap_message(msg: Any) -> dict | None:
+    """A chat message in any of the common dialects as {role, content, tool_calls, ...}; None if not one."""
+    if not isinstance(msg, dict):
+        return None
+    # LangChain serialisation: {"lc":1,"type":"constructor","id":[..., "AIMessage"],"kwargs":{...}}
+    if msg.get("lc") and isinstance(msg.get("kwargs"), dict):
+        ids = msg.get("id") or []
+        kw = dict(msg["kwargs"])
+        kw.setdefault("role", _ROLE.get(str(ids[-1]).lower(), str(ids[-1])) if ids else kw.get("type"))
+        return kw
+    # messages_to_dict: {"type": "ai", "data": {...}}
+    if isinstance(msg.get("data"), dict) and isinstance(msg.get("type"), str) and "content" in msg["data"]:
+        d = dict(msg["data"])
+        d.setdefault("role", msg["type"])
+        return d
+    # OpenInference / Phoenix: {"message": {"role":..., "content":...}}
+    if set(msg) == {"message"} and isinstance(msg["message"], dict):
+        return unwrap_message(msg["message"])
+    if "role" in msg or ("type" in msg and ("content" in msg or "parts" in msg)):
+        d = dict(msg)
+        if "role" not in d:
+            d["role"] = d.get("type")
+        return d
+    return None
+
+
+def norm_role(role: Any) -> str:
+    return _ROLE.get(str(role).lower(), str(role).lower()) if role is not None else ""
+
+
+def tool_calls_of(m: dict) -> list[ToolCall]:
+    out = []
+    raw = m.get("tool_calls")
+    if raw is None and isinstance(m.get("additional_kwargs"), dict):
+        raw = m["additional_kwargs"].get("tool_calls")
+    if raw is None and isinstance(m.get("function_call"), dict):
+        raw = [{"function": m["function_call"]}]
+    for tc in raw if isinstance(raw, list) else []:
+        if not isinstance(tc, dict):
+            continue
+        fn = tc.get("function") if isinstance(tc.get("function"), dict) else tc
+        # OpenInference flattens as tool_call.function.name
+        if "tool_call" in tc and isinstance(tc["tool_call"], dict):
+            inner = tc["tool_call"]
+            fn = inner.get("function") if isinstance(inner.get("function"), dict) else inner
+            tc = inner
+        name = fn.get("name")
+        args = fn.get("arguments", fn.get("args", fn.get("input")))
+        out.append(ToolCall(str(name) if name is not None else "", args, _sid(tc.get("id") or tc.get("tool_call_id"))))
+    return out
+
+
+def _sid(v: Any) -> str | None:
+    return None if v is None or v == "" else str(v)
+
+
+def message_parts(m: dict) -> tuple[str, str, list[ToolCall], list[tuple[str | None, Any, bool]]]:
+    """(text, reasoning, tool calls, tool results) of one message, from content string or part lists."""
+    content = m.get("content")
+    parts = m.get("parts") if isinstance(m.get("parts"), list) else (content if isinstance(content, list) else None)
+    texts, reasons, calls, results = [], [], list(tool_calls_of(m)), []
+    if parts is None:
+        texts.append(text_of(content))
+    else:
+        for p in parts:
+            if isinstance(p, str):
+                texts.append(p)
+                continue
+            if not isinstance(p, dict):
+                texts.append(jdump(p))
+                continue
+            pt = p.get("type")
+            if pt in ("reasoning", "thinking", "redacted_thinking"):
+                reasons.append(text_of(p.get("content", p.get("thinking", p.get("text", p.get("data"))))))
+            elif pt in ("tool_call", "tool_use", "function_call", "tool-call"):
+                calls.append(ToolCall(str(p.get("name", "")), p.get("arguments", p.get("input", p.get("args"))),
+                                      _sid(p.get("id") or p.get("call_id") or p.get("toolCallId"))))
+            elif pt in ("tool_call_response", "tool_result", "function_call_output", "tool-result"):
+                val = p.get("response", p.get("content", p.get("output", p.get("result"))))
+                results.append((_sid(p.get("id") or p.get("tool_use_id") or p.get("call_id") or p.get("toolCallId")),
+                                val, bool(p.get("is_error"))))
+            else:
+                t = part_text(p)
+                texts.append(t if t is not None else jdump(p))
+    return "\n".join(t for t in texts if t), "\n".join(r for r in reasons if r), calls, results
+
+
+def message_steps(msg: Any, **meta: Any) -> list[Step]:
+    """Steps for one chat message outside a model turn (inputs, histories)."""
+    m = unwrap_message(msg)
+    if m is None:
+        return [mk_step("other", text_of(msg), **meta)]
+    role = norm_role(m.get("role"))
+    text, reasoning, calls, results = message_parts(m)
+    if m.get("name") and role != "tool":
+        meta.setdefault("name", m.get("name"))
+    if role == "system":
+        return [mk_step("system", text, **meta)]
+    if role == "tool":
+        cid = _sid(m.get("tool_call_id"))
+        is_err = m.get("status") == "error" or bool(m.get("is_error"))
+        return [mk_step("error" if is_err else "observation", text, tool_call_id=cid, tool_name=m.get("name"), **meta)]
+    steps = []
+    if reasoning:
+        steps.append(mk_step("thought", reasoning, role=role, **meta))
+    if text or not (calls or results or reasoning):
+        stype = "thought" if (calls and role == "assistant") else "message"
+        steps.append(mk_step(stype, text, role=role or None, **meta))
+    for tc in calls:
+        steps.append(mk_step("action", tc.name, args_text(tc.args), tool_call_id=tc.call_id, **meta))
+    for cid, val, is_err in results:
+        steps.append(mk_step("error" if is_err else "observation", text_of(val), tool_call_id=cid, **meta))
+    return steps
+
+
+def llm_event_from_messages(out_msgs: list, in_msgs: list | None = None, **meta: Any) -> LLMEvent:
+    """A model turn from its output messages; tool results in its input are kept for call pairing."""
+    ev = LLMEvent(meta={k: v for k, v in meta.items() if v is not None})
+    texts, reasons = [], []
+    for raw in out_msgs:
+        m = unwrap_message(raw)
+        if m is None:
+            texts.append(text_of(raw))
+            continue
+        role = norm_role(m.get("role"))
+        if role and role not in ("assistant",):
+            ev.extra_steps.extend(message_steps(m))
+            continue
+        text, reasoning, calls, _ = message_parts(m)
+        if text:
+            texts.append(text)
+        if reasoning:
+            reasons.append(reasoning)
+        ev.tool_calls.extend(calls)
+    ev.text = "\n".join(texts)
+    ev.reasoning = "\n".join(reasons)
+    for raw in in_msgs or []:
+        m = unwrap_message(raw)
+        if m is None:
+            continue
+        if norm_role(m.get("role")) == "tool" and m.get("tool_call_id"):
+            ev.input_results[str(m["tool_call_id"])] = (text_of(m.get("content")), False)
+        for cid, val, is_err in message_parts(m)[3]:
+            if cid:
+                ev.input_results[cid] = (val, is_err)
+    return ev
+
+
+def first_user_text(msgs: Iterable) -> str | None:
+    for raw in msgs or []:
+        m = unwrap_message(raw)
+        if m is not None and norm_role(m.get("role")) == "user":
+            return message_parts(m)[0]
+    return None
+
+
+def task_from_input(value: Any) -> str | None:
+    """The user's request out of a run/span input: a string, messages, or a dict with a usual key."""
+    value = maybe_json(value)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        t = first_user_text(value)
+        if t is not None:
+            return t
+        if value and isinstance(value[0], list):
+            return first_user_text(value[0])
+        return None
+    if isinstance(value, dict):
+        for k in ("task", "input", "question", "query", "prompt", "goal", "instruction", "user_input", "request", "message"):
+            v = value.get(k)
+            if isinstance(v, str):
+                return v
+        for k in ("messages", "inputs", "prompts"):
+            if k in value:
+                t = task_from_input(value[k])
+                if t is not None:
+                    return t
+    return None
+
+
+# ---------------------------------------------------------------- input files
+
+def read_input(path: Path) -> tuple[str, Iterator[tuple[int | None, Any]]]:
+    """("jsonl", (line, value|TraceError) streamed) or ("json", one (None, value|TraceError)).
+
+    A file is JSONL when its first non-blank line is a complete JSON value and more follows, so a
+    pretty-printed JSON document is read whole while a log is streamed line by line.
+    """
+    source = str(path)
+    name = path.name.lower()
+    is_jsonl = name.endswith((".jsonl", ".ndjson", ".jsonl.gz", ".ndjson.gz"))
+    if not is_jsonl:
+        try:
+            with open_text(path) as fh:
+                first, second = None, None
+                for ln in fh:
+                    if ln.strip():
+                        if first is None:
+                            first = ln
+                        else:
+                            second = ln
+                            break
+        except OSError as exc:
+            return "json", iter([(None, TraceError(source, None, None, f"cannot read: {exc}"))])
+        if first is not None and second is not None:
+            try:
+                loads_strict(first)
+                is_jsonl = True
+            except (ValueError, RecursionError):
+                # a broken first line of a log must not hide the good lines after it
+                if first.lstrip().startswith("{") and first.rstrip().endswith("}"):
+                    try:
+                        loads_strict(second)
+                        is_jsonl = True
+                    except (ValueError, RecursionError):
+                        pass
+    if is_jsonl:
+        def gen():
+            try:
+                with open_text(path) as fh:
+                    yield from iter_jsonl(fh, source)
+            except OSError as exc:
+                yield None, TraceError(source, None, None, f"cannot read: {exc}")
+        return "jsonl", gen()
+
+    def whole():
+        try:
+            with open_text(path) as fh:
+                text = fh.read()
+        except OSError as exc:
+            yield None, TraceError(source, None, None, f"cannot read: {exc}")
+            return
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            yield None, TraceError(source, None, None, "invalid UTF-8")
+            return
+        try:
+            yield None, loads_strict(text)
+        except json.JSONDecodeError as exc:
+            yield exc.lineno, TraceError(source, exc.lineno, None, f"invalid JSON: {exc.msg} (column {exc.colno})")
+        except (ValueError, RecursionError) as exc:
+            yield None, TraceError(source, None, None, f"invalid JSON: {exc}")
+    return "json", whole()
+
+
+def guarded(source: str, line: int | None, where: str, fn: Callable[[], list]) -> list:
+    """Run one record's conversion; a Bad or any unexpected exception becomes that record's TraceError."""
+    try:
+        return fn()
+    except Bad as b:
+        fld = b.field if not where else (where + ("." if b.field and not b.field.startswith("[") else "") + (b.field or "")).rstrip(".")
+        return [TraceError(source, line, fld or None, b.message)]
+    except RecursionError:
+        return [TraceError(source, line, where or None, "nested too deeply")]
+    except Exception as exc:  # a converter never raises: one odd record must not stop the file
+        return [TraceError(source, line, where or None, f"could not convert: {type(exc).__name__}: {exc}")]
+
+
+def sample_objects(sample: Sample, limit: int = 5) -> list:
+    """The first few JSON values a detector should look at (whole-file value, its list items, or JSONL records)."""
+    out = []
+    fj = sample.first_json
+    if isinstance(fj, dict):
+        out.append(fj)
+    elif isinstance(fj, list):
+        out.extend(fj[:limit])
+    out.extend(sample.first_records[:limit])
+    if not out and sample.head:
+        # large files are only sniffed: try the first line on its own
+        first = sample.head.lstrip().split("\n", 1)[0]
+        try:
+            v = loads_strict(first)
+            if isinstance(v, dict):
+                out.append(v)
+        except (ValueError, RecursionError):
+            pass
+    return out
+
+
+def finish_trace(trace_id: str, task: str | None, steps: list[Step], metadata: dict, where: str = "") -> Trace:
+    if not steps:
+        raise Bad(where or None, "no steps could be made from this record")
+    return Trace(str(trace_id), task or "", steps, {k: v for k, v in metadata.items() if v is not None})
+
+
+def warn(source: str, record: Any, message: str) -> ConvertWarning:
+    return ConvertWarning(source, None if record is None else str(record), message)
+
+
+@dataclass
+class Ctx:
+    """Where one record came from: for messages, provenance and stable ids."""
+
+    path: Path
+    line: int | None  # JSONL line, or the JSON error's line
+    index: int | None  # position in a JSON list
+    where: str  # field path prefix of the record inside the file ("" or "[3]")
+
+    @property
+    def source(self) -> str:
+        return str(self.path)
+
+    @property
+    def record(self) -> int:
+        """The record's position: its line in JSONL, its list index in JSON (0 for a lone object)."""
+        return self.line if self.line is not None else (self.index or 0)
+
+    def default_id(self, *more: Any) -> str:
+        from .base import stable_id
+        return stable_id(self.path.name, self.record, *more)
+
+    def provenance(self, fmt: str) -> dict:
+        out = {"source_format": fmt, "source_file": self.source}
+        if self.line is not None:
+            out["source_line"] = self.line
+        if self.index is not None:
+            out["source_record"] = self.index
+        return out
+
+
+def drive(path: Path, one: Callable[[Any, Ctx], list], unwrap: Callable[[Any], list | None] | None = None) -> Iterator:
+    """Stream a file's records through ``one``; a JSON list is a list of records, JSONL one per line.
+
+    ``unwrap`` may turn a whole-file value into its records (e.g. ``{"data": [...]}``).
+    """
+    path = Path(path)
+    kind, it = read_input(path)
+    for line, val in it:
+        if isinstance(val, TraceError):
+            yield val
+            continue
+        recs = unwrap(val) if unwrap else None
+        if recs is None:
+            recs = val if (kind == "json" and isinstance(val, list)) else None
+        if recs is None:
+            yield from guarded(str(path), line, "", lambda: one(val, Ctx(path, line, None, "")))
+            continue
+        for k, rec in enumerate(recs):
+            ctx = Ctx(path, line, k, f"[{k}]")
+            yield from guarded(str(path), line, ctx.where, lambda: one(rec, ctx))

@@ -1,0 +1,249 @@
+"""Multi-agent transcripts: Who&When failure-attribution records and generic agent-named message lists.
+
+Who&When mapping is one step per ``history`` entry, in order (step i is history[i], so the
+record's 0-based ``mistake_step`` indexes the steps directly; it is kept as an int in metadata).
+Step type from the role/name: "X (thought)" -> thought; "X (-> Y)" -> message to Y; a terminal /
+computer / executor agent -> observation; a human/user without an agent name -> message (role
+user); system -> system; anything else -> message. The agent name goes to step metadata.
+
+Generic shape ``{"messages"|"chat_history": [{agent|name|source|sender, content, role?}]}``
+(AutoGen / CrewAI style): the same role rules, plus OpenAI-style ``tool_calls`` and AutoGen
+ToolCallRequestEvent/ToolCallExecutionEvent items -> action / observation (or error) steps.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from ._common_b import (Bad, Ctx, args_text, drive, finish_trace, message_parts, mk_step, norm_role,
+                        sample_objects, text_of, tool_calls_of, want)
+from .base import Converter, Sample
+
+NAME = "multi_agent"
+_WW_KEYS = ("mistake_agent", "mistake_step", "mistake_reason", "ground_truth", "question")
+_LIST_KEYS = ("messages", "chat_history", "conversation", "history")
+_AGENT_KEYS = ("agent", "name", "source", "sender", "speaker", "agent_name")
+_TERMINAL = re.compile(r"terminal|computer|executor|code_?exec|interpreter|shell|environment|sandbox", re.I)
+_ROLE_ANNOT = re.compile(r"^(.*?)\s*\(([^()]*)\)\s*$")
+_ROLES = {"user", "assistant", "system", "tool", "human", "ai", "function", "model", "developer"}
+_AUTOGEN_TYPES = {"TextMessage", "ToolCallRequestEvent", "ToolCallExecutionEvent", "ToolCallSummaryMessage",
+                  "ThoughtEvent", "HandoffMessage", "StopMessage", "MultiModalMessage", "UserInputRequestedEvent"}
+
+
+def _is_who_when(obj: Any) -> bool:
+    return (isinstance(obj, dict) and isinstance(obj.get("history"), list)
+            and sum(k in obj for k in _WW_KEYS) >= 2)
+
+
+def _agent_of(m: dict) -> str | None:
+    for k in _AGENT_KEYS:
+        v = m.get(k)
+        if isinstance(v, str) and v:
+            return v
+    return None
+
+
+def _generic_list(obj: Any) -> list | None:
+    if not isinstance(obj, dict):
+        return None
+    for k in _LIST_KEYS:
+        v = obj.get(k)
+        if isinstance(v, list) and v and all(isinstance(m, dict) for m in v[:50]):
+            return v
+    return None
+
+
+def _generic_score(obj: Any) -> float:
+    msgs = _generic_list(obj)
+    if msgs is None:
+        return 0.0
+    # SWE-agent .traj histories also carry an "agent" key, but with one agent and SWE-agent's own keys
+    if isinstance(obj, dict) and ("trajectory" in obj or "info" in obj):
+        return 0.0
+    if any(m.get("type") in _AUTOGEN_TYPES and "source" in m for m in msgs[:50]):
+        return 0.9
+    names = {a for m in msgs[:200] if (a := _agent_of(m)) and a.lower() not in _ROLES}
+    if len(names) >= 2:
+        return 0.75
+    return 0.0
+
+
+def detect(sample: Sample) -> float:
+    objs = sample_objects(sample)
+    if not objs:
+        return 0.0
+    if _is_who_when(objs[0]):
+        return 0.97
+    return _generic_score(objs[0])
+
+
+def _classify(role: str, name: str | None) -> tuple[str, dict]:
+    """(step type, metadata) for one transcript entry from its role label and agent name."""
+    meta: dict = {}
+    agent, annot = name, None
+    m = _ROLE_ANNOT.match(role or "")
+    if m:
+        annot = m.group(2).strip()
+        if not agent:
+            agent = m.group(1).strip() or None
+    elif not agent and role and role not in _ROLES:
+        # Who&When hand-crafted records put the agent in the role ("WebSurfer", "Assistant")
+        agent = role
+    if role:
+        meta["role"] = role
+    if agent:
+        meta["agent"] = agent
+    r = norm_role(role)
+    if annot:
+        meta["annotation"] = annot
+        low = annot.lower()
+        if low.startswith("thought") or low in ("plan", "planning", "reflection"):
+            return "thought", meta
+        if low.startswith("->"):
+            meta["recipient"] = annot[2:].strip()
+            return "message", meta
+        return "message", meta
+    if r == "system":
+        return "system", meta
+    if r == "tool":
+        return "observation", meta
+    if agent and _TERMINAL.search(agent):
+        return "observation", meta
+    if r == "user" and not name:
+        return "message", meta
+    return "message", meta
+
+
+def _who_when(rec: dict, ctx: Ctx) -> list:
+    hist = rec["history"]
+    steps = []
+    for i, h in enumerate(hist):
+        if not isinstance(h, dict):
+            raise Bad(f"history[{i}]", "expected an object with content and role")
+        content = h.get("content")
+        if content is not None and not isinstance(content, (str, list, dict)):
+            raise Bad(f"history[{i}].content", f"expected a string, got {type(content).__name__}")
+        role = h.get("role")
+        if role is not None and not isinstance(role, str):
+            raise Bad(f"history[{i}].role", "expected a string")
+        name = h.get("name") if isinstance(h.get("name"), str) else None
+        stype, meta = _classify(role or "", name)
+        meta["history_index"] = i
+        steps.append(mk_step(stype, text_of(content), **meta))
+    md = ctx.provenance(NAME)
+    md["benchmark"] = "who_and_when"
+    raw_ms = rec.get("mistake_step")
+    if raw_ms is not None and raw_ms != "":
+        try:
+            ms = int(str(raw_ms).strip()) if not isinstance(raw_ms, bool) else None
+        except ValueError:
+            ms = None
+        if ms is None:
+            raise Bad("mistake_step", f"expected an integer index into history, got {raw_ms!r}")
+        if not 0 <= ms < len(hist):
+            raise Bad("mistake_step", f"index {ms} is outside history (0..{len(hist) - 1})")
+        md["mistake_step"] = ms
+    for k in ("mistake_agent", "mistake_reason", "ground_truth", "question", "question_ID", "level", "is_corrected"):
+        if k in rec:
+            md[k] = rec[k]
+    for k, v in rec.items():
+        if k not in md and k not in ("history", "mistake_step") and not isinstance(v, (list, dict)):
+            md.setdefault("extra", {})[k] = v
+    task = rec.get("question") if isinstance(rec.get("question"), str) else None
+    if task is None and hist and isinstance(hist[0], dict):
+        task = text_of(hist[0].get("content"))
+    tid = rec.get("trace_id") or rec.get("id") or ctx.default_id()
+    return [finish_trace(str(tid), task, steps, md, "history")]
+
+
+def _generic(rec: dict, ctx: Ctx) -> list:
+    key = next(k for k in _LIST_KEYS if isinstance(rec.get(k), list))
+    steps = []
+    task = None
+    for i, m in enumerate(rec[key]):
+        w = f"{key}[{i}]"
+        if not isinstance(m, dict):
+            raise Bad(w, "expected a message object")
+        agent = _agent_of(m)
+        role = m.get("role") if isinstance(m.get("role"), str) else ""
+        base = {"agent": agent, "index": i, "timestamp": m.get("timestamp") or m.get("created_at"),
+                "usage": m.get("models_usage") or m.get("usage")}
+        mtype = m.get("type")
+        content = m.get("content")
+        if mtype == "ToolCallRequestEvent" and isinstance(content, list):
+            for k, c in enumerate(content):
+                if not isinstance(c, dict):
+                    raise Bad(f"{w}.content[{k}]", "expected a function call object")
+                steps.append(mk_step("action", str(c.get("name", "")), args_text(c.get("arguments")), tool_call_id=c.get("id"), **base))
+            continue
+        if mtype == "ToolCallExecutionEvent" and isinstance(content, list):
+            for k, c in enumerate(content):
+                if not isinstance(c, dict):
+                    raise Bad(f"{w}.content[{k}]", "expected a function result object")
+                steps.append(mk_step("error" if c.get("is_error") else "observation", text_of(c.get("content")),
+                                     tool_call_id=c.get("call_id"), tool_name=c.get("name"), **base))
+            continue
+        if content is not None and not isinstance(content, (str, list, dict)):
+            raise Bad(f"{w}.content", f"expected a string, got {type(content).__name__}")
+        if mtype == "ThoughtEvent":
+            steps.append(mk_step("thought", text_of(content), **base))
+            continue
+        stype, meta = _classify(role or (agent or ""), agent if role else None)
+        meta.update({k: v for k, v in base.items() if k != "agent"})
+        if mtype:
+            meta["message_type"] = mtype
+        text, reasoning, _, _ = message_parts(m) if isinstance(content, (str, list)) or content is None else (text_of(content), "", [], [])
+        calls = tool_calls_of(m)
+        if reasoning:
+            steps.append(mk_step("thought", reasoning, **meta))
+        if text or not calls:
+            steps.append(mk_step("thought" if calls and stype == "message" else stype, text, **meta))
+        for tc in calls:
+            steps.append(mk_step("action", tc.name, args_text(tc.args), tool_call_id=tc.call_id, agent=agent))
+        if task is None and norm_role(role or agent or "") == "user":
+            task = text
+    for k in ("task", "question", "goal", "query", "input"):
+        if isinstance(rec.get(k), str):
+            task = rec[k]
+            break
+    md = ctx.provenance(NAME)
+    for k, v in rec.items():
+        if k != key and k not in ("task",) and not isinstance(v, list):
+            md.setdefault("extra", {})[k] = v
+    agents = []
+    for s in steps:
+        a = s.extra.get("metadata", {}).get("agent")
+        if a and a not in agents:
+            agents.append(a)
+    md["agents"] = agents
+    tid = rec.get("trace_id") or rec.get("id") or rec.get("session_id") or ctx.default_id()
+    return [finish_trace(str(tid), task, steps, md, key)]
+
+
+def one(rec: Any, ctx: Ctx) -> list:
+    if not isinstance(rec, dict):
+        raise Bad(None, "expected a transcript object")
+    if "history" in rec and not isinstance(rec["history"], list) and sum(k in rec for k in _WW_KEYS) >= 2:
+        raise Bad("history", f"expected a list of messages, got {type(rec['history']).__name__}")
+    if _is_who_when(rec):
+        return _who_when(rec, ctx)
+    if _generic_list(rec) is not None:
+        return _generic(rec, ctx)
+    for k in _LIST_KEYS:
+        if k in rec:
+            raise Bad(k, f"expected a non-empty list of message objects, got {type(rec[k]).__name__}")
+    raise Bad(None, "no history or messages list")
+
+
+def convert(path: Path):
+    yield from drive(path, one)
+
+
+CONVERTER = Converter(
+    name=NAME,
+    description="Multi-agent transcripts: Who&When records (history, mistake_step) and agent-named message lists (AutoGen, CrewAI)",
+    shapes='{"history": [{content, role, name?}], "question", "mistake_agent", "mistake_step", ...} or {"messages": [{agent|name|source, content}]}',
+    detect=detect,
+    convert=convert,
+)

@@ -1,0 +1,384 @@
+"""Helpers every converter needs: building steps, rendering tool arguments, pairing calls with
+results, flattening message content, and turning OpenAI-style chat messages into steps.
+
+Content is untrusted text and is kept exactly as the source has it: nothing here escapes,
+strips or normalises strings (only ``None`` becomes ``""``).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from ls_trajeval.trace import Step, Trace, TraceError
+
+from .base import ConvertWarning, stable_id
+
+try:  # orjson is several times faster for the parse/dump round trip of tool arguments
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - optional speed-up
+    _orjson = None
+
+
+def dumps(value: Any) -> str:
+    """Readable JSON text (indented, non-ASCII kept)."""
+    if _orjson is not None:
+        try:
+            return _orjson.dumps(value, option=_orjson.OPT_INDENT_2).decode()
+        except TypeError:  # ints beyond 64 bits, non-str keys: let json handle them
+            pass
+    return json.dumps(value, ensure_ascii=False, indent=2, default=str)
+
+
+def compact(value: Any) -> str:
+    """One-line JSON for fallback ``other`` steps and metadata."""
+    if _orjson is not None:
+        try:
+            return _orjson.dumps(value).decode()
+        except TypeError:
+            pass
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def render_args(args: Any) -> str:
+    """Tool arguments as readable text: JSON pretty-printed, a non-JSON string as it is."""
+    if args is None:
+        return ""
+    if isinstance(args, str):
+        s = args.strip()
+        if not s or s[0] not in "{[":
+            return args
+        try:
+            parsed = _orjson.loads(s) if _orjson is not None else json.loads(s)
+        except ValueError:
+            return args
+        return dumps(parsed)
+    return dumps(args)
+
+
+def text(value: Any) -> str:
+    """A field that should be text: strings as they are, None as "", anything else as JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return dumps(value)
+
+
+def step(type_: str, content: Any, action_input: Any = None, **extra: Any) -> Step:
+    """A Step with None-valued extras dropped (so provenance keys appear only where known)."""
+    return Step(type_, text(content), action_input, {k: v for k, v in extra.items() if v is not None})
+
+
+def flatten_parts(content: Any, text_keys: tuple[str, ...] = ("text",)) -> str:
+    """Message content as one string: a string as is, a list of parts joined by newlines.
+
+    Text parts give their text; any other part (image, audio, file, ...) is kept as one line of
+    JSON so nothing is lost.
+    """
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, dict):
+        content = [content]
+    if not isinstance(content, list):
+        return text(content)
+    out = []
+    for part in content:
+        if isinstance(part, str):
+            out.append(part)
+            continue
+        if isinstance(part, dict):
+            for k in text_keys:
+                v = part.get(k)
+                if isinstance(v, str):
+                    out.append(v)
+                    break
+            else:
+                out.append(compact(part))
+            continue
+        out.append(text(part))
+    return "\n".join(out)
+
+
+class StepList:
+    """Steps in order, with each tool result moved right after its call.
+
+    Parallel calls arrive as call A, call B, result A, result B; annotators judge a call by its
+    result, so the trace shows A, result A, B, result B. A result whose call is unknown stays
+    where it came (marked ``unpaired``).
+    """
+
+    def __init__(self) -> None:
+        self._slots: list[list[Step]] = []
+        self._calls: dict[str, list[Step]] = {}
+
+    def add(self, s: Step) -> None:
+        self._slots.append([s])
+
+    def call(self, call_id: Any, s: Step) -> None:
+        slot = [s]
+        self._slots.append(slot)
+        if call_id is not None and call_id != "":
+            self._calls[str(call_id)] = slot
+            s.extra.setdefault("tool_call_id", call_id)
+
+    def result(self, call_id: Any, s: Step) -> bool:
+        """Attach a result to its call; return False (and keep it in place) when the call is unknown."""
+        if call_id is not None and call_id != "":
+            s.extra.setdefault("tool_call_id", call_id)
+        slot = self._calls.get(str(call_id)) if call_id is not None else None
+        if slot is None:
+            if call_id is not None:
+                s.extra["unpaired"] = True
+            self._slots.append([s])
+            return False
+        slot.append(s)
+        return True
+
+    def has_call(self, call_id: Any) -> bool:
+        return call_id is not None and str(call_id) in self._calls
+
+    def steps(self) -> list[Step]:
+        return [s for slot in self._slots for s in slot]
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+
+def finish(
+    source: str | Path,
+    line: int | None,
+    trace_id: str,
+    task: str,
+    steps: list[Step],
+    metadata: dict,
+    field: str | None = None,
+) -> Trace | TraceError:
+    """A Trace, or a located error when the record produced no steps at all."""
+    if not steps:
+        return TraceError(str(source), line, field, "no steps: the record holds nothing to annotate", trace_id)
+    return Trace(str(trace_id), task or "", steps, {k: v for k, v in metadata.items() if v is not None})
+
+
+def file_id(path: Path, index: Any) -> str:
+    """The fallback trace id: stable for the same file name and record position."""
+    return stable_id(path.name, index)
+
+
+def describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+class BadRecord(Exception):
+    """Raised inside a record conversion to reject that record with a field path."""
+
+    def __init__(self, field: str | None, message: str):
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+def expect(value: Any, kind: type | tuple, field: str, *, optional: bool = False) -> Any:
+    if value is None and optional:
+        return None
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        names = {dict: "an object", list: "a list", str: "a string"}
+        want = names.get(kind, " or ".join(names.get(k, k.__name__) for k in kind) if isinstance(kind, tuple) else kind.__name__)
+        raise BadRecord(field, f"expected {want}, got {describe(value)}")
+    return value
+
+
+def tool_call_parts(tc: Any, where: str) -> tuple[Any, str, Any]:
+    """(id, name, arguments) of an OpenAI-style tool call; also accepts Inspect's flat shape."""
+    expect(tc, dict, where)
+    fn = tc.get("function")
+    if isinstance(fn, dict):
+        name, args = fn.get("name"), fn.get("arguments")
+    else:  # Inspect AI / smolagents variants: {"id", "function": "name", "arguments": {...}}
+        name, args = (fn if isinstance(fn, str) else tc.get("name")), tc.get("arguments", tc.get("input"))
+    if name is None:
+        raise BadRecord(f"{where}.function.name", "missing")
+    return tc.get("id"), text(name), args
+
+
+def chat_messages_to_steps(
+    messages: list,
+    out: StepList,
+    *,
+    where: str = "messages",
+    agent: str | None = None,
+    warnings: list | None = None,
+) -> str:
+    """Append the steps of OpenAI Chat Completions-style messages; return the task (first user text).
+
+    Roles: system/developer → system; user → message; assistant → thought (reasoning), message
+    (text) and one action per tool call; tool/function → observation, or error when the message
+    says so. Unknown roles become ``other`` steps with the message as JSON.
+    """
+    expect(messages, list, where)
+    task = None
+    last_legacy_call: list[Any] = []
+    for i, m in enumerate(messages):
+        w = f"{where}[{i}]"
+        expect(m, dict, w)
+        role = m.get("role")
+        name = m.get("name") or agent
+        meta = {"message_index": i}
+        if m.get("id") is not None:
+            meta["message_id"] = m.get("id")
+        if role in ("system", "developer"):
+            out.add(step("system", flatten_parts(m.get("content")), role=role, **meta))
+        elif role == "user":
+            content = flatten_parts(m.get("content"))
+            if task is None:
+                task = content
+            out.add(step("message", content, role="user", name=m.get("name"), **meta))
+        elif role == "assistant":
+            reasoning = m.get("reasoning_content") or m.get("reasoning")
+            if reasoning:
+                out.add(step("thought", flatten_parts(reasoning), role="assistant", agent=name, **meta))
+            content = m.get("content")
+            if content is not None and not isinstance(content, (str, list, dict)):
+                raise BadRecord(f"{w}.content", f"expected a string or a list of parts, got {describe(content)}")
+            # Inspect AI and others keep reasoning as a content part
+            if isinstance(content, list) and any(isinstance(p, dict) and p.get("type") == "reasoning" for p in content):
+                for p in content:
+                    if isinstance(p, dict) and p.get("type") == "reasoning":
+                        out.add(step("thought", text(p.get("reasoning") or p.get("summary")), role="assistant", agent=name, **meta))
+                content = [p for p in content if not (isinstance(p, dict) and p.get("type") == "reasoning")]
+            body = flatten_parts(content)
+            calls = m.get("tool_calls") or []
+            expect(calls, list, f"{w}.tool_calls")
+            if body or not calls and not m.get("function_call"):
+                out.add(step("message", body, role="assistant", agent=name, **meta))
+            for j, tc in enumerate(calls):
+                cid, tname, args = tool_call_parts(tc, f"{w}.tool_calls[{j}]")
+                out.call(cid, step("action", tname, render_args(args), agent=name, **meta))
+            fc = m.get("function_call")
+            if fc:
+                expect(fc, dict, f"{w}.function_call")
+                legacy_id = f"legacy-{i}"
+                last_legacy_call.append(legacy_id)
+                out.call(legacy_id, step("action", text(fc.get("name")), render_args(fc.get("arguments")), agent=name, **meta))
+        elif role in ("tool", "function"):
+            cid = m.get("tool_call_id")
+            if cid is None and role == "function" and last_legacy_call:
+                cid = last_legacy_call.pop(0)
+            err = m.get("error")
+            content = flatten_parts(m.get("content"))
+            extra = dict(meta)
+            if m.get("name") or m.get("function"):
+                extra["tool_name"] = m.get("name") or m.get("function")
+            if err:
+                if isinstance(err, dict):
+                    extra["error_type"] = err.get("type")
+                    msg = text(err.get("message"))
+                else:
+                    msg = text(err)
+                if content and content != msg:
+                    extra["tool_output"] = content
+                out.result(cid, step("error", msg or content, **extra))
+            else:
+                out.result(cid, step("observation", content, **extra))
+        else:
+            out.add(step("other", compact(m), role=role, **meta))
+            if warnings is not None:
+                warnings.append(f"{w}: unknown role {role!r} kept as an 'other' step")
+    return task or ""
+
+
+def warn_all(source: Path, record: Any, messages: Iterable[str]) -> Iterator[ConvertWarning]:
+    for msg in messages:
+        yield ConvertWarning(str(source), None if record is None else str(record), msg)
+
+
+def guarded(source: Path, line: int | None, fn, *args) -> Iterator:
+    """Run one record's conversion; turn a BadRecord or an unexpected shape into a located error.
+
+    A converter must never end in a traceback: whatever a record holds, the worst outcome is
+    one TraceError for that record and the next record converts.
+    """
+    try:
+        yield from fn(*args)
+    except BadRecord as exc:
+        yield TraceError(str(source), line, exc.field, exc.message)
+    except (TypeError, KeyError, AttributeError, ValueError, IndexError) as exc:
+        yield TraceError(str(source), line, None, f"unexpected record shape: {type(exc).__name__}: {exc}")
+
+
+def anthropic_blocks_to_steps(
+    role: str,
+    content: Any,
+    out: StepList,
+    where: str,
+    *,
+    agent: str | None = None,
+    meta: dict | None = None,
+    result_meta: dict | None = None,
+) -> str:
+    """Append the steps of one Anthropic message (string or content blocks); return its user text.
+
+    text → message; thinking → thought; redacted_thinking → thought (its opaque data kept in
+    ``redacted_data``); tool_use / server_tool_use → action; tool_result and *_tool_result →
+    observation, or error when ``is_error``; other blocks (image, document, ...) → ``other`` as JSON.
+    """
+    meta = dict(meta or {})
+    if content is None:
+        content = ""
+    if isinstance(content, str):
+        if role == "user":
+            out.add(step("message", content, role="user", **meta))
+            return content
+        out.add(step("message", content, role=role, agent=agent, **meta))
+        return ""
+    expect(content, list, f"{where}.content")
+    user_text = []
+    for j, b in enumerate(content):
+        w = f"{where}.content[{j}]"
+        if isinstance(b, str):
+            b = {"type": "text", "text": b}
+        expect(b, dict, w)
+        bt = b.get("type")
+        if bt == "text":
+            t = b.get("text")
+            if t is not None and not isinstance(t, str):
+                raise BadRecord(f"{w}.text", f"expected a string, got {describe(t)}")
+            if role == "user":
+                user_text.append(t or "")
+                out.add(step("message", t, role="user", **meta))
+            else:
+                out.add(step("message", t, role=role, agent=agent, **meta))
+        elif bt == "thinking":
+            out.add(step("thought", b.get("thinking"), role=role, agent=agent, **meta))
+        elif bt == "redacted_thinking":
+            out.add(step("thought", "[redacted thinking]", role=role, agent=agent, redacted_data=b.get("data"), **meta))
+        elif bt in ("tool_use", "server_tool_use", "mcp_tool_use"):
+            if b.get("name") is None:
+                raise BadRecord(f"{w}.name", "missing")
+            out.call(b.get("id"), step("action", b.get("name"), render_args(b.get("input")), agent=agent, block_type=bt if bt != "tool_use" else None, **meta))
+        elif bt == "tool_result" or isinstance(bt, str) and bt.endswith("_tool_result"):
+            body = b.get("content")
+            body_text = flatten_parts(body) if not isinstance(body, dict) else compact(body)
+            is_err = bool(b.get("is_error"))
+            if isinstance(body, dict) and isinstance(body.get("type"), str) and body["type"].endswith("_error"):
+                is_err = True
+            extra = dict(meta)
+            extra.update(result_meta or {})
+            out.result(b.get("tool_use_id"), step("error" if is_err else "observation", body_text, block_type=bt if bt != "tool_result" else None, **extra))
+        else:
+            out.add(step("other", compact(b), role=role, block_type=bt, **meta))
+    return "\n".join(user_text)

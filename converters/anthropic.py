@@ -1,0 +1,177 @@
+"""Anthropic Messages API conversations.
+
+Accepted shapes: ``{"system"?, "messages": [...]}`` requests (``system`` a string or text blocks),
+optionally with the reply under ``response``; a bare list of messages; a Message response object
+(``{"type": "message", "role": "assistant", "content": [...]}``); JSONL of any of these, one trace
+per line; and JSONL of streaming events (``message_start`` … ``message_stop``), joined into messages.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterator
+
+from ls_trajeval.trace import TraceError
+
+from . import _io
+from ._common import BadRecord, StepList, anthropic_blocks_to_steps, expect, file_id, finish, flatten_parts, guarded, step, text
+from .base import Converter, Sample
+
+BLOCKS = {"text", "thinking", "redacted_thinking", "tool_use", "tool_result", "image", "document", "server_tool_use"}
+EVENTS = {"message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop", "ping"}
+ID_KEYS = ("trace_id", "id", "conversation_id", "session_id")
+
+
+def _messages(rec: Any) -> list | None:
+    if isinstance(rec, list):
+        return rec
+    if isinstance(rec, dict):
+        if isinstance(rec.get("messages"), list):
+            return rec["messages"]
+        if rec.get("type") == "message" and rec.get("role") == "assistant":
+            return [rec]
+    return None
+
+
+def _score(rec: Any) -> float:
+    if isinstance(rec, dict) and rec.get("type") in EVENTS:
+        return 0.9 if rec.get("type") == "message_start" or "delta" in rec or "content_block" in rec else 0.5
+    msgs = _messages(rec)
+    if msgs is None:
+        return 0.0
+    blocks = [b for m in msgs[:10] if isinstance(m, dict) and isinstance(m.get("content"), list) for b in m["content"]]
+    typed = [b for b in blocks if isinstance(b, dict) and "type" in b]
+    if typed and all(b["type"] in BLOCKS or str(b["type"]).endswith("_tool_result") for b in typed):
+        if any(b["type"] in ("tool_use", "tool_result", "thinking", "redacted_thinking") for b in typed):
+            return 0.9
+        if isinstance(rec, dict) and ("system" in rec or rec.get("type") == "message"):
+            return 0.8
+        return 0.5  # text blocks alone are also valid OpenAI parts
+    if isinstance(rec, dict) and "system" in rec and msgs and all(isinstance(m, dict) and m.get("role") in ("user", "assistant") for m in msgs[:10]):
+        return 0.75  # a top-level system is Anthropic's; OpenAI keeps it as a message
+    return 0.0
+
+
+def detect(sample: Sample) -> float:
+    if sample.first_records:
+        return max(_score(r) for r in sample.first_records[:5]) if sample.first_records[0].get("type") in EVENTS else min(_score(r) for r in sample.first_records[:5])
+    doc = sample.first_json
+    if isinstance(doc, list) and doc and isinstance(doc[0], dict) and "messages" in doc[0]:
+        return _score(doc[0])
+    return _score(doc) if doc is not None else 0.0
+
+
+def _one(path: Path, line: Any, index: int, rec: Any) -> Iterator:
+    msgs = _messages(rec)
+    if msgs is None:
+        if isinstance(rec, dict) and "messages" in rec:
+            expect(rec["messages"], list, "messages")
+        raise BadRecord("messages", "missing: expected {\"messages\": [...]} or a list of messages")
+    msgs = list(msgs)
+    meta: dict = {"source_format": "anthropic", "source_file": str(path), "source_line": line}
+    out = StepList()
+    tid = None
+    if isinstance(rec, dict):
+        tid = next((text(rec[k]) for k in ID_KEYS if rec.get(k) not in (None, "")), None)
+        system = rec.get("system")
+        if system is not None:
+            if not isinstance(system, (str, list)):
+                raise BadRecord("system", f"expected a string or a list of text blocks, got {type(system).__name__}")
+            out.add(step("system", flatten_parts(system), role="system"))
+        resp = rec.get("response")
+        if isinstance(resp, dict) and isinstance(resp.get("content"), list):
+            msgs.append(resp)
+        src = resp if isinstance(resp, dict) else rec
+        for k in ("model", "usage", "stop_reason", "metadata"):
+            if src.get(k, rec.get(k)) is not None:
+                meta[k if k != "metadata" else "record_metadata"] = src.get(k, rec.get(k))
+    task = None
+    for i, m in enumerate(msgs):
+        w = f"messages[{i}]"
+        expect(m, dict, w)
+        role = m.get("role")
+        if role not in ("user", "assistant", "system"):
+            raise BadRecord(f"{w}.role", f"expected user or assistant, got {role!r}")
+        if "content" not in m:
+            raise BadRecord(f"{w}.content", "missing")
+        if role == "system":
+            out.add(step("system", flatten_parts(m["content"]), role="system", message_index=i))
+            continue
+        said = anthropic_blocks_to_steps(role, m["content"], out, w, agent=m.get("model"), meta={"message_index": i})
+        if task is None and role == "user" and said:
+            task = said
+    yield finish(path, line, tid or file_id(path, index), task or "", out.steps(), meta)
+
+
+def _join_events(events: list) -> dict:
+    """A Message object from a stream of events (deltas appended in block order)."""
+    msg: dict = {"role": "assistant", "content": []}
+    blocks: dict[int, dict] = {}
+    partial: dict[int, list] = {}
+    for ev in events:
+        t = ev.get("type")
+        if t == "message_start":
+            msg.update({k: v for k, v in (ev.get("message") or {}).items() if k != "content"})
+            msg["type"] = "message"
+        elif t == "content_block_start":
+            blocks[ev.get("index", len(blocks))] = dict(ev.get("content_block") or {})
+        elif t == "content_block_delta":
+            b = blocks.setdefault(ev.get("index", 0), {"type": "text", "text": ""})
+            d = ev.get("delta") or {}
+            dt = d.get("type")
+            if dt == "text_delta":
+                b["text"] = (b.get("text") or "") + (d.get("text") or "")
+            elif dt == "thinking_delta":
+                b["thinking"] = (b.get("thinking") or "") + (d.get("thinking") or "")
+            elif dt == "input_json_delta":
+                partial.setdefault(ev.get("index", 0), []).append(d.get("partial_json") or "")
+            elif dt == "signature_delta":
+                b["signature"] = d.get("signature")
+        elif t == "message_delta":
+            msg.update(ev.get("delta") or {})
+            if ev.get("usage"):
+                msg["usage"] = {**(msg.get("usage") or {}), **ev["usage"]}
+    for i, parts in partial.items():
+        raw = "".join(parts)
+        try:
+            blocks[i]["input"] = json.loads(raw) if raw else {}
+        except ValueError:
+            blocks[i]["input"] = raw
+    msg["content"] = [blocks[i] for i in sorted(blocks)]
+    return msg
+
+
+def convert(path: Path) -> Iterator:
+    docs = _io.iter_documents(path)
+    events: list = []
+    index = 0
+    first_line = None
+    for line, value in docs:
+        if isinstance(value, TraceError):
+            yield value
+            continue
+        if line is not None and isinstance(value, dict) and value.get("type") in EVENTS:
+            if first_line is None:
+                first_line = line
+            events.append(value)
+            if value.get("type") == "message_stop":
+                yield from guarded(path, first_line, _one, path, first_line, index, _join_events(events))
+                events, first_line, index = [], None, index + 1
+            continue
+        if line is None and isinstance(value, list) and value and isinstance(value[0], dict) and "messages" in value[0]:
+            for j, rec in enumerate(value):
+                yield from guarded(path, None, _one, path, f"[{j}]", j, rec)
+            continue
+        yield from guarded(path, line, _one, path, line, index, value)
+        index += 1
+    if events:  # a stream cut before message_stop: convert what arrived
+        yield from guarded(path, first_line, _one, path, first_line, index, _join_events(events))
+
+
+CONVERTER = Converter(
+    name="anthropic",
+    description="Anthropic Messages (text, thinking, tool_use / tool_result, system; streaming events)",
+    shapes='{"system"?, "messages": [...]}; list of messages; Message objects; JSONL of those or of stream events',
+    detect=detect,
+    convert=convert,
+)

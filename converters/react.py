@@ -1,0 +1,152 @@
+"""ReAct transcripts: ``Thought:`` / ``Action:`` / ``Action Input:`` / ``Observation:`` / ``Final Answer:``.
+
+A ``.txt`` (or ``.log``/``.md``) file is one trace; in JSON/JSONL each record carries the transcript
+in a text field (``text``, ``trace``, ``output``, ``log``, ``transcript``, ``react``, ``response``).
+``Question:`` becomes the task. Text before the first label is kept as a message step, so nothing
+of the transcript is lost; block bodies are kept byte for byte apart from the label itself and
+the newline that separates blocks.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Iterator
+
+from ls_trajeval.trace import TraceError
+
+from . import _io
+from ._common import BadRecord, finish, file_id, guarded, render_args, step, text
+from .base import Converter, Sample
+
+LABEL = re.compile(r"^[ \t]*(Thought|Action Input|Action|Observation|Final Answer|Question)[ \t]*:[ \t]?", re.M | re.I)
+TEXT_KEYS = ("text", "trace", "transcript", "react", "log", "output", "response", "completion")
+ID_KEYS = ("id", "trace_id", "task_id", "instance_id")
+TASK_KEYS = ("task", "question", "input", "query", "prompt")
+_KINDS = {"thought": "thought", "observation": "observation", "final answer": "message"}
+
+
+def _body(s: str) -> str:
+    # blocks are separated by one newline (two when blank-line separated); only that goes
+    return s[:-1] if s.endswith("\n") else s
+
+
+def parse(transcript: str) -> tuple[str, list]:
+    """(question or "", steps) of one ReAct transcript."""
+    steps = []
+    question = ""
+    matches = list(LABEL.finditer(transcript))
+    pre = transcript[: matches[0].start()] if matches else transcript
+    if pre.strip():
+        steps.append(step("message", _body(pre.rstrip("\n")), role="preamble"))
+    pending_action = None
+    for i, m in enumerate(matches):
+        end = matches[i + 1].start() if i + 1 < len(matches) else len(transcript)
+        body = transcript[m.end():end]
+        body = body.rstrip("\n") if i + 1 == len(matches) else _body(_body(body))
+        label = m.group(1).lower()
+        if label == "question":
+            if not question:
+                question = body
+            else:
+                steps.append(step("message", body, role="user"))
+            continue
+        if label == "action":
+            pending_action = step("action", body.strip(), "", label="Action")
+            steps.append(pending_action)
+            continue
+        if label == "action input":
+            if pending_action is not None and pending_action.action_input == "":
+                pending_action.action_input = render_args(body)
+            else:  # an input with no action before it: keep it visible rather than guess a tool
+                steps.append(step("action", "", render_args(body), label="Action Input"))
+            pending_action = None
+            continue
+        pending_action = None
+        s = step(_KINDS[label], body)
+        if label == "final answer":
+            s.extra["final_answer"] = True
+        steps.append(s)
+    return question, steps
+
+
+def _record_text(rec: dict) -> tuple[str, str] | None:
+    for k in TEXT_KEYS:
+        v = rec.get(k)
+        if isinstance(v, str) and LABEL.search(v):
+            return k, v
+    return None
+
+
+def detect(sample: Sample) -> float:
+    name = sample.path.name.lower()
+    if sample.first_records or isinstance(sample.first_json, (dict, list)):
+        recs = sample.first_records or (sample.first_json if isinstance(sample.first_json, list) else [sample.first_json])
+        recs = [r for r in recs[:5] if isinstance(r, dict)]
+        if recs and all(_record_text(r) for r in recs):
+            k, v = _record_text(recs[0])
+            labels = {m.group(1).lower() for m in LABEL.finditer(v)}
+            return 0.8 if {"thought", "action"} <= labels or "final answer" in labels else 0.3
+        return 0.0
+    if name.endswith((".json", ".jsonl", ".gz", ".traj", ".eval")):
+        return 0.0
+    labels = {m.group(1).lower() for m in LABEL.finditer(sample.head)}
+    if {"thought", "action"} <= labels or {"thought", "final answer"} <= labels:
+        return 0.8
+    return 0.3 if labels & {"thought", "observation"} else 0.0
+
+
+def _one(path: Path, line: Any, index: int, rec: Any) -> Iterator:
+    if not isinstance(rec, dict):
+        raise BadRecord(None, "expected a JSON object with a ReAct text field")
+    found = _record_text(rec)
+    if found is None:
+        present = [k for k in TEXT_KEYS if k in rec]
+        if present:
+            raise BadRecord(present[0], f"expected a ReAct transcript string, got {type(rec[present[0]]).__name__}" if not isinstance(rec[present[0]], str) else "no Thought/Action/Observation labels in the text")
+        raise BadRecord(None, f"no text field (one of {', '.join(TEXT_KEYS)})")
+    key, transcript = found
+    question, steps = parse(transcript)
+    tid = next((text(rec[k]) for k in ID_KEYS if rec.get(k) not in (None, "")), None) or file_id(path, index)
+    task = next((rec[k] for k in TASK_KEYS if isinstance(rec.get(k), str)), None) or question
+    for s in steps:
+        s.extra["source_line"] = line
+    meta = {"source_format": "react", "source_file": str(path), "source_line": line, "text_field": key}
+    for k in ("agent", "model"):
+        if rec.get(k) is not None:
+            meta[k] = rec[k]
+    yield finish(path, line, tid, task, steps, meta, key)
+
+
+def convert(path: Path) -> Iterator:
+    name = path.name.lower()
+    if not name.endswith((".json", ".jsonl", ".jsonl.gz", ".json.gz", ".ndjson")):
+        with _io.open_text(path) as fh:
+            transcript = fh.read()
+        try:
+            transcript.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            line = transcript.count("\n", 0, exc.start) + 1
+            yield TraceError(str(path), line, None, "invalid UTF-8")
+            return
+        question, steps = parse(transcript)
+        yield finish(path, None, file_id(path, 0), question, steps, {"source_format": "react", "source_file": str(path)})
+        return
+    index = 0
+    for line, value in _io.iter_documents(path):
+        if isinstance(value, TraceError):
+            yield value
+            index += 1
+            continue
+        records = value if line is None and isinstance(value, list) else [value]
+        for j, rec in enumerate(records):
+            yield from guarded(path, line if line is not None else None, _one, path, line if line is not None else f"[{j}]", index, rec)
+            index += 1
+
+
+CONVERTER = Converter(
+    name="react",
+    description="ReAct text transcripts (Thought / Action / Action Input / Observation / Final Answer)",
+    shapes=".txt/.log/.md transcript; JSON/JSONL records with the transcript in text/trace/output/log",
+    detect=detect,
+    convert=convert,
+)

@@ -1,0 +1,69 @@
+"""``ls-trajeval convert`` and ``ls-trajeval formats`` (click commands; attached to the main group in cli.py)."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ls_trajeval.convert import ConvertStats, convert_inputs, write_traces
+from ls_trajeval.converters.registry import all_converters
+
+
+def _format_choices() -> list[str]:
+    return ["auto"] + [c.name for c in all_converters()]
+
+
+@click.command("convert")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=True, allow_dash=False))
+@click.option("--format", "fmt", default="auto", show_default=True, type=click.Choice(_format_choices()), help="Source format, or auto to detect it per file.")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, allow_dash=True), help="Trace JSONL to write ('-' for stdout).")
+@click.option("-q", "--quiet", is_flag=True, help="Print only the summary, not each error and warning.")
+def convert_command(inputs: tuple[str, ...], fmt: str, output: str, quiet: bool) -> None:
+    """Convert agent logs (files or directories; JSON, JSONL, .gz, .eval) to trace JSONL.
+
+    Rejected records are reported as FILE:LINE: FIELD: MESSAGE on stderr; the exit code is 1
+    when anything was rejected.
+    """
+    warnings: list = []
+
+    def on_problem(item) -> None:
+        from ls_trajeval.trace import TraceError
+
+        if isinstance(item, TraceError):
+            if not quiet:
+                click.echo(f"error: {item}", err=True)
+        else:
+            warnings.append(item)
+
+    stats = ConvertStats()
+    items = convert_inputs(inputs, fmt, stats)
+    try:
+        if output == "-":
+            write_traces(items, sys.stdout, on_problem)
+            sys.stdout.flush()
+        else:
+            with open(output, "w", encoding="utf-8", newline="\n") as fh:
+                write_traces(items, fh, on_problem)
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {output}: {exc}") from None
+    if not quiet:
+        for w in warnings:
+            click.echo(f"warning: {w}", err=True)
+    formats = ", ".join(f"{k} {v}" for k, v in sorted(stats.by_format.items()))
+    click.echo(
+        f"{stats.files} file(s): {stats.converted} trace(s) converted, {stats.rejected} rejected, {stats.warnings} warning(s)"
+        + (f" [{formats}]" if formats else ""),
+        err=True,
+    )
+    if stats.rejected:
+        sys.exit(1)
+
+
+@click.command("formats")
+def formats_command() -> None:
+    """List the source formats `convert` understands and the file shapes each detects."""
+    convs = all_converters()
+    width = max(len(c.name) for c in convs)
+    for c in convs:
+        click.echo(f"{c.name.ljust(width)}  {c.description}")
+        click.echo(f"{' ' * width}  shapes: {c.shapes}")

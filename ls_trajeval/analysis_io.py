@@ -1,0 +1,400 @@
+"""Reading the ``trajectory_eval`` JSONL export for the analysis commands.
+
+One export line is one (trace, annotation). The per-step list lives under the name of the
+config's ``trajectory_eval`` scheme (named by the line's ``scheme`` key) and whole-trace labels
+sit under their own scheme names, so nothing here hard-codes ``error_localization`` or
+``overall_success``.
+
+Reading streams: files are read line by line and each line becomes one
+:class:`AnnotationRecord` or one :class:`InputError`; callers aggregate and drop the record.
+A bad line never stops the read.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Optional, Sequence, Union
+
+DEFAULT_SEVERITY_WEIGHTS = {"minor": -1.0, "major": -5.0, "critical": -10.0}
+DEFAULT_CORRECT_LABELS = ("correct",)
+DEFAULT_PARTIAL_LABELS = ("partially_correct",)
+DEFAULT_OUTCOME_KEY = "overall_success"
+MISSING = "(missing)"
+
+#: Top-level keys the exporter writes that are never whole-trace labels.
+_KNOWN_KEYS = frozenset({
+    "trace_id", "task", "project_id", "task_id", "annotation_id", "annotator", "annotator_id",
+    "created_at", "updated_at", "lead_time", "layout", "running_score", "final_score", "n_steps",
+    "n_errors", "first_error_step", "worst_severity", "severity_weights", "score_initial",
+    "score_min", "scheme", "metadata",
+})
+
+
+@dataclass(frozen=True)
+class InputError:
+    """A rejected input line (or path): where, and why."""
+
+    source: str
+    line: Optional[int]
+    message: str
+
+    def __str__(self) -> str:
+        where = self.source if self.line is None else f"{self.source}:{self.line}"
+        return f"{where}: {self.message}"
+
+
+@dataclass
+class StepLabel:
+    step_index: int
+    step_type: Optional[str]
+    step_text: str
+    correctness: str
+    error_category: Optional[str]
+    error_type: Optional[str]
+    severity: Optional[str]
+    rationale: Optional[str]
+
+
+@dataclass
+class AnnotationRecord:
+    source: str
+    line: int
+    trace_id: str
+    task: str
+    annotator: str
+    annotation_id: Any
+    scheme: str
+    steps: list  # list[StepLabel], sorted by step_index
+    n_steps: int
+    labels: dict  # whole-trace scheme name -> label (str) or None
+    severity_weights: Optional[dict]
+    score_initial: Optional[float]
+    score_min: Optional[float]
+    final_score: Optional[float]
+
+
+@dataclass
+class AnalysisSettings:
+    """What the analysis needs to know about the config; all of it has export-file fallbacks."""
+
+    correct_labels: tuple = DEFAULT_CORRECT_LABELS
+    partial_labels: tuple = DEFAULT_PARTIAL_LABELS
+    #: None means "use each line's own ``severity_weights``" (then the defaults).
+    severity_weights: Optional[dict] = None
+    #: severity names in config order, used to order tables when known
+    severity_order: tuple = ()
+    score_initial: Optional[float] = None
+    score_min: Optional[float] = None
+    outcome_key: str = DEFAULT_OUTCOME_KEY
+    #: outcome labels in config order, when known
+    outcome_order: tuple = ()
+    scheme: Optional[str] = None
+    categories: tuple = ()
+    source: Optional[str] = None
+
+    def weights_for(self, rec: AnnotationRecord) -> dict:
+        if self.severity_weights is not None:
+            return self.severity_weights
+        if rec.severity_weights:
+            return rec.severity_weights
+        return DEFAULT_SEVERITY_WEIGHTS
+
+    def initial_for(self, rec: AnnotationRecord) -> float:
+        if self.score_initial is not None:
+            return self.score_initial
+        return rec.score_initial if rec.score_initial is not None else 100.0
+
+    def min_for(self, rec: AnnotationRecord) -> float:
+        if self.score_min is not None:
+            return self.score_min
+        return rec.score_min if rec.score_min is not None else 0.0
+
+    def is_error(self, correctness: str) -> bool:
+        return correctness not in self.correct_labels
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def _num(x: Any) -> Optional[float]:
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+        return None
+    return float(x)
+
+
+def _named_weights(items: Any, where: str) -> dict:
+    out: dict = {}
+    if isinstance(items, dict):  # {minor: -1, ...}
+        items = [{"name": k, "weight": v} for k, v in items.items()]
+    if not isinstance(items, list):
+        raise ConfigError(f"{where}: expected a list of {{name, weight}}")
+    for i, it in enumerate(items):
+        if not isinstance(it, dict) or not isinstance(it.get("name"), str):
+            raise ConfigError(f"{where}[{i}]: expected {{name, weight}}")
+        w = _num(it.get("weight", 0))
+        if w is None:
+            raise ConfigError(f"{where}[{i}].weight: expected a number")
+        out[it["name"]] = w
+    return out
+
+
+def load_settings(config_path: Optional[str], **overrides: Any) -> AnalysisSettings:
+    """Read what the analysis needs from a trajectory_eval YAML config.
+
+    Only a handful of keys matter here, so this reads them directly rather than validating the
+    whole config: both the guide's keys (``step_correctness``, ``severity_levels``,
+    ``running_score``) and Potato's native ones (``correctness_options``, ``severities``,
+    ``max_score``) are understood.
+    """
+    s = AnalysisSettings()
+    if config_path:
+        import yaml
+
+        try:
+            with open(config_path, encoding="utf-8") as fh:
+                cfg = yaml.safe_load(fh)
+        except OSError as exc:
+            raise ConfigError(f"{config_path}: cannot read: {exc.strerror or exc}") from None
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{config_path}: invalid YAML: {exc}") from None
+        if not isinstance(cfg, dict):
+            raise ConfigError(f"{config_path}: expected a mapping at the top level")
+        schemes = cfg.get("annotation_schemes") or []
+        if not isinstance(schemes, list):
+            raise ConfigError(f"{config_path}: annotation_schemes: expected a list")
+        traj = None
+        radios = []
+        for i, sc in enumerate(schemes):
+            if not isinstance(sc, dict):
+                continue
+            kind = sc.get("annotation_type")
+            if kind == "trajectory_eval" and traj is None:
+                traj = (i, sc)
+            elif kind in ("radio", "select", "likert", "multiselect"):
+                radios.append(sc)
+        if traj is None:
+            raise ConfigError(f"{config_path}: annotation_schemes: no trajectory_eval scheme")
+        i, sc = traj
+        where = f"{config_path}: annotation_schemes[{i}]"
+        s.scheme = sc.get("name") if isinstance(sc.get("name"), str) else None
+        labels = None
+        corr = sc.get("step_correctness")
+        if isinstance(corr, dict) and isinstance(corr.get("labels"), list):
+            labels = [str(x.get("name") if isinstance(x, dict) else x) for x in corr["labels"]]
+            default = corr.get("default")
+        elif isinstance(sc.get("correctness_options"), list):
+            labels = [str(x.get("name") if isinstance(x, dict) else x) for x in sc["correctness_options"]]
+            default = None
+        if labels:
+            ok = [default] if isinstance(default, str) and default in labels else []
+            ok = ok or [lab for lab in labels if lab == "correct"] or labels[:1]
+            s.correct_labels = tuple(ok)
+            s.partial_labels = tuple(lab for lab in labels if lab.startswith("partial"))
+        sev = sc.get("severity_levels", sc.get("severities"))
+        if sev is not None:
+            s.severity_weights = _named_weights(sev, f"{where}.severity_levels")
+            s.severity_order = tuple(s.severity_weights)
+        rs = sc.get("running_score")
+        if isinstance(rs, dict):
+            s.score_initial = _num(rs.get("initial"))
+            s.score_min = _num(rs.get("min"))
+        elif _num(sc.get("max_score")) is not None:
+            s.score_initial, s.score_min = _num(sc.get("max_score")), 0.0
+        tax = sc.get("error_taxonomy", sc.get("error_types"))
+        if isinstance(tax, list):
+            s.categories = tuple(
+                str(t.get("category", t.get("name"))) if isinstance(t, dict) else str(t) for t in tax
+            )
+        outcome = next((r for r in radios if r.get("name") == DEFAULT_OUTCOME_KEY), radios[0] if radios else None)
+        if outcome is not None and isinstance(outcome.get("name"), str):
+            s.outcome_key = outcome["name"]
+            labs = outcome.get("labels") or []
+            s.outcome_order = tuple(
+                str(x.get("name")) if isinstance(x, dict) else str(x) for x in labs if x is not None
+            )
+        s.source = str(config_path)
+    for k, v in overrides.items():
+        if v is not None and v != ():
+            setattr(s, k, v)
+    return s
+
+
+def expand_inputs(paths: Sequence[str]) -> Iterator[Union[Path, InputError]]:
+    """Files as given; directories as their ``*.jsonl`` / ``*.jsonl.gz`` files in name order."""
+    for p in paths:
+        path = Path(p)
+        if path.is_dir():
+            found = sorted(
+                q for q in path.iterdir()
+                if q.is_file() and (q.name.endswith(".jsonl") or q.name.endswith(".jsonl.gz"))
+            )
+            if not found:
+                yield InputError(str(path), None, "directory holds no *.jsonl or *.jsonl.gz files")
+            yield from found
+        elif path.is_file():
+            yield path
+        else:
+            yield InputError(str(path), None, "no such file or directory")
+
+
+def _lines(path: Path) -> Iterator[bytes]:
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rb") as fh:
+        yield from fh
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _find_scheme(obj: dict, wanted: Optional[str]) -> Optional[str]:
+    for name in (wanted, obj.get("scheme")):
+        if isinstance(name, str) and isinstance(obj.get(name), list):
+            return name
+    for k, v in obj.items():
+        if isinstance(v, list) and v and all(isinstance(e, dict) for e in v) and "step_index" in v[0]:
+            return k
+    return None
+
+
+def _opt_str(v: Any) -> Optional[str]:
+    if v is None or v == "":
+        return None
+    return v if isinstance(v, str) else str(v)
+
+
+def parse_record(obj: Any, source: str, line: int, settings: AnalysisSettings) -> Union[AnnotationRecord, InputError]:
+    def bad(msg: str) -> InputError:
+        return InputError(source, line, msg)
+
+    if not isinstance(obj, dict):
+        return bad("expected a JSON object")
+    tid = obj.get("trace_id")
+    if tid is None or tid == "" or isinstance(tid, (bool, dict, list, float)):
+        return bad("trace_id: missing or not a string")
+    scheme = _find_scheme(obj, settings.scheme)
+    if scheme is None:
+        return bad("no per-step list found (no 'scheme' key naming a list, and no list of objects with step_index)")
+    steps: list = []
+    seen: set = set()
+    for i, e in enumerate(obj[scheme]):
+        where = f"{scheme}[{i}]"
+        if not isinstance(e, dict):
+            return bad(f"{where}: expected an object")
+        idx = e.get("step_index")
+        if isinstance(idx, bool) or not isinstance(idx, int) or idx < 0:
+            return bad(f"{where}.step_index: expected a non-negative integer")
+        if idx in seen:
+            return bad(f"{where}.step_index: step {idx} appears twice")
+        seen.add(idx)
+        corr = e.get("correctness")
+        if corr is None:
+            # an unmarked step is the default label (the transcript layout only marks wrong steps)
+            corr = settings.correct_labels[0]
+        elif not isinstance(corr, str):
+            return bad(f"{where}.correctness: expected a string")
+        sev = _opt_str(e.get("severity"))
+        text = e.get("step_text")
+        steps.append(StepLabel(
+            idx, _opt_str(e.get("step_type")), text if isinstance(text, str) else ("" if text is None else json.dumps(text)),
+            corr, _opt_str(e.get("error_category")), _opt_str(e.get("error_type")), sev, _opt_str(e.get("rationale")),
+        ))
+    steps.sort(key=lambda s: s.step_index)
+    n_file = obj.get("n_steps")
+    n_steps = max(
+        n_file if isinstance(n_file, int) and not isinstance(n_file, bool) else 0,
+        (steps[-1].step_index + 1) if steps else 0,
+    )
+    weights = obj.get("severity_weights")
+    if weights is not None:
+        if not isinstance(weights, dict) or any(_num(v) is None for v in weights.values()):
+            return bad("severity_weights: expected an object of numbers")
+        weights = {str(k): float(v) for k, v in weights.items()}
+    labels = {}
+    for k, v in obj.items():
+        if k in _KNOWN_KEYS or k == scheme:
+            continue
+        if v is None or isinstance(v, str):
+            labels[k] = v
+        elif isinstance(v, list) and all(isinstance(x, str) for x in v):
+            labels[k] = ",".join(v)  # a multi-choice scheme; kept as one joined label
+    annotator = obj.get("annotator")
+    if not isinstance(annotator, str) or not annotator:
+        aid = obj.get("annotator_id")
+        annotator = f"annotator_{aid}" if aid is not None else Path(source).name.split(".")[0]
+    task = obj.get("task")
+    return AnnotationRecord(
+        source=source, line=line, trace_id=str(tid), task=task if isinstance(task, str) else "",
+        annotator=annotator, annotation_id=obj.get("annotation_id"), scheme=scheme, steps=steps,
+        n_steps=n_steps, labels=labels, severity_weights=weights,
+        score_initial=_num(obj.get("score_initial")), score_min=_num(obj.get("score_min")),
+        final_score=_num(obj.get("final_score")),
+    )
+
+
+def read_records(
+    inputs: Sequence[str], settings: Optional[AnalysisSettings] = None
+) -> Iterator[Union[AnnotationRecord, InputError]]:
+    """Stream every annotation line of every input; bad lines come out as InputError values.
+
+    The same annotation seen twice (a file passed both directly and through its directory,
+    or a re-export) is rejected after the first, so it cannot count twice.
+    """
+    settings = settings or AnalysisSettings()
+    seen: dict = {}
+    for item in expand_inputs(inputs):
+        if isinstance(item, InputError):
+            yield item
+            continue
+        source = str(item)
+        try:
+            for n, raw in enumerate(_lines(item), 1):
+                if not raw.strip():
+                    continue
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    yield InputError(source, n, "invalid UTF-8")
+                    continue
+                try:
+                    obj = json.loads(text, parse_constant=_reject_constant)
+                except (ValueError, RecursionError) as exc:
+                    yield InputError(source, n, f"invalid JSON: {exc}")
+                    continue
+                rec = parse_record(obj, source, n, settings)
+                if isinstance(rec, AnnotationRecord):
+                    key = (rec.trace_id, rec.annotator, rec.annotation_id)
+                    first = seen.get(key)
+                    if first is not None:
+                        yield InputError(source, n, f"duplicate annotation of trace {rec.trace_id!r} by {rec.annotator} (first at {first})")
+                        continue
+                    seen[key] = f"{source}:{n}"
+                yield rec
+        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+            yield InputError(source, None, f"cannot read: {exc}")
+
+
+def running_curve(rec: AnnotationRecord, settings: AnalysisSettings) -> list:
+    """Score after each annotated step: every error step with a known severity costs |weight|."""
+    weights = settings.weights_for(rec)
+    score = settings.initial_for(rec)
+    floor = settings.min_for(rec)
+    out = []
+    for st in rec.steps:
+        if st.severity is not None and settings.is_error(st.correctness):
+            w = weights.get(st.severity)
+            if w is not None:
+                score = max(floor, score - abs(w))
+        out.append(score)
+    return out
+
+
+def severity_rank_order(settings: AnalysisSettings, seen_weights: dict) -> list:
+    """Severity names from least to most severe (by |weight|, then config order)."""
+    order = list(settings.severity_order) + [k for k in seen_weights if k not in settings.severity_order]
+    pos = {k: i for i, k in enumerate(order)}
+    return sorted(order, key=lambda k: (abs(seen_weights.get(k, 0.0)), pos[k]))

@@ -1,0 +1,190 @@
+"""Inspect AI eval logs: ``.json`` logs and ``.eval`` archives (zip: ``header.json``, ``samples/*.json``).
+
+One trace per sample and epoch, ``trace_id`` = ``<eval_id or run_id>:<sample id>:<epoch>``. Steps come
+from the sample's ``messages`` (system / user / assistant with ``tool_calls`` / tool results, a tool
+``error`` making an ``error`` step); a sample without messages falls back to its ``model`` and
+``tool`` events. ``attachment://`` references are resolved from the sample's ``attachments``. A sample
+``error`` ends the trace as an ``error`` step. Large ``.json`` logs are streamed sample by sample.
+"""
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+from typing import Any, Iterator
+
+from ls_trajeval.trace import TraceError
+
+from . import _io
+from ._common import BadRecord, StepList, chat_messages_to_steps, expect, finish, flatten_parts, guarded, render_args, step, text
+from .base import Converter, Sample
+
+
+def detect(sample: Sample) -> float:
+    if sample.path.suffix == ".eval" or not sample.head and _io.is_zip(sample.path):
+        names = _io.zip_names(sample.path)
+        if "header.json" in names or any(n.startswith("samples/") for n in names) or "_journal/start.json" in names:
+            return 0.95
+        return 0.0
+    doc = sample.first_json
+    if isinstance(doc, dict) and isinstance(doc.get("eval"), dict) and ("samples" in doc or "plan" in doc or "results" in doc):
+        return 0.95
+    if doc is None and not sample.first_records and '"eval"' in sample.head[:4096] and ('"plan"' in sample.head or '"samples"' in sample.head):
+        return 0.8
+    return 0.0
+
+
+def _resolve(value: Any, att: dict) -> Any:
+    if not att:
+        return value
+    if isinstance(value, str):
+        if value.startswith("attachment://"):
+            return att.get(value[len("attachment://"):], value)
+        return value
+    if isinstance(value, list):
+        return [_resolve(v, att) for v in value]
+    if isinstance(value, dict):
+        return {k: _resolve(v, att) for k, v in value.items()}
+    return value
+
+
+def _from_events(events: list, out: StepList) -> None:
+    for i, ev in enumerate(events):
+        if not isinstance(ev, dict):
+            continue
+        kind = ev.get("event")
+        if kind == "model":
+            choices = ((ev.get("output") or {}).get("choices")) or []
+            if choices and isinstance(choices[0], dict) and isinstance(choices[0].get("message"), dict):
+                chat_messages_to_steps([choices[0]["message"]], out, where=f"events[{i}].output.choices[0]")
+        elif kind == "tool":
+            cid = ev.get("id")
+            if not out.has_call(cid):
+                out.call(cid, step("action", ev.get("function"), render_args(ev.get("arguments")), timestamp=ev.get("timestamp")))
+            err = ev.get("error")
+            if err:
+                out.result(cid, step("error", text(err.get("message") if isinstance(err, dict) else err), error_type=err.get("type") if isinstance(err, dict) else None))
+            else:
+                out.result(cid, step("observation", flatten_parts(ev.get("result"))))
+
+
+def _sample(path: Path, member: str | None, header: dict, s: Any, index: int) -> Iterator:
+    expect(s, dict, f"samples[{index}]")
+    ev = header.get("eval") if isinstance(header.get("eval"), dict) else {}
+    att = s.get("attachments") if isinstance(s.get("attachments"), dict) else {}
+    msgs = _resolve(s.get("messages"), att)
+    out = StepList()
+    task = None
+    if msgs:
+        task = chat_messages_to_steps(expect(msgs, list, "messages"), out)
+    elif isinstance(s.get("events"), list):
+        _from_events(_resolve(s["events"], att), out)
+    inp = _resolve(s.get("input"), att)
+    if isinstance(inp, str):
+        task = inp
+    elif not task and isinstance(inp, list):
+        task = next((flatten_parts(m.get("content")) for m in inp if isinstance(m, dict) and m.get("role") == "user"), "")
+    err = s.get("error")
+    if err:
+        out.add(step("error", text(err.get("message") if isinstance(err, dict) else err), traceback=err.get("traceback") if isinstance(err, dict) else None, sample_error=True))
+    sid, epoch = s.get("id"), s.get("epoch", 1)
+    if sid is None:
+        raise BadRecord("id", "missing")
+    run = ev.get("eval_id") or ev.get("run_id") or path.stem
+    meta = {
+        "source_format": "inspect_ai",
+        "source_file": str(path) + (f"!{member}" if member else ""),
+        "eval_id": ev.get("eval_id"),
+        "run_id": ev.get("run_id"),
+        "task_name": ev.get("task"),
+        "model": ev.get("model"),
+        "sample_id": sid,
+        "epoch": epoch,
+        "target": s.get("target"),
+        "scores": s.get("scores"),
+        "model_usage": s.get("model_usage"),
+        "total_time": s.get("total_time"),
+        "sample_metadata": s.get("metadata") or None,
+        "status": header.get("status"),
+    }
+    yield finish(path, None, f"{run}:{sid}:{epoch}", task or "", out.steps(), meta, f"samples[{index}]")
+
+
+def _convert_zip(path: Path) -> Iterator:
+    try:
+        zf = zipfile.ZipFile(path)
+    except zipfile.BadZipFile as exc:
+        yield TraceError(str(path), None, None, f"not a valid .eval archive: {exc}")
+        return
+    with zf:
+        names = zf.namelist()
+        header: Any = {}
+        for hname in ("header.json", "_journal/start.json"):
+            if hname in names:
+                try:
+                    header = _io.loads(zf.read(hname))
+                except ValueError as exc:
+                    yield TraceError(f"{path}!{hname}", None, None, f"invalid JSON: {exc}")
+                break
+        if not isinstance(header, dict):
+            yield TraceError(f"{path}!header.json", None, None, "expected a JSON object")
+            header = {}
+        samples = sorted(n for n in names if n.startswith("samples/") and n.endswith(".json"))
+        if not samples:
+            yield TraceError(str(path), None, "samples", "the archive holds no samples/*.json")
+        for i, name in enumerate(samples):
+            try:
+                s = _io.loads(zf.read(name))
+            except ValueError as exc:
+                yield TraceError(f"{path}!{name}", None, None, f"invalid JSON: {exc}")
+                continue
+            for item in guarded(Path(f"{path}!{name}"), None, _sample, path, name, header, s, i):
+                yield item
+
+
+def convert(path: Path) -> Iterator:
+    if _io.is_zip(path):
+        yield from _convert_zip(path)
+        return
+    if path.stat().st_size > _io.SMALL_FILE:
+        header: dict = {}
+        for _, ev in _io.iter_items(path, "eval"):
+            if isinstance(ev, TraceError):
+                yield ev
+                return
+            header["eval"] = ev
+            break
+        for i, s in _io.iter_items(path, "samples.item"):
+            if isinstance(s, TraceError):
+                yield s
+                return
+            yield from guarded(path, None, _sample, path, None, header, s, i)
+        return
+    doc = _io.load_json_located(path)
+    if isinstance(doc, TraceError):
+        yield doc
+        return
+    if not isinstance(doc, dict):
+        yield TraceError(str(path), None, None, "expected an Inspect log object")
+        return
+    samples = doc.get("samples")
+    if samples is None:
+        yield TraceError(str(path), None, "samples", "missing: the log holds no samples (written with --no-log-samples?)")
+        return
+    if not isinstance(samples, list):
+        yield TraceError(str(path), None, "samples", f"expected a list, got {type(samples).__name__}")
+        return
+    for i, s in enumerate(samples):
+        for item in guarded(path, None, _sample, path, None, doc, s, i):
+            if isinstance(item, TraceError) and item.field and not item.field.startswith("samples["):
+                item = TraceError(item.source, item.line, f"samples[{i}].{item.field}", item.message, item.trace_id)
+            yield item
+
+
+CONVERTER = Converter(
+    name="inspect_ai",
+    description="Inspect AI eval logs (.json and .eval archives), one trace per sample and epoch",
+    shapes='.json {"eval", "plan", "samples": [{id, epoch, messages, events}]}; .eval zip (header.json, samples/*.json)',
+    detect=detect,
+    convert=convert,
+)

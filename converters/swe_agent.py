@@ -1,0 +1,215 @@
+"""SWE-agent ``.traj`` files and mini-swe-agent trajectories.
+
+SWE-agent: ``trajectory`` (thought / action / observation per turn, with ``response`` and ``state``)
+is the source of steps; when it is absent or empty, ``history`` is used (chat messages; actions from
+``tool_calls`` in function-calling runs, else from the ``action`` field, the next user or tool
+message being the observation). Demonstration messages (``is_demo``) are counted, not converted.
+A shell-style action becomes an ``action`` step whose content is the command name and whose
+``action_input`` is the whole command as written.
+
+mini-swe-agent (``trajectory_format: mini-swe-agent-1*``): ``messages``; an assistant reply's
+fenced ``bash`` block is the action (the text before it the thought), the next user message the
+observation; tool-calling runs use ``tool_calls``/``tool`` messages.
+
+The task is the problem statement where the file has one (``replay_config``, or the ``ISSUE:``
+part of the first instance message), else the first user message.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Iterator
+
+from ls_trajeval.trace import TraceError
+
+from . import _io
+from ._common import BadRecord, StepList, expect, file_id, finish, guarded, render_args, step, text, tool_call_parts
+from .base import Converter, Sample
+
+FENCE = re.compile(r"```(?:bash|sh|shell)?[ \t]*\n(.*?)\n?```", re.S)
+ISSUE = re.compile(r"ISSUE:\s*\n(.*?)\n+\s*INSTRUCTIONS:", re.S)
+
+
+def detect(sample: Sample) -> float:
+    doc = sample.first_json
+    if isinstance(doc, dict):
+        fmt = doc.get("trajectory_format")
+        if isinstance(fmt, str) and fmt.startswith("mini-swe-agent"):
+            return 0.95
+        if isinstance(doc.get("trajectory"), list) and ("history" in doc or "info" in doc or "environment" in doc):
+            return 0.95
+        if isinstance(doc.get("history"), list) and (sample.path.suffix == ".traj" or "info" in doc or any(isinstance(m, dict) and "message_type" in m for m in doc["history"][:5])):
+            return 0.9
+        if isinstance(doc.get("messages"), list) and isinstance(doc.get("info"), dict) and ("model_stats" in doc["info"] or "exit_status" in doc["info"]):
+            return 0.9
+    elif doc is None and not sample.first_records and sample.path.suffix == ".traj":
+        return 0.7 if '"trajectory"' in sample.head or '"history"' in sample.head else 0.0
+    return 0.0
+
+
+def _cmd_name(cmd: str) -> str:
+    parts = cmd.strip().split(None, 1)
+    return parts[0] if parts else ""
+
+
+def _problem(doc: dict) -> str | None:
+    rc = doc.get("replay_config")
+    if isinstance(rc, str):
+        try:
+            rc = json.loads(rc)
+        except ValueError:
+            rc = None
+    if isinstance(rc, dict):
+        ps = rc.get("problem_statement")
+        if isinstance(ps, dict) and isinstance(ps.get("text"), str):
+            return ps["text"]
+    for m in doc.get("history") or []:
+        if isinstance(m, dict) and m.get("role") == "user" and not m.get("is_demo"):
+            c = m.get("content")
+            c = c if isinstance(c, str) else text(c)
+            found = ISSUE.search(c)
+            return found.group(1).strip("\n") if found else c
+    return None
+
+
+def _from_trajectory(doc: dict, out: StepList) -> None:
+    hist = doc.get("history") or []
+    if hist and isinstance(hist[0], dict) and hist[0].get("role") == "system":
+        out.add(step("system", hist[0].get("content"), agent=hist[0].get("agent")))
+    for i, t in enumerate(doc["trajectory"]):
+        w = f"trajectory[{i}]"
+        expect(t, dict, w)
+        thought = t.get("thought")
+        if thought is None and t.get("response") is not None:
+            thought = t.get("response")
+        if thought is not None and not isinstance(thought, str):
+            raise BadRecord(f"{w}.thought", f"expected a string, got {type(thought).__name__}")
+        meta = {"turn": i}
+        if thought:
+            out.add(step("thought", thought, **meta))
+        action = t.get("action")
+        if action is not None and not isinstance(action, str):
+            raise BadRecord(f"{w}.action", f"expected a string, got {type(action).__name__}")
+        cid = f"turn-{i}"
+        if action is not None:
+            out.call(cid, step("action", _cmd_name(action), action, execution_time=t.get("execution_time"), **meta))
+        if "observation" in t:
+            obs = step("observation", t.get("observation"), state=t.get("state"), **meta)
+            if action is not None:
+                out.result(cid, obs)
+                obs.extra.pop("tool_call_id", None)
+            else:
+                out.add(obs)
+        for s in out._slots[-1]:
+            s.extra.pop("tool_call_id", None)
+
+
+def _from_history(history: list, out: StepList, where: str = "history") -> tuple[str | None, int]:
+    """Steps from SWE-agent / mini-swe-agent chat history; return (first user text, demo count)."""
+    demos = 0
+    first_user = None
+    pending: str | None = None
+    for i, m in enumerate(history):
+        w = f"{where}[{i}]"
+        expect(m, dict, w)
+        if m.get("is_demo"):
+            demos += 1
+            continue
+        role = m.get("role")
+        content = m.get("content")
+        if isinstance(content, list):
+            content = "\n".join(p.get("text", "") if isinstance(p, dict) else text(p) for p in content)
+        meta = {"message_index": i, "agent": m.get("agent"), "message_type": m.get("message_type")}
+        if role == "system":
+            out.add(step("system", content, **meta))
+        elif role == "assistant":
+            calls = m.get("tool_calls") or []
+            expect(calls, list, f"{w}.tool_calls")
+            thought = m.get("thought")
+            action = m.get("action")
+            if not calls and action is None and thought is None:
+                found = list(FENCE.finditer(content or ""))
+                if found:
+                    thought = (content or "")[: found[-1].start()].rstrip()
+                    action = found[-1].group(1)
+                else:
+                    thought = content
+            elif thought is None:
+                thought = content
+            if thought:
+                out.add(step("thought", thought, **meta))
+            pending = None
+            for j, tc in enumerate(calls):
+                cid, name, args = tool_call_parts(tc, f"{w}.tool_calls[{j}]")
+                out.call(cid, step("action", name, render_args(args), command=action if len(calls) == 1 else None, **meta))
+            if not calls and action is not None:
+                pending = f"msg-{i}"
+                out.call(pending, step("action", _cmd_name(action), action, **meta))
+        elif role == "tool":
+            ids = m.get("tool_call_ids") or [m.get("tool_call_id")]
+            out.result(ids[0] if ids else None, step("observation", content, **meta))
+        elif role == "user":
+            if pending is not None:
+                out.result(pending, step("observation", content, **meta))
+                pending = None
+            else:
+                if first_user is None:
+                    first_user = content
+                out.add(step("message", content, role="user", **meta))
+        else:
+            out.add(step("other", json.dumps(m, ensure_ascii=False), role=role, **meta))
+    for slot in out._slots:
+        for s in slot:
+            if str(s.extra.get("tool_call_id", "")).startswith("msg-"):
+                s.extra.pop("tool_call_id")
+    return first_user, demos
+
+
+def _one(path: Path, doc: Any) -> Iterator:
+    expect(doc, dict, "(top level)")
+    out = StepList()
+    meta: dict = {"source_file": str(path)}
+    info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
+    fmt = doc.get("trajectory_format")
+    if isinstance(fmt, str) and fmt.startswith("mini-swe-agent") or "messages" in doc and "trajectory" not in doc and "history" not in doc:
+        meta.update(source_format="swe_agent", variant="mini-swe-agent", trajectory_format=fmt)
+        first_user, demos = _from_history(expect(doc.get("messages"), list, "messages"), out, "messages")
+        task = first_user
+    elif isinstance(doc.get("trajectory"), list) and doc["trajectory"]:
+        meta.update(source_format="swe_agent", variant="trajectory", history_messages=len(doc.get("history") or []))
+        _from_trajectory(doc, out)
+        task, demos = _problem(doc), sum(1 for m in doc.get("history") or [] if isinstance(m, dict) and m.get("is_demo"))
+    else:
+        if doc.get("history") is None:
+            raise BadRecord("trajectory", "missing (and no history to fall back to)")
+        meta.update(source_format="swe_agent", variant="history")
+        first_user, demos = _from_history(expect(doc["history"], list, "history"), out)
+        task = _problem(doc) or first_user
+    if demos:
+        meta["demo_messages_skipped"] = demos
+    for k in ("exit_status", "submission", "model_stats", "instance_id", "mini_version"):
+        if info.get(k) is not None:
+            meta[k] = info[k]
+    if doc.get("environment") is not None:
+        meta["environment"] = doc["environment"]
+    tid = info.get("instance_id") or doc.get("instance_id")
+    tid = text(tid) if tid else file_id(Path(f"{path.parent.name}/{path.name}"), 0)
+    yield finish(path, None, tid, task or "", out.steps(), meta)
+
+
+def convert(path: Path) -> Iterator:
+    for line, doc in _io.iter_documents(path):
+        if isinstance(doc, TraceError):
+            yield doc
+            continue
+        yield from guarded(path, line, _one, path, doc)
+
+
+CONVERTER = Converter(
+    name="swe_agent",
+    description="SWE-agent .traj trajectories (trajectory or history, function calling) and mini-swe-agent",
+    shapes='.traj {"trajectory": [{thought, action, observation}], "history", "info"}; {"messages", "info", "trajectory_format": "mini-swe-agent-1"}',
+    detect=detect,
+    convert=convert,
+)

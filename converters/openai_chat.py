@@ -8,6 +8,7 @@ chunks (the deltas of one completion id are joined into one assistant message).
 """
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -167,7 +168,7 @@ def _per_message_file(path: Path, first, rest) -> Iterator:
     msgs: list = []
     chunks: list = []
     errors = 0
-    for line, value in [first, *rest]:
+    for line, value in itertools.chain([first], rest):
         if isinstance(value, TraceError):
             errors += 1
             yield value

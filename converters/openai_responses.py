@@ -1,0 +1,239 @@
+"""OpenAI Responses API items, and Codex CLI rollout JSONL (``~/.codex/sessions/**/rollout-*.jsonl``).
+
+Items: ``message`` (role user / assistant / system / developer, content parts ``input_text`` /
+``output_text`` / ``refusal`` / ...), ``reasoning`` (its ``summary`` texts, else ``content``; an
+encrypted-only item is kept as a marker), ``function_call`` / ``custom_tool_call`` / ``local_shell_call``
+paired with their ``*_output`` by ``call_id``; any other item type (web_search_call, file_search_call,
+computer_call, ...) becomes an ``other`` step holding the item as JSON.
+
+Accepted: a Response object (``{"object": "response", "output": [...]}``, ``input`` items first when
+logged with it), ``{"input": [...], "output": [...]}``, a list of items, JSONL of such records (one
+trace per line), and Codex rollouts (one trace per file: ``session_meta`` gives id and metadata,
+``response_item`` lines are the items, ``turn_context`` the model, ``event_msg`` lines repeat the items
+for the UI and are counted in metadata, their last ``token_count`` giving the token usage).
+"""
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any, Iterator
+
+from ls_trajeval.trace import TraceError
+
+from . import _io
+from ._common import BadRecord, StepList, compact, expect, file_id, finish, flatten_parts, guarded, render_args, step, text
+from .base import Converter, ConvertWarning, Sample
+
+CALLS = {"function_call": "name", "custom_tool_call": "name", "local_shell_call": None, "mcp_call": "name"}
+OUTPUTS = {"function_call_output", "custom_tool_call_output", "local_shell_call_output", "computer_call_output", "mcp_call_output"}
+ITEM_TYPES = {"message", "reasoning", *CALLS, *OUTPUTS}
+ROLLOUT = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
+PART_TEXT = ("text", "refusal")
+
+
+def _is_item(x: Any) -> bool:
+    return isinstance(x, dict) and x.get("type") in ITEM_TYPES
+
+
+def _score(rec: Any) -> float:
+    if isinstance(rec, dict):
+        if rec.get("type") in ROLLOUT and "payload" in rec:
+            return 0.95
+        if rec.get("object") == "response" or isinstance(rec.get("output"), list) and any(_is_item(i) for i in rec["output"][:5]):
+            return 0.9
+        if isinstance(rec.get("input"), list) and any(_is_item(i) for i in rec["input"][:10]):
+            return 0.85
+        if _is_item(rec) and rec["type"] != "message":
+            return 0.8  # legacy rollout: items as lines
+        if rec.get("type") == "message" and isinstance(rec.get("content"), list) and any(isinstance(p, dict) and p.get("type") in ("input_text", "output_text") for p in rec["content"]):
+            return 0.8
+        if "instructions" in rec and "timestamp" in rec and "id" in rec and len(rec) <= 6:
+            return 0.6  # legacy rollout header line
+    if isinstance(rec, list) and rec and all(isinstance(i, dict) for i in rec[:5]) and any(_is_item(i) and i["type"] != "message" or i.get("type") == "message" and isinstance(i.get("content"), list) and any(isinstance(p, dict) and p.get("type") in ("input_text", "output_text") for p in i["content"]) for i in rec[:20]):
+        return 0.85
+    return 0.0
+
+
+def detect(sample: Sample) -> float:
+    if sample.first_records:
+        return max(_score(r) for r in sample.first_records[:10])
+    return _score(sample.first_json) if sample.first_json is not None else 0.0
+
+
+class _Builder:
+    def __init__(self) -> None:
+        self.out = StepList()
+        self.task: str | None = None
+
+    def item(self, it: Any, where: str, **meta: Any) -> None:
+        expect(it, dict, where)
+        t = it.get("type")
+        if t is None and "role" in it:
+            t = "message"  # EasyInputMessage: {"role", "content"}
+        ident = it.get("id")
+        if t == "message":
+            role = it.get("role")
+            content = it.get("content")
+            if content is not None and not isinstance(content, (str, list)):
+                raise BadRecord(f"{where}.content", f"expected a string or a list of parts, got {type(content).__name__}")
+            body = flatten_parts(content, PART_TEXT)
+            if role in ("system", "developer"):
+                self.out.add(step("system", body, role=role, item_id=ident, **meta))
+            else:
+                if role == "user" and self.task is None and not body.lstrip().startswith(("<environment_context>", "<user_instructions>")):
+                    self.task = body
+                self.out.add(step("message", body, role=role, item_id=ident, **meta))
+        elif t == "reasoning":
+            summary = it.get("summary") or []
+            body = flatten_parts(summary) if summary else flatten_parts(it.get("content"), ("text", "reasoning_text"))
+            if not body and it.get("encrypted_content"):
+                body = "[encrypted reasoning]"
+            self.out.add(step("thought", body, item_id=ident, **meta))
+        elif t in CALLS:
+            if t == "local_shell_call":
+                action = it.get("action") or {}
+                cmd = action.get("command") if isinstance(action, dict) else None
+                name, args = "shell", (cmd if cmd is not None else action)
+            else:
+                name = it.get("name")
+                if name is None:
+                    raise BadRecord(f"{where}.name", "missing")
+                args = it.get("arguments", it.get("input"))
+            self.out.call(it.get("call_id") or ident, step("action", text(name), render_args(args), item_id=ident, item_type=t if t != "function_call" else None, status=it.get("status"), **meta))
+        elif t in OUTPUTS:
+            output = it.get("output")
+            is_err = False
+            if isinstance(output, dict):
+                is_err = output.get("success") is False
+                output = output.get("content", output)
+            body = flatten_parts(output, ("text", "output")) if not isinstance(output, str) else output
+            self.out.result(it.get("call_id"), step("error" if is_err else "observation", body, item_id=ident, **meta))
+        else:
+            self.out.add(step("other", compact(it), item_type=t, item_id=ident, **meta))
+
+
+def _one(path: Path, line: Any, index: int, rec: Any) -> Iterator:
+    b = _Builder()
+    meta: dict = {"source_format": "openai_responses", "source_file": str(path), "source_line": line}
+    tid = None
+    if isinstance(rec, list):
+        items = [("input", rec)]
+    else:
+        expect(rec, dict, "(record)")
+        items = []
+        if rec.get("instructions"):
+            b.out.add(step("system", text(rec["instructions"]), role="instructions"))
+        for k in ("input", "output"):
+            v = rec.get(k)
+            if isinstance(v, str):
+                v = [{"type": "message", "role": "user", "content": v}]
+            if v is not None:
+                items.append((k, expect(v, list, k)))
+        if not items:
+            raise BadRecord("output", "missing: expected a Response object or {\"input\"/\"output\": [items]}")
+        tid = rec.get("trace_id") or rec.get("id")
+        for k in ("model", "usage", "status", "created_at", "metadata"):
+            if rec.get(k) is not None:
+                meta[k if k != "metadata" else "record_metadata"] = rec[k]
+    for k, lst in items:
+        for j, it in enumerate(lst):
+            b.item(it, f"{k}[{j}]")
+    yield finish(path, line, text(tid) if tid else file_id(path, index), b.task or "", b.out.steps(), meta)
+
+
+def _rollout(path: Path, first: tuple, rest: Iterator) -> Iterator:
+    b = _Builder()
+    meta: dict = {"source_format": "openai_responses", "variant": "codex_rollout", "source_file": str(path)}
+    events: Counter = Counter()
+    models: list = []
+    tid = None
+    errors = 0
+    for line, rec in _chain(first, rest):
+        if isinstance(rec, TraceError):
+            errors += 1
+            yield rec
+            continue
+        try:
+            expect(rec, dict, "(line)")
+            kind = rec.get("type")
+            payload = rec.get("payload") if "payload" in rec else rec
+            lmeta = {"source_line": line, "timestamp": rec.get("timestamp")}
+            if kind == "session_meta":
+                expect(payload, dict, "payload")
+                tid = payload.get("id") or tid
+                for k in ("cwd", "cli_version", "originator", "source", "git", "timestamp", "model_provider"):
+                    if payload.get(k) is not None:
+                        meta[k if k != "timestamp" else "started_at"] = payload[k]
+                if payload.get("instructions"):
+                    b.out.add(step("system", text(payload["instructions"]), role="instructions", **lmeta))
+            elif kind == "response_item":
+                b.item(payload, "payload", **lmeta)
+            elif kind == "turn_context":
+                m = payload.get("model") if isinstance(payload, dict) else None
+                if m and m not in models:
+                    models.append(m)
+            elif kind == "event_msg":
+                et = payload.get("type") if isinstance(payload, dict) else None
+                events[str(et)] += 1
+                if et == "token_count" and isinstance(payload.get("info"), dict):
+                    meta["usage"] = payload["info"].get("total_token_usage", payload["info"])
+            elif kind == "compacted":
+                b.out.add(step("system", text(payload.get("message") if isinstance(payload, dict) else payload), role="compacted", **lmeta))
+            elif "payload" not in rec and (_is_item(rec) or rec.get("type") == "message"):
+                b.item(rec, "(line)", **lmeta)  # legacy rollout: items directly
+            elif "instructions" in rec and "id" in rec and line == first[0]:
+                tid = rec.get("id")
+                if rec.get("instructions"):
+                    b.out.add(step("system", text(rec["instructions"]), role="instructions", **lmeta))
+            else:
+                events[f"unknown:{kind}"] += 1
+                b.out.add(step("other", compact(rec), **lmeta))
+        except BadRecord as exc:
+            errors += 1
+            yield TraceError(str(path), line, exc.field, exc.message)
+    if models:
+        meta["models"] = models
+    if events:
+        meta["event_msg_counts"] = dict(events)
+    yield finish(path, None, text(tid) if tid else file_id(path, 0), b.task or "", b.out.steps(), meta)
+    unknown = sum(v for k, v in events.items() if k.startswith("unknown:"))
+    if unknown:
+        yield ConvertWarning(str(path), None, f"{unknown} rollout line(s) of unknown kind kept as 'other' steps")
+
+
+def convert(path: Path) -> Iterator:
+    docs = _io.iter_documents(path)
+    first = next(docs, None)
+    if first is None:
+        return
+    line, value = first
+    if line is None:
+        if isinstance(value, TraceError):
+            yield value
+        elif isinstance(value, list) and value and isinstance(value[0], dict) and ("output" in value[0] or "input" in value[0]) and "type" not in value[0]:
+            for j, rec in enumerate(value):
+                yield from guarded(path, None, _one, path, f"[{j}]", j, rec)
+        else:
+            yield from guarded(path, None, _one, path, None, 0, value)
+        return
+    if isinstance(value, dict) and (value.get("type") in ROLLOUT or _is_item(value) or "instructions" in value and "payload" not in value and "output" not in value):
+        yield from _rollout(path, first, docs)
+        return
+    index = 0
+    for line, value in _chain(first, docs):
+        yield from (value,) if isinstance(value, TraceError) else guarded(path, line, _one, path, line, index, value)
+        index += 1
+
+
+def _chain(first, rest):
+    yield first
+    yield from rest
+
+
+CONVERTER = Converter(
+    name="openai_responses",
+    description="OpenAI Responses API items (message, reasoning, function_call/_output) and Codex CLI rollouts",
+    shapes='Response objects {"output": [items]}; {"input", "output"}; list of items; JSONL of those; Codex rollout JSONL (session_meta/response_item/event_msg/turn_context)',
+    detect=detect,
+    convert=convert,
+)

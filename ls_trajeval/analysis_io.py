@@ -14,9 +14,9 @@ from __future__ import annotations
 import gzip
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Optional, Sequence, Union
+from typing import Any, Iterator, Optional, Sequence, Union
 
 DEFAULT_SEVERITY_WEIGHTS = {"minor": -1.0, "major": -5.0, "critical": -10.0}
 DEFAULT_CORRECT_LABELS = ("correct",)
@@ -356,7 +356,7 @@ def read_records(
                 if not raw.strip():
                     continue
                 try:
-                    text = raw.decode("utf-8")
+                    text = raw.decode("utf-8").rstrip("\r\n")
                 except UnicodeDecodeError:
                     yield InputError(source, n, "invalid UTF-8")
                     continue

@@ -1,0 +1,83 @@
+"""Traces → tasks of a Label Studio project: validated line by line, batched, idempotent by trace id."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from tqdm import tqdm
+
+from . import studio
+from .config import Config
+from .labelconfig import PAGED_MAX_STEPS, layout_of
+from .tasks import task_data
+from .trace import ReadResult, Trace, TraceError, read_traces
+
+
+@dataclass
+class ImportSummary:
+    imported: int = 0
+    skipped: int = 0  # already in the project
+    rejected: int = 0
+    errors: list[TraceError] = field(default_factory=list)
+    long_traces: int = 0  # longer than the paged layout handles well
+    paged: bool = False
+    max_steps: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.rejected == 0
+
+
+def read_inputs(paths: Iterable[str | Path], config: Config) -> Iterator[ReadResult]:
+    """Trace JSONL files in order; a trace id seen in an earlier file counts as a duplicate too."""
+    seen: dict[str, str] = {}
+    for path in paths:
+        for item in read_traces(path, id_key=config.id_key, text_key=config.text_key, trace_key=config.trace_key):
+            if isinstance(item, Trace):
+                if item.trace_id in seen:
+                    yield TraceError(str(path), None, config.id_key,
+                                     f"duplicate trace_id {item.trace_id!r} (first in {seen[item.trace_id]})",
+                                     item.trace_id)
+                    continue
+                seen[item.trace_id] = str(path)
+            yield item
+
+
+def import_traces(client, project_id: int, items: Iterable[ReadResult], config: Config, *,
+                  batch_size: int = 500, progress: bool = True,
+                  on_error: Callable[[TraceError], None] | None = None) -> ImportSummary:
+    """Import every valid trace that the project does not hold yet; report the rest."""
+    summary = ImportSummary()
+    project = studio.get_project(client, project_id)
+    paged = layout_of(project.get("label_config") or "") == "paged"
+    existing = studio.existing_values(client, project_id, config.id_key)
+    bar = tqdm(desc="importing", unit=" traces", disable=not progress, leave=False)
+
+    def valid() -> Iterator[dict]:
+        for item in items:
+            if isinstance(item, TraceError):
+                summary.rejected += 1
+                summary.errors.append(item)
+                if on_error:
+                    on_error(item)
+                continue
+            if item.trace_id in existing:
+                summary.skipped += 1
+                bar.update(1)
+                continue
+            n = len(item.steps)
+            summary.max_steps = max(summary.max_steps, n)
+            if n > PAGED_MAX_STEPS:
+                summary.long_traces += 1
+            yield task_data(item, config)
+
+    try:
+        for batch in studio.batched(valid(), batch_size):
+            summary.imported += studio.import_tasks(client, project_id, batch)
+            existing.update(str(t[config.id_key]) for t in batch)
+            bar.update(len(batch))
+    finally:
+        bar.close()
+    summary.paged = paged
+    return summary

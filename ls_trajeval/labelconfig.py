@@ -1,0 +1,107 @@
+"""Compile a Config into Label Studio labeling-config XML, through Jinja2 templates (package data).
+
+Two layouts (see DESIGN.md): ``transcript`` (Paragraphs, a region per wrong step, per-region
+controls) and ``paged`` (Repeater, one step per page, explicit per-step correctness). The control
+names both use are defined here, in :func:`control_names`, and read back by :mod:`results`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import jinja2
+
+from .config import Config, Severity, TrajectoryScheme, embed_comment, humanize
+
+LAYOUTS = ("transcript", "paged")
+#: Label Studio's Repeater replaces this marker with the step index in every attribute.
+IDX = "{{idx}}"
+ERROR_COLORS = ("#D32F2F", "#F9A825", "#6A1B9A", "#00838F")
+#: The transcript layout's confirmation when ``require_all_steps`` is on (unmarked steps count as correct).
+REVIEWED_TEXT = "I reviewed every step; unmarked steps are correct"
+#: Above this many steps the paged layout gets slow to open (facts sheet: 15 s at 200 steps).
+PAGED_MAX_STEPS = 60
+
+
+@dataclass(frozen=True)
+class Names:
+    """Control and object names of the generated configs, derived from the scheme's name."""
+
+    scheme: str
+
+    @property
+    def marks(self) -> str:  # transcript: the ParagraphLabels that marks a wrong step
+        return self.scheme
+
+    @property
+    def correctness(self) -> str:  # paged: prefix of the per-step correctness Choices
+        return f"{self.scheme}_correctness"
+
+    @property
+    def type(self) -> str:
+        return f"{self.scheme}_type"
+
+    @property
+    def severity(self) -> str:
+        return f"{self.scheme}_severity"
+
+    @property
+    def rationale(self) -> str:
+        return f"{self.scheme}_rationale"
+
+    @property
+    def reviewed(self) -> str:
+        return f"{self.scheme}_reviewed"
+
+
+OBJECT_NAMES = ("te_task", "te_trace", "te_step")
+
+
+def control_names(scheme: TrajectoryScheme) -> list[str]:
+    n = Names(scheme.name)
+    return [n.marks, n.correctness, n.type, n.severity, n.rationale, n.reviewed, *OBJECT_NAMES]
+
+
+def _weight(w: float) -> str:
+    text = f"{w:g}"
+    return text.replace("-", "\u2212")  # a real minus sign reads better than a hyphen
+
+
+def severity_label(severity: Severity) -> str:
+    """What the annotator sees for a severity: its name and weight, e.g. "Major (−5)"."""
+    return f"{humanize(severity.name)} ({_weight(severity.weight)})"
+
+
+@lru_cache(maxsize=1)
+def _env() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("ls_trajeval", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=False,
+        keep_trailing_newline=True,
+    )
+    env.filters["humanize"] = humanize
+    env.filters["severity_label"] = severity_label
+    return env
+
+
+def generate(config: Config, layout: str = "transcript") -> str:
+    """The labeling config XML for ``config`` in ``layout``."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"unknown layout {layout!r}; expected one of {', '.join(LAYOUTS)}")
+    template = _env().get_template(f"{layout}.xml.j2")
+    xml = template.render(
+        config=config,
+        names=Names(config.trajectory.name),
+        idx=IDX,
+        error_colors=ERROR_COLORS,
+        reviewed_text=REVIEWED_TEXT,
+        embedded=embed_comment(config),
+    )
+    return "\n".join(line for line in xml.splitlines() if line.strip()) + "\n"
+
+
+def layout_of(label_config: str) -> str:
+    """Which layout a project's label config uses (for encoding predictions and checks)."""
+    return "paged" if "<Repeater" in label_config else "transcript"

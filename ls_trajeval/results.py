@@ -1,0 +1,223 @@
+"""The one place that knows Label Studio result shapes: results ⇄ per-step labels, both layouts.
+
+Transcript layout: a wrong step is a ParagraphLabels region ``{"start": "3", "end": "3", ...,
+"paragraphlabels": ["incorrect"]}`` (step indices as strings) and its per-region Taxonomy,
+Choices and TextArea results share the region's ``id``. Paged layout: Repeater-expanded names,
+``<scheme>_correctness_3``, ``<scheme>_type_3``, ... Whole-trace Choices are named after their
+scheme in both. Decoding recognises either shape, so the same labels made in either layout give
+the same :class:`TraceLabels`.
+"""
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Any, Iterable, Mapping, Sequence
+
+from .config import Config, ErrorType
+from .labelconfig import REVIEWED_TEXT, Names, severity_label
+from .labels import StepLabel, TraceLabels
+
+
+class _Vocab:
+    """Maps whatever a result holds (alias or shown label) back to config names."""
+
+    def __init__(self, config: Config):
+        scheme = config.trajectory
+        self.types: dict[str, ErrorType] = {}
+        for t in scheme.types:
+            self.types[t.name] = t
+            self.types.setdefault(t.label, t)
+        self.categories: dict[str, str] = {}
+        for c in scheme.categories:
+            self.categories[c.category] = c.category
+            self.categories.setdefault(c.label, c.category)
+        self.severities: dict[str, str] = {}
+        for s in scheme.severities:
+            self.severities[s.name] = s.name
+            self.severities.setdefault(severity_label(s), s.name)
+        self.correctness = set(scheme.correctness_labels)
+
+
+def _first(values: Any) -> Any:
+    if isinstance(values, list):
+        return values[0] if values else None
+    return values
+
+
+def _text(value: Mapping) -> str | None:
+    text = value.get("text")
+    if isinstance(text, list):
+        parts = [t for t in text if isinstance(t, str)]
+        return "\n".join(parts) if parts else None
+    return text if isinstance(text, str) else None
+
+
+def _step_range(value: Mapping) -> range | None:
+    try:
+        start, end = int(value.get("start")), int(value.get("end", value.get("start")))
+    except (TypeError, ValueError):
+        return None
+    if end < start:
+        start, end = end, start
+    return range(start, end + 1)
+
+
+def decode(result: Iterable[Mapping], config: Config, n_steps: int) -> TraceLabels:
+    """Per-step labels (one per step, correct ones included) and whole-trace values of one annotation."""
+    scheme = config.trajectory
+    names = Names(scheme.name)
+    vocab = _Vocab(config)
+    warnings: list[str] = []
+    correctness: dict[int, str] = {}
+    details: dict[int, dict] = {}
+    regions: dict[str, dict] = {}  # transcript: region id -> {"steps", "label", details}
+    whole: dict[str, str | None] = {r.name: None for r in config.whole_trace}
+    paged = re.compile(rf"^{re.escape(scheme.name)}_(correctness|type|severity|rationale)_(\d+)$")
+    per_region = {names.type: "type", names.severity: "severity", names.rationale: "rationale"}
+
+    def put(target: dict, kind: str, value: Mapping, where: str) -> None:
+        if kind == "correctness":
+            label = _first(value.get("choices"))
+            if label in vocab.correctness:
+                target["correctness"] = label
+            elif label is not None:
+                warnings.append(f"{where}: unknown correctness {label!r}")
+        elif kind == "label":
+            label = _first(value.get("paragraphlabels") or value.get("labels"))
+            if label in vocab.correctness:
+                target["correctness"] = label
+            elif label is not None:
+                warnings.append(f"{where}: unknown label {label!r}")
+        elif kind == "type":
+            path = _first(value.get("taxonomy")) or []
+            if isinstance(path, str):
+                path = [path]
+            leaf = path[-1] if path else None
+            etype = vocab.types.get(leaf) if isinstance(leaf, str) else None
+            if etype is not None:
+                target["error_type"], target["error_category"] = etype.name, etype.category
+            elif path and isinstance(path[0], str) and path[0] in vocab.categories and len(path) == 1:
+                target["error_category"] = vocab.categories[path[0]]
+            elif path:
+                warnings.append(f"{where}: unknown error type {path!r}")
+        elif kind == "severity":
+            sev = _first(value.get("choices"))
+            if sev in vocab.severities:
+                target["severity"] = vocab.severities[sev]
+            elif sev is not None:
+                warnings.append(f"{where}: unknown severity {sev!r}")
+        elif kind == "rationale":
+            text = _text(value)
+            if text:
+                target["rationale"] = text
+
+    for item in result:
+        if not isinstance(item, Mapping):
+            continue
+        name = item.get("from_name")
+        value = item.get("value") if isinstance(item.get("value"), Mapping) else {}
+        m = paged.match(name) if isinstance(name, str) else None
+        if m:
+            kind, idx = m.group(1), int(m.group(2))
+            if idx >= n_steps:
+                warnings.append(f"{name}: step {idx} is beyond the trace's {n_steps} steps")
+                continue
+            target: dict = {}
+            put(target, kind, value, name)
+            if "correctness" in target:
+                correctness[idx] = target.pop("correctness")
+            details.setdefault(idx, {}).update(target)
+        elif name == names.marks or name in per_region:
+            rid = str(item.get("id") or f"_anon{len(regions)}")
+            region = regions.setdefault(rid, {"steps": None})
+            steps = _step_range(value)
+            if steps is not None:
+                region["steps"] = steps
+            put(region, "label" if name == names.marks else per_region[name], value, f"region {rid}")
+        elif name in whole:
+            whole[name] = _first(value.get("choices"))
+
+    # a region marks every step it spans; where regions overlap, the more severe one wins
+    rank = {s.name: s.deduction for s in scheme.severities}
+    for rid, region in regions.items():
+        if region["steps"] is None or "correctness" not in region:
+            continue  # per-region values of a region that was deleted
+        for idx in region["steps"]:
+            if not 0 <= idx < n_steps:
+                warnings.append(f"region {rid}: step {idx} is beyond the trace's {n_steps} steps")
+                continue
+            if idx in correctness and rank.get(details[idx].get("severity"), -1) >= rank.get(region.get("severity"), -1):
+                warnings.append(f"step {idx}: marked by more than one region; kept the more severe")
+                continue
+            correctness[idx] = region["correctness"]
+            details[idx] = {k: v for k, v in region.items() if k not in ("steps", "correctness")}
+
+    steps = []
+    for idx in range(n_steps):
+        label = correctness.get(idx, scheme.correctness_default)
+        d = details.get(idx, {}) if label in scheme.error_labels else {}
+        steps.append(StepLabel(idx, label, d.get("error_category"), d.get("error_type"),
+                               d.get("severity"), d.get("rationale")))
+    return TraceLabels(steps, whole, warnings)
+
+
+def _region_id() -> str:
+    return uuid.uuid4().hex[:10]
+
+
+def encode(labels: TraceLabels, config: Config, layout: str, transcript: Sequence[Mapping] | None = None,
+           origin: str = "manual") -> list[dict]:
+    """Label Studio results for ``labels``, in the shapes the labeling UI itself saves.
+
+    ``transcript`` is the task's ``te_transcript`` (the transcript layout's regions carry text offsets).
+    """
+    scheme = config.trajectory
+    names = Names(scheme.name)
+    out: list[dict] = []
+
+    def item(from_name: str, to_name: str, rtype: str, value: dict, rid: str | None = None) -> dict:
+        return {"id": rid or _region_id(), "from_name": from_name, "to_name": to_name, "type": rtype,
+                "origin": origin, "value": value}
+
+    for step in labels.steps:
+        wrong = step.correctness in scheme.error_labels
+        if layout == "paged":
+            to_name = f"te_step_{step.step_index}"
+            out.append(item(f"{names.correctness}_{step.step_index}", to_name, "choices",
+                            {"choices": [step.correctness]}))
+            if not wrong:
+                continue
+            if step.error_type:
+                out.append(item(f"{names.type}_{step.step_index}", to_name, "taxonomy",
+                                {"taxonomy": [[step.error_category, step.error_type]]}))
+            if step.severity:
+                out.append(item(f"{names.severity}_{step.step_index}", to_name, "choices",
+                                {"choices": [step.severity]}))
+            if step.rationale and scheme.rationale.enabled:
+                out.append(item(f"{names.rationale}_{step.step_index}", to_name, "textarea",
+                                {"text": [step.rationale]}))
+        elif layout == "transcript":
+            if not wrong:
+                continue
+            text = transcript[step.step_index]["text"] if transcript else ""
+            span = {"start": str(step.step_index), "end": str(step.step_index),
+                    "startOffset": 0, "endOffset": len(text)}
+            rid = _region_id()
+            out.append(item(names.marks, "te_trace", "paragraphlabels",
+                            {**span, "paragraphlabels": [step.correctness]}, rid))
+            if step.error_type:
+                out.append(item(names.type, "te_trace", "taxonomy",
+                                {**span, "taxonomy": [[step.error_category, step.error_type]]}, rid))
+            if step.severity:
+                out.append(item(names.severity, "te_trace", "choices", {**span, "choices": [step.severity]}, rid))
+            if step.rationale and scheme.rationale.enabled:
+                out.append(item(names.rationale, "te_trace", "textarea", {**span, "text": [step.rationale]}, rid))
+        else:
+            raise ValueError(f"unknown layout {layout!r}")
+    for name, value in labels.whole_trace.items():
+        if value is not None:
+            out.append(item(name, "te_task", "choices", {"choices": [value]}))
+    if layout == "transcript" and config.require_all_steps:
+        out.append(item(names.reviewed, "te_trace", "choices",
+                        {"choices": [REVIEWED_TEXT]}))
+    return out

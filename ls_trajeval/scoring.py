@@ -1,0 +1,56 @@
+"""The running score: the one function that turns step labels into a per-trace quality curve."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from .config import TrajectoryScheme
+from .labels import StepLabel
+
+
+@dataclass(frozen=True)
+class ScoreSummary:
+    curve: list[float]  # the score after each step
+    final: float
+    n_errors: int
+    first_error_step: int | None
+    worst_severity: str | None
+
+
+def running_scores(
+    steps: Sequence[StepLabel],
+    weights: Mapping[str, float],
+    error_labels: Sequence[str],
+    initial: float = 100.0,
+    minimum: float = 0.0,
+) -> list[float]:
+    """Score after each step: ``initial`` minus |weight| of every error step's severity, floored at ``minimum``.
+
+    A step counts when its correctness is one of ``error_labels`` (so a partially-correct step with a
+    severity costs points, as in Potato); an error step without a severity, or with one the weights do
+    not know, costs nothing. The magnitude of a weight is used, so ``-5`` and ``5`` both cost 5.
+    """
+    score = float(initial)
+    curve = []
+    for step in steps:
+        if step.correctness in error_labels and step.severity is not None:
+            score = max(minimum, score - abs(float(weights.get(step.severity, 0.0))))
+        curve.append(score)
+    return curve
+
+
+def summarize(steps: Sequence[StepLabel], scheme: TrajectoryScheme) -> ScoreSummary:
+    """The score curve and the per-trace figures shown in Label Studio and written to the export."""
+    errors = scheme.error_labels
+    rs = scheme.running_score
+    curve = running_scores(steps, scheme.weights, errors, rs.initial, rs.min)
+    wrong = [s for s in steps if s.correctness in errors]
+    rank = {s.name: s.deduction for s in scheme.severities}
+    worst = max((s.severity for s in wrong if s.severity in rank), key=lambda n: rank[n], default=None)
+    return ScoreSummary(
+        curve=curve,
+        final=curve[-1] if curve else float(rs.initial),
+        n_errors=len(wrong),
+        first_error_step=min((s.step_index for s in wrong), default=None),
+        worst_severity=worst,
+    )

@@ -707,3 +707,152 @@ def drive(path: Path, one: Callable[[Any, Ctx], list], unwrap: Callable[[Any], l
         for k, rec in enumerate(recs):
             ctx = Ctx(path, line, k, f"[{k}]")
             yield from guarded(str(path), line, ctx.where, lambda: one(rec, ctx))
+
+
+# ---------------------------------------------------------------- OpenTelemetry spans
+
+def otlp_value(v: Any) -> Any:
+    """An OTLP/JSON AnyValue as a plain Python value."""
+    if not isinstance(v, dict):
+        return v
+    if "stringValue" in v:
+        return v["stringValue"]
+    if "boolValue" in v:
+        return v["boolValue"]
+    if "intValue" in v:
+        try:
+            return int(v["intValue"])
+        except (TypeError, ValueError):
+            return v["intValue"]
+    if "doubleValue" in v:
+        return v["doubleValue"]
+    if "arrayValue" in v:
+        return [otlp_value(x) for x in (v["arrayValue"] or {}).get("values", []) or []]
+    if "kvlistValue" in v:
+        return otlp_attrs((v["kvlistValue"] or {}).get("values", []) or [])
+    if "bytesValue" in v:
+        return v["bytesValue"]
+    return None if not v else v
+
+
+def otlp_attrs(attrs: Any, where: str = "attributes") -> dict:
+    if attrs is None:
+        return {}
+    if isinstance(attrs, dict):
+        return attrs
+    if not isinstance(attrs, list):
+        raise Bad(where, f"expected a list of key/value pairs, got {describe(attrs)}")
+    out = {}
+    for i, kv in enumerate(attrs):
+        if not isinstance(kv, dict) or not isinstance(kv.get("key"), str):
+            raise Bad(f"{where}[{i}]", "expected {key, value}")
+        out[kv["key"]] = otlp_value(kv.get("value"))
+    return out
+
+
+def _status(st: Any) -> tuple[str, str | None]:
+    if not isinstance(st, dict):
+        return ("UNSET", None) if st is None else (str(st).upper().replace("STATUS_CODE_", ""), None)
+    code = st.get("code", st.get("status_code"))
+    if code in (2, "2") or (isinstance(code, str) and code.upper().endswith("ERROR")):
+        c = "ERROR"
+    elif code in (1, "1") or (isinstance(code, str) and code.upper().endswith("OK")):
+        c = "OK"
+    else:
+        c = "UNSET"
+    return c, st.get("message") or st.get("description")
+
+
+def otlp_spans(req: Any, where: str = "") -> list[dict]:
+    """Normalised spans out of one OTLP/JSON export request ``{resourceSpans: [...]}``."""
+    if not isinstance(req, dict):
+        raise Bad(where or None, f"expected an OTLP export object, got {describe(req)}")
+    rss = req.get("resourceSpans")
+    if not isinstance(rss, list):
+        raise Bad(f"{where}resourceSpans", "missing" if rss is None else f"expected a list, got {describe(rss)}")
+    out = []
+    for i, rs in enumerate(rss):
+        w = f"{where}resourceSpans[{i}]"
+        if not isinstance(rs, dict):
+            raise Bad(w, f"expected an object, got {describe(rs)}")
+        res = otlp_attrs((rs.get("resource") or {}).get("attributes"), f"{w}.resource.attributes")
+        for j, ss in enumerate(rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans") or []):
+            sw = f"{w}.scopeSpans[{j}]"
+            if not isinstance(ss, dict):
+                raise Bad(sw, f"expected an object, got {describe(ss)}")
+            scope = (ss.get("scope") or ss.get("instrumentationLibrary") or {}).get("name")
+            spans = ss.get("spans") or []
+            if not isinstance(spans, list):
+                raise Bad(f"{sw}.spans", f"expected a list, got {describe(spans)}")
+            for k, sp in enumerate(spans):
+                spw = f"{sw}.spans[{k}]"
+                if not isinstance(sp, dict):
+                    raise Bad(spw, f"expected a span object, got {describe(sp)}")
+                code, msg = _status(sp.get("status"))
+                events = []
+                for e_i, ev in enumerate(sp.get("events") or []):
+                    if isinstance(ev, dict):
+                        events.append({"name": ev.get("name"), "time": parse_time(ev.get("timeUnixNano")),
+                                       "attrs": otlp_attrs(ev.get("attributes"), f"{spw}.events[{e_i}].attributes")})
+                out.append({
+                    "trace_id": sp.get("traceId"), "span_id": sp.get("spanId"), "parent_id": sp.get("parentSpanId") or None,
+                    "name": sp.get("name"), "kind": sp.get("kind"),
+                    "start": parse_time(sp.get("startTimeUnixNano")), "end": parse_time(sp.get("endTimeUnixNano")),
+                    "start_raw": sp.get("startTimeUnixNano"), "attrs": otlp_attrs(sp.get("attributes"), f"{spw}.attributes"),
+                    "events": events, "status_code": code, "status_message": msg,
+                    "service": res.get("service.name"), "scope": scope, "_where": spw,
+                })
+    return out
+
+
+def flat_attrs(attrs: dict, prefix: str = "") -> dict:
+    """Nested attribute objects (Phoenix exports) as dotted keys, lists by index, like OTLP flattening."""
+    out = {}
+    for k, v in attrs.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict) and v:
+            out.update(flat_attrs(v, key + "."))
+        elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
+            for i, x in enumerate(v):
+                out.update(flat_attrs(x, f"{key}.{i}."))
+        else:
+            out[key] = v
+    return out
+
+
+def indexed(attrs: dict, prefix: str) -> list[dict]:
+    """``prefix.N.rest`` keys gathered into a list of {rest: value} dicts ordered by N."""
+    groups: dict[int, dict] = {}
+    plen = len(prefix) + 1
+    for k, v in attrs.items():
+        if not k.startswith(prefix + "."):
+            continue
+        rest = k[plen:]
+        n, _, tail = rest.partition(".")
+        if not n.isdigit():
+            continue
+        groups.setdefault(int(n), {})[tail] = v
+    return [groups[i] for i in sorted(groups)]
+
+
+def nest(flat: dict) -> dict:
+    """{"a.b": 1, "a.c.0.d": 2} -> {"a": {"b": 1, "c": [{"d": 2}]}}, for flattened message attributes."""
+    root: dict = {}
+    for k, v in flat.items():
+        parts = k.split(".") if k else [k]
+        cur = root
+        for p in parts[:-1]:
+            nxt = cur.get(p)
+            if not isinstance(nxt, dict):
+                nxt = {}
+                cur[p] = nxt
+            cur = nxt
+        cur[parts[-1]] = v
+
+    def lists(d):
+        if isinstance(d, dict):
+            d = {k: lists(v) for k, v in d.items()}
+            if d and all(k.isdigit() for k in d):
+                return [d[k] for k in sorted(d, key=int)]
+        return d
+    return lists(root)

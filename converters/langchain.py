@@ -1,0 +1,307 @@
+"""LangChain / LangSmith run trees (nested ``child_runs`` or flat runs linked by ``parent_run_id``).
+
+Mapping: runs in tree order (siblings by ``dotted_order``, else ``start_time``). ``llm`` /
+``chat_model`` runs -> the generated message: reasoning -> thought, text -> thought when a tool
+call/run follows, else message; tool calls the model asked for are shown by the tool run that
+executed them (matched by tool_call_id, else by name before the next model turn), and only calls
+no run executed become actions of their own. ``tool`` runs -> action (name, inputs) + observation
+(outputs) or error. ``retriever`` runs -> action (query) + observation (documents). ``chain`` runs
+are containers: a failing chain adds an error step after its children unless one of them already
+failed; a childless chain with outputs becomes an ``other`` step. ``prompt``/``parser``/
+``embedding`` runs carry no agent step and are counted in trace metadata ``skipped_runs``.
+JSONL lines holding a whole tree stream one by one; flat runs are grouped by trace at the end.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator
+
+from ls_trajeval.trace import Trace, TraceError
+
+from ._common_b import (Bad, Ctx, LLMEvent, ToolEvent, assemble, describe, finish_trace, guarded, jdump,
+                        llm_event_from_messages, mk_step, parse_time, read_input, sample_objects, task_from_input,
+                        text_of, unwrap_message, want)
+from .base import Converter, Sample
+
+NAME = "langchain"
+_RUN_TYPES = {"llm", "chain", "tool", "retriever", "prompt", "parser", "embedding", "chat_model"}
+
+
+def _is_run(obj: Any) -> bool:
+    return isinstance(obj, dict) and obj.get("run_type") in _RUN_TYPES and ("inputs" in obj or "outputs" in obj or "child_runs" in obj)
+
+
+def detect(sample: Sample) -> float:
+    objs = sample_objects(sample)
+    if isinstance(sample.first_json, dict) and isinstance(sample.first_json.get("runs"), list):
+        objs = sample.first_json["runs"][:5]
+    if objs and _is_run(objs[0]):
+        return 0.95
+    return 0.0
+
+
+def _flatten(run: dict, where: str, out: list, parent: Any = None) -> None:
+    if not isinstance(run, dict):
+        raise Bad(where, f"expected a run object, got {describe(run)}")
+    rt = run.get("run_type")
+    if not isinstance(rt, str):
+        raise Bad(f"{where}.run_type", "missing" if rt is None else f"expected a string, got {describe(rt)}")
+    kids = run.get("child_runs")
+    if kids is not None and not isinstance(kids, list):
+        raise Bad(f"{where}.child_runs", f"expected a list, got {describe(kids)}")
+    node = {k: v for k, v in run.items() if k != "child_runs"}
+    node["_where"] = where
+    if parent is not None and node.get("parent_run_id") is None:
+        node["parent_run_id"] = parent
+    if node.get("id") is None:
+        node["id"] = f"{where}"
+    out.append(node)
+    for i, c in enumerate(kids or []):
+        _flatten(c, f"{where}.child_runs[{i}]", out, node["id"])
+
+
+def _order_key(r: dict):
+    d = r.get("dotted_order")
+    if isinstance(d, str):
+        return (0, d)
+    t = parse_time(r.get("start_time"))
+    return (1, t) if t is not None else None
+
+
+def _tokens(run: dict, outputs: Any) -> dict | None:
+    usage = {}
+    for k in ("prompt_tokens", "completion_tokens", "total_tokens"):
+        if isinstance(run.get(k), int):
+            usage[k] = run[k]
+    if isinstance(outputs, dict):
+        lo = outputs.get("llm_output")
+        if isinstance(lo, dict) and isinstance(lo.get("token_usage"), dict):
+            usage.update(lo["token_usage"])
+    return usage or None
+
+
+def _llm_outputs(outputs: Any) -> list:
+    """The generated messages of an llm run, whatever the LangChain version wrote."""
+    if outputs is None:
+        return []
+    if isinstance(outputs, dict):
+        gens = outputs.get("generations")
+        if isinstance(gens, list):
+            msgs = []
+            for g in gens:
+                for gen in (g if isinstance(g, list) else [g]):
+                    if not isinstance(gen, dict):
+                        continue
+                    if isinstance(gen.get("message"), dict):
+                        msgs.append(gen["message"])
+                    elif isinstance(gen.get("text"), str):
+                        msgs.append({"role": "assistant", "content": gen["text"]})
+            return msgs
+        for k in ("output", "message", "messages"):
+            if k in outputs:
+                v = outputs[k]
+                return v if isinstance(v, list) else [v]
+        if unwrap_message(outputs) is not None:
+            return [outputs]
+        return [{"role": "assistant", "content": jdump(outputs)}]
+    if isinstance(outputs, list):
+        return outputs
+    return [{"role": "assistant", "content": text_of(outputs)}]
+
+
+def _llm_inputs(inputs: Any) -> list:
+    if isinstance(inputs, dict):
+        m = inputs.get("messages")
+        if isinstance(m, list):
+            return m[0] if m and isinstance(m[0], list) else m
+        p = inputs.get("prompts")
+        if isinstance(p, list):
+            return [{"role": "user", "content": x} for x in p if isinstance(x, str)]
+    return []
+
+
+def _tool_output(outputs: Any) -> tuple[Any, str | None]:
+    if isinstance(outputs, dict) and set(outputs) <= {"output", "outputs"}:
+        outputs = outputs.get("output", outputs.get("outputs"))
+    m = unwrap_message(outputs) if isinstance(outputs, dict) else None
+    if m is not None and (m.get("role") in ("tool", "ToolMessage") or "tool_call_id" in m):
+        return m.get("content"), m.get("tool_call_id")
+    return outputs, None
+
+
+def _tool_input(inputs: Any) -> tuple[Any, str | None]:
+    cid = None
+    if isinstance(inputs, dict):
+        cid = inputs.get("tool_call_id")
+        if set(inputs) - {"tool_call_id", "callbacks", "run_manager"} == {"input"}:
+            inp = inputs["input"]
+            if isinstance(inp, dict) and "args" in inp and "name" in inp:  # a ToolCall passed as input
+                return inp["args"], inp.get("id") or cid
+            return inp, cid
+    return inputs, cid
+
+
+def _trace(runs: list, ctx: Ctx) -> Trace:
+    by_id = {r["id"]: r for r in runs}
+    children: dict[Any, list] = {}
+    roots = []
+    for r in runs:
+        p = r.get("parent_run_id")
+        if p is not None and p in by_id and p != r["id"]:
+            children.setdefault(p, []).append(r)
+        else:
+            roots.append(r)
+
+    def key(r):
+        k = _order_key(r)
+        return (k is None, k or (0, 0))
+
+    events: list = []
+    skipped: dict[str, int] = {}
+    seen = set()
+
+    def walk(r: dict, depth: int, agent: str | None) -> bool:
+        """Emit r's subtree; True when something in it already reported a failure."""
+        if r["id"] in seen:
+            return False
+        seen.add(r["id"])
+        rt = r["run_type"]
+        w = r["_where"]
+        meta = {"run_id": str(r["id"]), "run_name": r.get("name"), "run_type": rt, "depth": depth,
+                "start_time": r.get("start_time"), "end_time": r.get("end_time")}
+        if agent:
+            meta["agent"] = agent
+        err = r.get("error")
+        kids = sorted(children.get(r["id"], []), key=key)
+        failed = False
+        if rt in ("llm", "chat_model"):
+            extra = r.get("extra") if isinstance(r.get("extra"), dict) else {}
+            ip = extra.get("invocation_params") if isinstance(extra.get("invocation_params"), dict) else {}
+            md = extra.get("metadata") if isinstance(extra.get("metadata"), dict) else {}
+            meta["model"] = ip.get("model") or ip.get("model_name") or md.get("ls_model_name")
+            meta["usage"] = _tokens(r, r.get("outputs"))
+            ev = llm_event_from_messages(_llm_outputs(r.get("outputs")), _llm_inputs(r.get("inputs")), **meta)
+            if err:
+                events.append(mk_step("error", text_of(err), **meta))
+                failed = True
+            elif r.get("outputs") is not None:
+                events.append(ev)
+        elif rt in ("tool", "retriever"):
+            args, cid = _tool_input(r.get("inputs"))
+            if rt == "retriever" and isinstance(r.get("inputs"), dict) and "query" in r["inputs"]:
+                args = r["inputs"]["query"]
+            out, ocid = _tool_output(r.get("outputs"))
+            if rt == "retriever" and isinstance(r.get("outputs"), dict) and "documents" in r["outputs"]:
+                out = r["outputs"]["documents"]
+            events.append(ToolEvent(str(r.get("name") or rt), args, err if err else out, is_error=bool(err),
+                                    call_id=cid or ocid, meta=meta))
+            failed = bool(err)
+        elif rt in ("prompt", "parser", "embedding"):
+            skipped[rt] = skipped.get(rt, 0) + 1
+            if err:
+                events.append(mk_step("error", text_of(err), **meta))
+                failed = True
+        else:
+            if rt == "chain" and isinstance(r.get("extra"), dict):
+                md = r["extra"].get("metadata")
+                if isinstance(md, dict) and isinstance(md.get("langgraph_node"), str):
+                    agent = md["langgraph_node"]
+            if not kids and r.get("outputs") is not None and depth > 0:
+                events.append(mk_step("other", jdump({"inputs": r.get("inputs"), "outputs": r.get("outputs")}), **meta))
+        for c in kids:
+            failed = walk(c, depth + 1, agent) or failed
+        if err and not failed:
+            events.append(mk_step("error", text_of(err), **meta))
+            failed = True
+        return failed
+
+    for r in sorted(roots, key=key):
+        walk(r, 0, None)
+    for r in runs:  # runs in a parent cycle
+        if r["id"] not in seen:
+            walk(r, 0, None)
+    root = sorted(roots, key=key)[0] if roots else runs[0]
+    steps = assemble(events)
+    task = task_from_input(root.get("inputs"))
+    if task is None:
+        for r in runs:
+            if r["run_type"] in ("llm", "chat_model"):
+                task = task_from_input(_llm_inputs(r.get("inputs")))
+                if task is not None:
+                    break
+    md = ctx.provenance(NAME)
+    md.update({"root_run_name": root.get("name"), "root_run_type": root.get("run_type"), "start_time": root.get("start_time"),
+               "end_time": root.get("end_time"), "tags": root.get("tags") or None, "session_name": root.get("session_name"),
+               "run_count": len(runs), "skipped_runs": skipped or None})
+    out = root.get("outputs")
+    if out is not None:
+        md["final_output"] = out.get("output", out) if isinstance(out, dict) else out
+    if root.get("error"):
+        md["error"] = root["error"]
+    tid = root.get("trace_id") or root.get("id")
+    if tid is None or str(tid).startswith("["):
+        tid = ctx.default_id()
+    return finish_trace(str(tid), task, steps, md)
+
+
+def _convert_group(runs: list, ctx: Ctx) -> list:
+    return [_trace(runs, ctx)]
+
+
+def convert(path: Path) -> Iterator:
+    path = Path(path)
+    source = str(path)
+    kind, it = read_input(path)
+    pending: dict[Any, list] = {}  # flat runs grouped by trace
+    pending_ctx: dict[Any, Ctx] = {}
+    order: list = []
+    id_to_group: dict[Any, Any] = {}
+
+    def add_flat(nodes: list, ctx: Ctx):
+        r = nodes[0]
+        g = r.get("trace_id") or id_to_group.get(r.get("parent_run_id")) or r.get("parent_run_id") or r["id"]
+        if g not in pending:
+            pending[g] = []
+            pending_ctx[g] = ctx
+            order.append(g)
+        pending[g].extend(nodes)
+        for n in nodes:
+            id_to_group[n["id"]] = g
+
+    for line, val in it:
+        if isinstance(val, TraceError):
+            yield val
+            continue
+        if kind == "json":
+            recs = val.get("runs") if isinstance(val, dict) and isinstance(val.get("runs"), list) else val
+            if isinstance(recs, dict):
+                recs = [recs]
+            if not isinstance(recs, list):
+                yield TraceError(source, line, None, f"expected a run object or a list of runs, got {describe(recs)}")
+                continue
+            items = [(Ctx(path, line, k if len(recs) > 1 or isinstance(val, list) else None, f"[{k}]" if isinstance(val, list) else ""), r) for k, r in enumerate(recs)]
+        else:
+            items = [(Ctx(path, line, None, ""), val)]
+        for ctx, rec in items:
+            nodes: list = []
+            errs = guarded(source, line, "", lambda: (_flatten(rec, ctx.where.strip(".") or "run", nodes), [])[1])
+            if errs:
+                yield from errs
+                continue
+            streaming_tree = kind == "jsonl" and rec.get("parent_run_id") is None and isinstance(rec.get("child_runs"), list) and rec["child_runs"]
+            if streaming_tree:
+                yield from guarded(source, line, "", lambda: _convert_group(nodes, ctx))
+            else:
+                add_flat(nodes, ctx)
+    for g in order:
+        ctx = pending_ctx[g]
+        yield from guarded(source, ctx.line, ctx.where, lambda: _convert_group(pending[g], ctx))
+
+
+CONVERTER = Converter(
+    name=NAME,
+    description="LangChain / LangSmith run trees (run_type, inputs, outputs, child_runs or parent_run_id)",
+    shapes='{"run_type": "chain", "inputs", "outputs", "child_runs": [...]} as JSON/JSONL, or flat run lists linked by parent_run_id',
+    detect=detect,
+    convert=convert,
+)

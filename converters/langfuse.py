@@ -1,0 +1,158 @@
+"""Langfuse trace exports (a trace with its ``observations``).
+
+Mapping: observations in tree order (``parentObservationId``; siblings by ``startTime``).
+GENERATION -> the model's output message (reasoning -> thought; text -> thought when a tool
+follows, else message; requested tool calls no TOOL observation executed -> action). TOOL -> action
+(name, input) + observation (output), or error when level is ERROR. RETRIEVER -> action + documents.
+SPAN / AGENT / CHAIN with children are containers (an ERROR level on them adds an error step after
+their children); a childless SPAN with output is treated as a tool call (action + observation), a
+childless one without output as ``other``. EVENT -> ``other`` step (or error at level ERROR).
+EMBEDDING / EVALUATOR / GUARDRAIL -> ``other``. Level WARNING and statusMessage travel in step
+metadata. Task: the trace input (string, messages, or a usual key) else the first user message.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ._common_b import (Bad, Ctx, LLMEvent, ToolEvent, assemble, describe, drive, finish_trace, jdump,
+                        llm_event_from_messages, maybe_json, mk_step, parse_time, sample_objects, task_from_input,
+                        text_of, tree_order, unwrap_message, want)
+from .base import Converter, Sample
+
+NAME = "langfuse"
+_OBS_TYPES = {"GENERATION", "SPAN", "EVENT", "TOOL", "AGENT", "CHAIN", "RETRIEVER", "EMBEDDING", "EVALUATOR", "GUARDRAIL"}
+
+
+def _is_trace(obj: Any) -> bool:
+    if not isinstance(obj, dict) or not isinstance(obj.get("observations"), list):
+        return False
+    obs = obj["observations"]
+    return not obs or any(isinstance(o, dict) and o.get("type") in _OBS_TYPES for o in obs[:20]) or all(isinstance(o, str) for o in obs[:20])
+
+
+def _unwrap(val: Any):
+    if isinstance(val, dict) and isinstance(val.get("data"), list) and not _is_trace(val):
+        return val["data"]
+    return None
+
+
+def detect(sample: Sample) -> float:
+    objs = sample_objects(sample)
+    if isinstance(sample.first_json, dict) and _unwrap(sample.first_json):
+        objs = sample.first_json["data"][:5]
+    if not objs or not isinstance(objs[0], dict):
+        return 0.0
+    o = objs[0]
+    if _is_trace(o):
+        obs = o["observations"]
+        if any(isinstance(x, dict) and ("parentObservationId" in x or "startTime" in x) for x in obs[:20]):
+            return 0.95
+        return 0.75 if obs else 0.5
+    return 0.0
+
+
+def _messages(v: Any) -> list:
+    v = maybe_json(v)
+    if isinstance(v, list):
+        return v
+    if isinstance(v, dict):
+        if isinstance(v.get("messages"), list):
+            return v["messages"]
+        if isinstance(v.get("choices"), list):  # a raw OpenAI response
+            return [c.get("message") for c in v["choices"] if isinstance(c, dict) and isinstance(c.get("message"), dict)]
+        if unwrap_message(v) is not None:
+            return [v]
+        return [{"role": "assistant", "content": jdump(v)}]
+    if v is None:
+        return []
+    return [{"role": "assistant", "content": text_of(v)}]
+
+
+def one(rec: Any, ctx: Ctx) -> list:
+    if not isinstance(rec, dict):
+        raise Bad(None, "expected a Langfuse trace object")
+    obs = want(rec, "observations", list, "", required=True)
+    if obs and all(isinstance(o, str) for o in obs):
+        raise Bad("observations", "holds observation ids only; export the trace with its observations expanded")
+    for i, o in enumerate(obs):
+        if not isinstance(o, dict):
+            raise Bad(f"observations[{i}]", f"expected an observation object, got {describe(o)}")
+        t = o.get("type")
+        if t is not None and not isinstance(t, str):
+            raise Bad(f"observations[{i}].type", f"expected a string, got {describe(t)}")
+    ordered = tree_order(obs, lambda o: o.get("id"), lambda o: o.get("parentObservationId"),
+                         lambda o: parse_time(o.get("startTime")))
+    has_kids = {o.get("parentObservationId") for o in obs if o.get("parentObservationId") is not None}
+    events: list = []
+    pending_errs: list[tuple[int, Any]] = []  # (depth, step) of failing containers, emitted after their subtree
+    for o, depth in ordered:
+        while pending_errs and pending_errs[-1][0] >= depth:
+            events.append(pending_errs.pop()[1])
+        t = (o.get("type") or "SPAN").upper()
+        level = o.get("level")
+        meta = {"observation_id": o.get("id"), "observation_type": t, "name": o.get("name"), "depth": depth,
+                "start_time": o.get("startTime"), "end_time": o.get("endTime"), "level": level if level not in (None, "DEFAULT") else None,
+                "status_message": o.get("statusMessage"), "model": o.get("model")}
+        usage = o.get("usageDetails") or o.get("usage")
+        if usage:
+            meta["usage"] = usage
+        is_err = level == "ERROR"
+        leaf = o.get("id") not in has_kids
+        if t == "GENERATION":
+            if is_err and o.get("output") is None:
+                events.append(mk_step("error", text_of(o.get("statusMessage")), **meta))
+            else:
+                ev = llm_event_from_messages(_messages(o.get("output")), _messages(o.get("input")), **meta)
+                events.append(ev)
+                if is_err:
+                    events.append(mk_step("error", text_of(o.get("statusMessage")), **meta))
+        elif t in ("TOOL", "RETRIEVER") or (t == "SPAN" and leaf and o.get("output") is not None):
+            out = o.get("output")
+            if is_err and out is None:
+                out = o.get("statusMessage")
+            cid = None
+            md = o.get("metadata") if isinstance(o.get("metadata"), dict) else {}
+            cid = md.get("tool_call_id") or md.get("toolCallId")
+            events.append(ToolEvent(str(o.get("name") or t.lower()), o.get("input"), out, is_error=is_err,
+                                    call_id=str(cid) if cid else None, meta=meta))
+        elif t == "EVENT" or leaf:
+            body = {k: o[k] for k in ("input", "output", "metadata") if o.get(k) is not None}
+            content = jdump(body) if body else text_of(o.get("name"))
+            events.append(mk_step("error" if is_err else "other", content if not is_err else text_of(o.get("statusMessage") or content), **meta))
+        else:
+            if is_err:
+                pending_errs.append((depth, mk_step("error", text_of(o.get("statusMessage") or o.get("output")), **meta)))
+    while pending_errs:
+        events.append(pending_errs.pop()[1])
+    steps = assemble(events)
+    task = task_from_input(rec.get("input"))
+    if task is None:
+        for o, _ in ordered:
+            if o.get("type") == "GENERATION":
+                task = task_from_input(_messages(o.get("input")))
+                if task is not None:
+                    break
+    md = ctx.provenance(NAME)
+    for k in ("name", "timestamp", "sessionId", "userId", "tags", "release", "version", "environment", "scores", "metadata", "totalCost", "latency"):
+        if rec.get(k) not in (None, [], {}):
+            md[k] = rec[k]
+    if rec.get("output") is not None:
+        md["final_output"] = rec["output"]
+    tid = rec.get("id")
+    if not steps and rec.get("output") is not None:
+        steps = [mk_step("message", text_of(rec["output"]), role="assistant")]
+    return [finish_trace(str(tid) if tid not in (None, "") else ctx.default_id(), task, steps, md, "observations")]
+
+
+def convert(path: Path):
+    yield from drive(path, one, _unwrap)
+
+
+CONVERTER = Converter(
+    name=NAME,
+    description="Langfuse trace exports (observations: GENERATION, SPAN, EVENT, TOOL, ...)",
+    shapes='{"id", "input", "output", "observations": [{id, type, name, parentObservationId, startTime, input, output, level}]}; JSON, a list, {"data": [...]}, or JSONL',
+    detect=detect,
+    convert=convert,
+)

@@ -1,0 +1,289 @@
+"""MCP (Model Context Protocol) JSON-RPC 2.0 logs.
+
+Mapping: one trace per session (a new ``initialize`` request starts the next one). ``tools/call``
+request -> action (tool name, arguments), its response (matched by id, placed right after the
+request even when responses arrive out of order) -> observation, or error when ``isError`` or a
+JSON-RPC error. Other client/server requests (resources/read, prompts/get, sampling/...) -> action
+named by the method, with their response as observation. Handshake and housekeeping (initialize,
+ping, */list, notifications/initialized, list_changed, progress) -> system; server log
+notifications (notifications/message) -> observation. A record that is not JSON-RPC becomes an
+``other`` step and a warning; a malformed message is a located TraceError and the session goes on.
+Wrappers ``{direction|timestamp, message}`` and ``{request, response}`` pairs are unwrapped.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator
+
+from ls_trajeval.trace import Trace, TraceError
+
+from ._common_b import Bad, args_text, describe, jdump, media_ref, mk_step, read_input, sample_objects, text_of, warn
+from .base import Converter, Sample, stable_id
+
+NAME = "mcp"
+_SYSTEM_METHODS = {"initialize", "ping", "logging/setLevel", "notifications/initialized", "notifications/progress",
+                   "notifications/cancelled", "notifications/roots/list_changed", "notifications/tools/list_changed",
+                   "notifications/resources/list_changed", "notifications/prompts/list_changed",
+                   "notifications/resources/updated", "resources/subscribe", "resources/unsubscribe"}
+_WRAP_KEYS = ("message", "data", "payload", "body")
+
+
+def _is_rpc(obj: Any) -> bool:
+    return isinstance(obj, dict) and obj.get("jsonrpc") == "2.0"
+
+
+def _unwrap(obj: Any) -> list[tuple[dict, dict]]:
+    """(JSON-RPC message, wrapper metadata) pairs in one record; [] when the record is not one."""
+    if _is_rpc(obj):
+        return [(obj, {})]
+    if not isinstance(obj, dict):
+        return []
+    meta = {k: obj[k] for k in ("direction", "timestamp", "time", "type", "from", "to", "server") if isinstance(obj.get(k), (str, int, float))}
+    for k in _WRAP_KEYS:
+        v = obj.get(k)
+        if isinstance(v, str):
+            try:
+                import json
+                v = json.loads(v)
+            except ValueError:
+                continue
+        if _is_rpc(v):
+            return [(v, meta)]
+        if isinstance(v, list) and v and all(_is_rpc(x) for x in v):
+            return [(x, meta) for x in v]  # JSON-RPC batch
+    if _is_rpc(obj.get("request")):
+        out = [(obj["request"], dict(meta, direction=meta.get("direction", "request")))]
+        if _is_rpc(obj.get("response")):
+            out.append((obj["response"], dict(meta, direction="response")))
+        return out
+    return []
+
+
+def _mcp_methods(objs: list) -> tuple[int, int]:
+    rpc = mcp = 0
+    for o in objs:
+        for m, _ in _unwrap(o):
+            rpc += 1
+            meth = m.get("method")
+            if isinstance(meth, str) and (meth in _SYSTEM_METHODS or meth.split("/")[0] in ("tools", "resources", "prompts", "notifications", "sampling", "completion", "elicitation", "roots")):
+                mcp += 1
+            elif "result" in m and isinstance(m["result"], dict) and ({"content", "tools", "protocolVersion", "serverInfo", "isError"} & set(m["result"])):
+                mcp += 1
+    return rpc, mcp
+
+
+def detect(sample: Sample) -> float:
+    objs = sample_objects(sample, 20)
+    if isinstance(sample.first_json, dict):
+        for k in ("messages", "log", "entries", "history"):
+            if isinstance(sample.first_json.get(k), list):
+                objs = sample.first_json[k][:20]
+                break
+    rpc, mcp = _mcp_methods(objs)
+    if mcp:
+        return 0.95
+    if rpc:
+        return 0.6
+    return 0.0
+
+
+def _content_text(result: dict, where: str) -> str:
+    content = result.get("content")
+    if content is None:
+        if "structuredContent" in result:
+            return jdump(result["structuredContent"])
+        if "contents" in result:  # resources/read
+            content = result["contents"]
+        else:
+            return jdump(result)
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise Bad(f"{where}.content", f"expected a list of content items, got {describe(content)}")
+    parts = []
+    for i, c in enumerate(content):
+        if not isinstance(c, dict):
+            raise Bad(f"{where}.content[{i}]", f"expected a content object, got {describe(c)}")
+        t = c.get("type")
+        if isinstance(c.get("text"), str) and t in (None, "text"):
+            parts.append(c["text"])
+        elif t in ("image", "audio"):
+            parts.append(f"[{t} {c.get('mimeType', '')}: {media_ref('data:' + str(c.get('mimeType', '')) + ';base64,' + str(c.get('data', '')))}]")
+        elif t == "resource" and isinstance(c.get("resource"), dict):
+            r = c["resource"]
+            parts.append(r["text"] if isinstance(r.get("text"), str) else f"[resource: {r.get('uri', '')}]")
+        elif t == "resource_link" or ("uri" in c and "text" not in c):
+            parts.append(f"[resource: {c.get('uri', '')}]")
+        else:
+            parts.append(jdump(c))
+    return "\n".join(parts)
+
+
+class _Session:
+    def __init__(self, index: int):
+        self.index = index
+        self.entries: list = []  # [kind, step(s)] in arrival order; responses attached to their request
+        self.pending: dict[str, int] = {}
+        self.methods: dict[str, str] = {}
+        self.info: dict = {}
+        self.first: Any = None
+
+
+def _resp_step(msg: dict, method: str | None, name: str | None, where: str, meta: dict):
+    if "error" in msg and msg["error"] is not None:
+        e = msg["error"]
+        if isinstance(e, dict):
+            text = f"{e.get('code', '')}: {e.get('message', '')}".strip(": ")
+            if "data" in e:
+                text += "\n" + text_of(e["data"])
+        else:
+            text = text_of(e)
+        return mk_step("error", text, method=method, tool_name=name, **meta)
+    result = msg.get("result")
+    if method in _SYSTEM_METHODS or (method or "").endswith("/list"):
+        return mk_step("system", jdump(result), method=method, **meta)
+    if not isinstance(result, dict):
+        if result is None:
+            return mk_step("observation", "", method=method, tool_name=name, **meta)
+        raise Bad(f"{where}.result", f"expected an object, got {describe(result)}")
+    text = _content_text(result, f"{where}.result")
+    stype = "error" if result.get("isError") is True else "observation"
+    extra = {"structuredContent": result["structuredContent"]} if "structuredContent" in result and result.get("content") is not None else {}
+    return mk_step(stype, text, method=method, tool_name=name, **extra, **meta)
+
+
+def _add(sess: _Session, msg: dict, where: str, meta: dict) -> None:
+    method = msg.get("method")
+    mid = msg.get("id")
+    if method is not None and not isinstance(method, str):
+        raise Bad(f"{where}.method", f"expected a string, got {describe(method)}")
+    params = msg.get("params")
+    if params is not None and not isinstance(params, dict) and not isinstance(params, list):
+        raise Bad(f"{where}.params", f"expected an object, got {describe(params)}")
+    if method is not None:
+        is_req = mid is not None
+        if method == "tools/call":
+            if not isinstance(params, dict):
+                raise Bad(f"{where}.params", "missing" if params is None else f"expected an object, got {describe(params)}")
+            name = params.get("name")
+            if not isinstance(name, str):
+                raise Bad(f"{where}.params.name", "missing" if name is None else f"expected a string, got {describe(name)}")
+            step = mk_step("action", name, args_text(params.get("arguments", {})), method=method, rpc_id=mid, **meta)
+        elif method == "notifications/message":
+            p = params or {}
+            step = mk_step("observation", text_of(p.get("data")) if isinstance(p, dict) else text_of(p), method=method,
+                           level=p.get("level") if isinstance(p, dict) else None, logger=p.get("logger") if isinstance(p, dict) else None, **meta)
+        elif method in _SYSTEM_METHODS or method.endswith("/list"):
+            step = mk_step("system", method if params is None else f"{method}\n{jdump(params)}", method=method, rpc_id=mid, **meta)
+            if method == "initialize" and isinstance(params, dict):
+                sess.info["client"] = params.get("clientInfo")
+                sess.info["protocolVersion"] = params.get("protocolVersion")
+        elif not is_req and not method.startswith("notifications/"):
+            step = mk_step("other", jdump(msg), method=method, **meta)
+        elif not is_req:
+            step = mk_step("system", method if params is None else f"{method}\n{jdump(params)}", method=method, **meta)
+        else:
+            step = mk_step("action", method, args_text(params if params is not None else {}), method=method, rpc_id=mid, **meta)
+        sess.entries.append([step])
+        if is_req:
+            sess.pending[str(mid)] = len(sess.entries) - 1
+            sess.methods[str(mid)] = method
+        return
+    if mid is None and "error" not in msg:
+        raise Bad(where, "a JSON-RPC message needs a method or an id")
+    key = str(mid)
+    idx = sess.pending.pop(key, None)
+    meth = sess.methods.get(key) if idx is not None else None
+    name = None
+    if idx is not None and meth == "tools/call":
+        name = sess.entries[idx][0].content
+    step = _resp_step(msg, meth, name, where, dict(meta, rpc_id=mid))
+    if meth == "initialize" and isinstance(msg.get("result"), dict):
+        sess.info["server"] = msg["result"].get("serverInfo")
+        sess.info["protocolVersion"] = msg["result"].get("protocolVersion", sess.info.get("protocolVersion"))
+    if idx is None:
+        step.extra.setdefault("metadata", {})["unmatched_response"] = True
+        sess.entries.append([step])
+    else:
+        sess.entries[idx].append(step)
+
+
+def _finish(sess: _Session, path: Path) -> Trace | None:
+    if not sess.entries:
+        return None
+    steps = []
+    for e in sess.entries:
+        if len(e) == 1 and e[0].type == "action" and e[0].extra.get("metadata", {}).get("rpc_id") is not None:
+            e[0].extra["metadata"]["no_response"] = True
+        steps.extend(e)
+    md = {"source_format": NAME, "source_file": str(path), "session_index": sess.index, "first_record": sess.first}
+    md.update({k: v for k, v in sess.info.items() if v is not None})
+    return Trace(stable_id(path.name, sess.index, sess.first), "", steps, md)
+
+
+def convert(path: Path) -> Iterator:
+    path = Path(path)
+    source = str(path)
+    kind, it = read_input(path)
+    sess = _Session(0)
+    warned = 0
+
+    def records():
+        for line, val in it:
+            if isinstance(val, TraceError) or kind == "jsonl":
+                yield line, None, val
+                continue
+            items = val
+            if isinstance(val, dict) and not _unwrap(val):
+                for k in ("messages", "log", "entries", "history"):
+                    if isinstance(val.get(k), list):
+                        items = val[k]
+                        break
+            if isinstance(items, list):
+                for i, x in enumerate(items):
+                    yield line, i, x
+            else:
+                yield line, None, items
+
+    for line, idx, rec in records():
+        if isinstance(rec, TraceError):
+            yield rec
+            continue
+        loc = line if idx is None else idx
+        where = f"[{idx}]" if idx is not None else ""
+        msgs = _unwrap(rec)
+        if not msgs:
+            sess.entries.append([mk_step("other", jdump(rec), source_line=line, source_record=idx)])
+            warned += 1
+            if sess.first is None:
+                sess.first = loc
+            continue
+        for k, (msg, meta) in enumerate(msgs):
+            if msg.get("method") == "initialize" and msg.get("id") is not None and sess.entries:
+                done = _finish(sess, path)
+                if done:
+                    yield done
+                sess = _Session(sess.index + 1)
+            if sess.first is None:
+                sess.first = loc
+            m = dict(meta, source_line=line, source_record=idx)
+            try:
+                _add(sess, msg, where + (f"[{k}]" if len(msgs) > 1 else ""), m)
+            except Bad as b:
+                yield TraceError(source, line, (b.field or "").lstrip(".") or None, b.message)
+            except Exception as exc:  # one odd message must not end the session
+                yield TraceError(source, line, where or None, f"could not convert: {type(exc).__name__}: {exc}")
+    done = _finish(sess, path)
+    if done:
+        yield done
+    if warned:
+        yield warn(source, None, f"{warned} record(s) that are not JSON-RPC kept as 'other' steps")
+
+
+CONVERTER = Converter(
+    name=NAME,
+    description="MCP JSON-RPC 2.0 logs (tools/call requests and results, notifications, initialize)",
+    shapes='JSONL or a JSON list of {"jsonrpc": "2.0", ...} messages, or wrappers {direction, timestamp, message} / {request, response}',
+    detect=detect,
+    convert=convert,
+)

@@ -1,0 +1,273 @@
+"""OpenTelemetry GenAI spans in OTLP/JSON (``resourceSpans[].scopeSpans[].spans[]``).
+
+Mapping: one trace per traceId; spans in tree order (parentSpanId; siblings by start time).
+Model spans (``gen_ai.operation.name`` chat / text_completion / generate_content, or older spans
+with ``gen_ai.prompt.N.*`` / ``gen_ai.completion.N.*`` attributes or ``gen_ai.choice`` events) ->
+the output message: reasoning parts -> thought, text -> thought when a tool call follows, else
+message. ``execute_tool`` spans -> action (``gen_ai.tool.name``, ``gen_ai.tool.call.arguments``)
++ observation (``gen_ai.tool.call.result``), or error when the span status is ERROR / ``error.type``
+is set. Tool calls a model requested that no execute_tool span ran become actions of their own,
+followed by their result when a later model input carries a tool_call_response with that id.
+``invoke_agent`` / ``create_agent`` spans are containers whose ``gen_ai.agent.name`` goes to the
+metadata of the steps under them. Spans with no gen_ai attributes are counted in trace metadata
+``skipped_spans`` (a failing one still adds an error step). Every step keeps span_id, name, model,
+token usage and start time in its metadata.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator
+
+from ls_trajeval.trace import Trace, TraceError
+
+from ._common_b import (Bad, Ctx, LLMEvent, ToolEvent, assemble, describe, finish_trace, guarded, indexed, jdump,
+                        llm_event_from_messages, maybe_json, mk_step, nest, otlp_spans, read_input, sample_objects,
+                        task_from_input, text_of, tree_order)
+from .base import Converter, Sample
+
+NAME = "otel_genai"
+_CHAT_OPS = {"chat", "text_completion", "generate_content", "completion", "responses"}
+_AGENT_OPS = {"invoke_agent", "create_agent"}
+
+
+def requests_of(val: Any) -> list | None:
+    if isinstance(val, dict) and "resourceSpans" in val:
+        return [val]
+    if isinstance(val, list) and val and all(isinstance(v, dict) and "resourceSpans" in v for v in val):
+        return val
+    if isinstance(val, dict) and isinstance(val.get("batches"), list):
+        return val["batches"]
+    return None
+
+
+def _span_keys(objs: list) -> set[str]:
+    keys: set[str] = set()
+    for o in objs:
+        for req in requests_of(o) or []:
+            for rs in req.get("resourceSpans") or []:
+                for ss in (rs or {}).get("scopeSpans") or []:
+                    for sp in (ss or {}).get("spans") or []:
+                        if not isinstance(sp, dict):
+                            continue
+                        for a in sp.get("attributes") or []:
+                            if isinstance(a, dict) and isinstance(a.get("key"), str):
+                                keys.add(a["key"])
+                        for ev in sp.get("events") or []:
+                            if isinstance(ev, dict) and isinstance(ev.get("name"), str):
+                                keys.add("event:" + ev["name"])
+    return keys
+
+
+def detect(sample: Sample) -> float:
+    objs = sample_objects(sample)
+    if not objs or not any(requests_of(o) for o in objs[:1]):
+        if not (isinstance(sample.first_json, list) and requests_of(sample.first_json)):
+            return 0.0
+        objs = [sample.first_json]
+    keys = _span_keys(objs)
+    if any(k.startswith("openinference.") for k in keys):
+        return 0.4
+    if any(k.startswith("gen_ai.") or k.startswith("event:gen_ai.") for k in keys):
+        return 0.95
+    return 0.3
+
+
+def _is_genai(sp: dict) -> bool:
+    return any(k.startswith("gen_ai.") for k in sp["attrs"]) or any(str(e.get("name", "")).startswith("gen_ai.") for e in sp["events"])
+
+
+def _old_messages(attrs: dict, prefix: str) -> list:
+    out = []
+    for g in indexed(attrs, prefix):
+        m = nest(g)
+        if "tool_calls" in m and isinstance(m["tool_calls"], list):
+            m["tool_calls"] = [{"id": tc.get("id"), "function": {"name": tc.get("name"), "arguments": tc.get("arguments")}}
+                               for tc in m["tool_calls"] if isinstance(tc, dict)]
+        m.setdefault("role", "assistant" if prefix.endswith("completion") else "user")
+        out.append(m)
+    return out
+
+
+def _event_messages(sp: dict) -> tuple[list, list]:
+    """(input, output) messages from span events (gen_ai.user.message, gen_ai.choice, ...)."""
+    ins, outs = [], []
+    for ev in sp["events"]:
+        name = str(ev.get("name") or "")
+        a = ev["attrs"]
+        body = maybe_json(a.get("gen_ai.event.content", a.get("content", a.get("body"))))
+        if name == "gen_ai.choice":
+            msg = maybe_json(a.get("message", body))
+            if isinstance(msg, dict):
+                msg = dict(msg)
+                msg.setdefault("role", "assistant")
+                if "message" in msg and isinstance(msg["message"], dict):
+                    msg = dict(msg["message"], role=msg["message"].get("role", "assistant"))
+                outs.append(msg)
+            elif msg is not None:
+                outs.append({"role": "assistant", "content": text_of(msg)})
+        elif name.startswith("gen_ai.") and name.endswith(".message"):
+            role = name[len("gen_ai."):-len(".message")]
+            msg = body if isinstance(body, dict) else {"content": body}
+            msg = dict(msg)
+            msg.setdefault("role", a.get("role", role))
+            if "id" in a and role == "tool":
+                msg.setdefault("tool_call_id", a["id"])
+            ins.append(msg)
+    return ins, outs
+
+
+def model_messages(sp: dict) -> tuple[list, list]:
+    a = sp["attrs"]
+    ins = maybe_json(a.get("gen_ai.input.messages"))
+    outs = maybe_json(a.get("gen_ai.output.messages"))
+    ins = ins if isinstance(ins, list) else ([{"role": "user", "content": ins}] if isinstance(ins, str) else [])
+    outs = outs if isinstance(outs, list) else ([{"role": "assistant", "content": outs}] if isinstance(outs, str) else [])
+    if not ins:
+        ins = _old_messages(a, "gen_ai.prompt")
+    if not outs:
+        outs = _old_messages(a, "gen_ai.completion")
+    if not ins or not outs:
+        ei, eo = _event_messages(sp)
+        ins = ins or ei
+        outs = outs or eo
+    return ins, outs
+
+
+def _usage(a: dict) -> dict | None:
+    u = {}
+    for k, names in (("input_tokens", ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens")),
+                     ("output_tokens", ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"))):
+        for n in names:
+            if isinstance(a.get(n), (int, float)):
+                u[k] = a[n]
+                break
+    return u or None
+
+
+def _error_text(sp: dict) -> str:
+    parts = [sp.get("status_message") or "", str(sp["attrs"].get("error.type") or "")]
+    for ev in sp["events"]:
+        if ev.get("name") == "exception":
+            ea = ev["attrs"]
+            parts.append(": ".join(str(x) for x in (ea.get("exception.type"), ea.get("exception.message")) if x))
+            if ea.get("exception.stacktrace"):
+                parts.append(str(ea["exception.stacktrace"]))
+    return "\n".join(p for p in dict.fromkeys(parts) if p)
+
+
+def trace_steps(spans: list) -> tuple[list, str | None, dict]:
+    ordered = tree_order(spans, lambda s: s["span_id"], lambda s: s["parent_id"], lambda s: s["start"])
+    events: list = []
+    skipped = 0
+    agents: list[tuple[int, str]] = []  # (depth, agent name) stack
+    task = None
+    genai = 0
+    for sp, depth in ordered:
+        while agents and agents[-1][0] >= depth:
+            agents.pop()
+        a = sp["attrs"]
+        op = a.get("gen_ai.operation.name")
+        meta = {"span_id": sp["span_id"], "span_name": sp["name"], "depth": depth, "start_time": sp["start_raw"],
+                "agent": agents[-1][1] if agents else None, "model": a.get("gen_ai.response.model") or a.get("gen_ai.request.model"),
+                "provider": a.get("gen_ai.provider.name") or a.get("gen_ai.system"), "usage": _usage(a),
+                "status": "ERROR" if sp["status_code"] == "ERROR" else None}
+        failed = sp["status_code"] == "ERROR" or a.get("error.type") is not None
+        if not _is_genai(sp):
+            skipped += 1
+            if failed:
+                events.append(mk_step("error", _error_text(sp), **meta))
+            continue
+        genai += 1
+        if op in _AGENT_OPS:
+            name = a.get("gen_ai.agent.name")
+            if name:
+                agents.append((depth, str(name)))
+            ins, outs = model_messages(sp)
+            if task is None and ins:
+                task = task_from_input(ins)
+            if failed:
+                events.append(mk_step("error", _error_text(sp), **meta))
+            continue
+        if op == "execute_tool" or (op is None and "gen_ai.tool.name" in a):
+            has_out = "gen_ai.tool.call.result" in a
+            out = a.get("gen_ai.tool.call.result")
+            if failed and out is None:
+                out = _error_text(sp)
+            events.append(ToolEvent(str(a.get("gen_ai.tool.name") or sp["name"] or "tool"), a.get("gen_ai.tool.call.arguments"),
+                                    out, is_error=failed, call_id=str(a["gen_ai.tool.call.id"]) if a.get("gen_ai.tool.call.id") else None,
+                                    meta={k: v for k, v in meta.items() if k != "usage"}, has_output=has_out or failed))
+            continue
+        ins, outs = model_messages(sp)
+        if op in _CHAT_OPS or op is None or outs or ins:
+            if task is None and ins:
+                task = task_from_input(ins)
+            meta["finish_reasons"] = a.get("gen_ai.response.finish_reasons")
+            if outs:
+                events.append(llm_event_from_messages(outs, ins, **meta))
+            if failed:
+                events.append(mk_step("error", _error_text(sp), **meta))
+            elif not outs:
+                events.append(mk_step("other", jdump({k: v for k, v in a.items() if k.startswith("gen_ai.")}), **meta))
+            continue
+        events.append(mk_step("error" if failed else "other", _error_text(sp) if failed else jdump(a), **meta))
+    info = {"span_count": len(spans), "skipped_spans": skipped or None, "genai_spans": genai}
+    return assemble(events), task, info
+
+
+def _build(tid: Any, spans: list, ctx: Ctx) -> list:
+    steps, task, info = trace_steps(spans)
+    if not info["genai_spans"]:
+        raise Bad(None, f"trace {tid} has no gen_ai spans")
+    md = ctx.provenance(NAME)
+    md.update(info)
+    md["service"] = next((s["service"] for s in spans if s.get("service")), None)
+    root = tree_order(spans, lambda s: s["span_id"], lambda s: s["parent_id"], lambda s: s["start"])[0][0]
+    md["root_span"] = root["name"]
+    md["start_time"] = root["start_raw"]
+    return [finish_trace(str(tid) if tid else ctx.default_id(), task, steps, md)]
+
+
+def convert_spans(path: Path, name: str, build) -> Iterator:
+    """Group every span of a file by trace id (a trace's spans can come in several export batches)."""
+    path = Path(path)
+    source = str(path)
+    kind, it = read_input(path)
+    groups: dict[Any, list] = {}
+    first_ctx: dict[Any, Ctx] = {}
+    for line, val in it:
+        if isinstance(val, TraceError):
+            yield val
+            continue
+        reqs = requests_of(val)
+        if reqs is None:
+            yield TraceError(source, line, "resourceSpans", f"missing: expected an OTLP export object, got {describe(val)}")
+            continue
+        for k, req in enumerate(reqs):
+            where = f"[{k}]." if len(reqs) > 1 or isinstance(val, list) else ""
+            got: list = []
+            errs = guarded(source, line, "", lambda: (got.extend(otlp_spans(req, where)), [])[1])
+            if errs:
+                yield from errs
+                continue
+            for sp in got:
+                tid = sp["trace_id"]
+                if tid not in groups:
+                    groups[tid] = []
+                    first_ctx[tid] = Ctx(path, line, None if line is not None else k, "")
+                groups[tid].append(sp)
+    for tid, spans in groups.items():
+        ctx = first_ctx[tid]
+        yield from guarded(source, ctx.line, f"traceId {tid}", lambda: build(tid, spans, ctx))
+
+
+def convert(path: Path) -> Iterator:
+    yield from convert_spans(path, NAME, _build)
+
+
+CONVERTER = Converter(
+    name=NAME,
+    description="OpenTelemetry GenAI spans in OTLP/JSON (gen_ai.* attributes, current and older conventions)",
+    shapes='{"resourceSpans": [{"scopeSpans": [{"spans": [{traceId, spanId, parentSpanId, attributes: [{key, value}]}]}]}]}; JSON, a list of exports, or JSONL',
+    detect=detect,
+    convert=convert,
+)

@@ -54,14 +54,13 @@ def _order(records: list[dict]) -> tuple[list[dict], int]:
     children: defaultdict[int, list[int]] = defaultdict(list)
     for i, r in enumerate(records):
         p = by_uuid.get(r.get("parentUuid")) if r.get("parentUuid") else None
-        if p is None or p >= i and records[p] is not r:
+        if p is None or p == i:
             p = i - 1 if i > 0 else None  # continue the previous record (see module doc)
-        if p is not None and p == i:
-            p = None
         parent.append(p)
         if p is not None:
             children[p].append(i)
-    leaf = max(i for i in range(len(records)) if not children.get(i))
+    leaves = [i for i in range(len(records)) if not children.get(i)]
+    leaf = leaves[-1] if leaves else len(records) - 1  # no leaf only in a parent cycle
     chain = []
     seen = set()
     i: int | None = leaf

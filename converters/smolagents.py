@@ -96,8 +96,6 @@ def _action(s: dict, out: StepList, w: str, meta: dict) -> None:
     if err:
         msg = text(err.get("message")) if isinstance(err, dict) else text(err)
         (out.result if first_id else lambda _i, st: out.add(st))(first_id, step("error", msg, error_type=err.get("type") if isinstance(err, dict) else None, **meta))
-    if s.get("is_final_answer") and s.get("action_output") is not None:
-        out.add(step("message", text(s["action_output"]), final_answer=True, **meta))
 
 
 def _messages(msgs: list, out: StepList) -> str:

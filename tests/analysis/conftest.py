@@ -1,0 +1,96 @@
+"""A small hand-built export: 4 traces, 3 annotators (one file each, one gzipped).
+
+Every expected number in the tests was worked out by hand from the table below, with the
+guide's default weights (minor 1, major 5, critical 10; start 100, floor 0).
+
+  trace  steps (types)              annotator  errors (step: label category/type severity)         outcome   final
+  T1     thought action obs thought alice      1: incorrect action/wrong_tool major;                failure   94
+                                               3: incorrect reasoning/logical_error minor
+                                    bob        1: incorrect action/wrong_tool critical              failure   90
+                                    carol      1: partially_correct action/wrong_arguments minor;   partial   94
+                                               2: incorrect perception/missed_element major
+  T2     thought action obs         alice      -                                                    success   100
+                                    bob        0: partially_correct reasoning/incorrect_assumption  success   100
+                                                  (no severity: costs nothing)
+  T3     thought action obs action  alice      0: incorrect reasoning/incorrect_assumption critical (absent)  70
+         thought                               2: incorrect perception/hallucinated_element critical
+                                               4: incorrect communication/overconfident_claim critical
+                                    carol      4: incorrect communication/overconfident_claim major (null)    95
+  T4     action                     bob        0: incorrect action/premature_termination critical   failure   90
+"""
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+WEIGHTS = {"minor": -1, "major": -5, "critical": -10}
+
+TRACES = {
+    "T1": ["thought", "action", "observation", "thought"],
+    "T2": ["thought", "action", "observation"],
+    "T3": ["thought", "action", "observation", "action", "thought"],
+    "T4": ["action"],
+}
+
+# (trace, annotator, {step: (correctness, category, type, severity)}, outcome or "ABSENT", final score)
+ANNOTATIONS = [
+    ("T1", "alice", {1: ("incorrect", "action", "wrong_tool", "major"),
+                     3: ("incorrect", "reasoning", "logical_error", "minor")}, "failure", 94),
+    ("T1", "bob", {1: ("incorrect", "action", "wrong_tool", "critical")}, "failure", 90),
+    ("T1", "carol", {1: ("partially_correct", "action", "wrong_arguments", "minor"),
+                     2: ("incorrect", "perception", "missed_element", "major")}, "partial", 94),
+    ("T2", "alice", {}, "success", 100),
+    ("T2", "bob", {0: ("partially_correct", "reasoning", "incorrect_assumption", None)}, "success", 100),
+    ("T3", "alice", {0: ("incorrect", "reasoning", "incorrect_assumption", "critical"),
+                     2: ("incorrect", "perception", "hallucinated_element", "critical"),
+                     4: ("incorrect", "communication", "overconfident_claim", "critical")}, "ABSENT", 70),
+    ("T3", "carol", {4: ("incorrect", "communication", "overconfident_claim", "major")}, None, 95),
+    ("T4", "bob", {0: ("incorrect", "action", "premature_termination", "critical")}, "failure", 90),
+]
+
+
+def export_line(trace_id, annotator, errors, outcome, final, *, step_types=None, ann_id=None,
+                weights=WEIGHTS, scheme="error_localization", outcome_key="overall_success"):
+    """One export line in the core exporter's shape. Scores are written as given, not computed."""
+    step_types = step_types or TRACES[trace_id]
+    steps = []
+    for i, st in enumerate(step_types):
+        c, cat, typ, sev = errors.get(i, ("correct", None, None, None))
+        steps.append({"step_index": i, "step_type": st, "step_text": f"{trace_id} step {i} ({st})",
+                      "correctness": c, "error_category": cat, "error_type": typ, "severity": sev,
+                      "rationale": "why" if c != "correct" else None, "score": None})
+    line = {"trace_id": trace_id, "task": f"task of {trace_id}", "project_id": 1, "task_id": 1,
+            "annotation_id": ann_id if ann_id is not None else abs(hash((trace_id, annotator))) % 10**6,
+            "annotator": f"{annotator}@example.com", "annotator_id": 1,
+            "created_at": "2026-12-02T15:00:00.000000Z", "updated_at": "2026-12-02T15:03:00.000000Z",
+            "lead_time": 12.5, "layout": "transcript", scheme: steps,
+            "running_score": None, "final_score": final, "n_steps": len(step_types),
+            "n_errors": len(errors), "first_error_step": min(errors) if errors else None,
+            "worst_severity": None, "severity_weights": weights, "score_initial": 100, "score_min": 0,
+            "scheme": scheme}
+    if outcome != "ABSENT":
+        line[outcome_key] = outcome
+    return line
+
+
+def write_export(directory: Path, annotations=ANNOTATIONS) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    by_annotator: dict = {}
+    for t, a, errs, out, final in annotations:
+        by_annotator.setdefault(a, []).append(export_line(t, a, errs, out, final))
+    for a, lines in by_annotator.items():
+        text = "".join(json.dumps(x) + "\n" for x in lines)
+        if a == "carol":
+            with gzip.open(directory / f"{a}.jsonl.gz", "wt", encoding="utf-8") as fh:
+                fh.write(text)
+        else:
+            (directory / f"{a}.jsonl").write_text(text, encoding="utf-8")
+    return directory
+
+
+@pytest.fixture
+def hand_export(tmp_path) -> Path:
+    return write_export(tmp_path / "export")

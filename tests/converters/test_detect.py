@@ -1,0 +1,68 @@
+import json
+
+import pytest
+
+from conftest import FIXTURES, REAL
+from ls_trajeval.convert import FormatError, detect_format
+
+EXPECTED = {
+    "anthropic.json": "anthropic",
+    "anthropic_stream.jsonl": "anthropic",
+    "claude_code_branches.jsonl": "claude_code",
+    "mini_swe_agent.traj.json": "swe_agent",
+    "openai_chat.jsonl": "openai_chat",
+    "openai_chat_stream.jsonl": "openai_chat",
+    "openai_responses.json": "openai_responses",
+    "project.aider.chat.history.md": "aider",
+    "react.jsonl": "react",
+    "react_trace.txt": "react",
+    "rollout-2025-10-29T00-59-38-019a2d7a.jsonl": "openai_responses",
+    "smolagents_steps.json": "smolagents",
+    "traces.jsonl": "trace_jsonl",
+    "claude_code/representative_messages.jsonl": "claude_code",
+    "claude_code/session_b.jsonl": "claude_code",
+    "inspect_ai/log_read_sample.json": "inspect_ai",
+    "inspect_ai/log_tool_call_error.json": "inspect_ai",
+    "swe_agent/function_calling_simple.traj": "swe_agent",
+    "swe_agent/swe-agent__test-repo-i1.traj": "swe_agent",
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_auto_picks_the_format(name):
+    p = FIXTURES / name if (FIXTURES / name).exists() else REAL / name
+    if not p.exists():
+        pytest.skip("shared fixtures missing")
+    assert detect_format(p).name == EXPECTED[name]
+
+
+def test_every_fixture_is_detected():
+    """All fixture files, part B's included: each gets exactly one confident format."""
+    files = [p for p in FIXTURES.rglob("*") if p.is_file()] + ([p for p in REAL.rglob("*") if p.is_file() and p.name != "README.md"] if REAL.exists() else [])
+    for p in files:
+        detect_format(p)  # raises FormatError when unknown or ambiguous
+
+
+def test_unknown_file_names_formats(tmp_path):
+    p = tmp_path / "x.json"
+    p.write_text(json.dumps({"hello": "world"}))
+    with pytest.raises(FormatError, match="unknown format.*openai_chat"):
+        detect_format(p)
+
+
+def test_ambiguous_file_names_candidates(tmp_path, monkeypatch):
+    import ls_trajeval.convert as conv
+    from ls_trajeval.converters.registry import get_converter
+
+    p = tmp_path / "x.json"
+    p.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}]}))
+    a, b = get_converter("openai_chat"), get_converter("anthropic")
+    monkeypatch.setattr(conv, "detect", lambda sample: [(0.8, a), (0.78, b)])
+    with pytest.raises(FormatError, match=r"ambiguous format: candidates openai_chat \(0.80\), anthropic \(0.78\)"):
+        detect_format(p)
+
+
+def test_plain_messages_are_not_ambiguous(tmp_path):
+    p = tmp_path / "x.json"
+    p.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}]}))
+    assert detect_format(p).name == "openai_chat"

@@ -856,3 +856,26 @@ def nest(flat: dict) -> dict:
                 return [d[k] for k in sorted(d, key=int)]
         return d
     return lists(root)
+
+
+def pair_by_id(steps: list[Step]) -> list[Step]:
+    """Move each tool result right after the action with the same tool_call_id (parallel calls log
+    all calls first, then all results); results with no earlier matching action stay where they are."""
+    def cid(s):
+        return s.extra.get("metadata", {}).get("tool_call_id")
+
+    later: dict[str, int] = {}
+    for i, s in enumerate(steps):
+        if s.type in ("observation", "error") and cid(s) is not None:
+            later.setdefault(cid(s), i)
+    out, moved = [], set()
+    for i, s in enumerate(steps):
+        if i in moved:
+            continue
+        out.append(s)
+        if s.type == "action" and cid(s) is not None:
+            j = later.get(cid(s))
+            if j is not None and j > i and j not in moved:
+                out.append(steps[j])
+                moved.add(j)
+    return out

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ._common_b import (Bad, Ctx, args_text, drive, finish_trace, message_parts, mk_step, norm_role,
+from ._common_b import (Bad, Ctx, args_text, drive, finish_trace, message_parts, mk_step, norm_role, pair_by_id,
                         sample_objects, text_of, tool_calls_of, want)
 from .base import Converter, Sample
 
@@ -190,7 +190,9 @@ def _generic(rec: dict, ctx: Ctx) -> list:
             steps.append(mk_step("thought", text_of(content), **base))
             continue
         stype, meta = _classify(role or (agent or ""), agent if role else None)
-        meta.update({k: v for k, v in base.items() if k != "agent"})
+        meta.update({k: v for k, v in base.items() if k != "agent" or v})
+        if m.get("tool_call_id") is not None:
+            meta["tool_call_id"] = m["tool_call_id"]
         if mtype:
             meta["message_type"] = mtype
         text, reasoning, _, _ = message_parts(m) if isinstance(content, (str, list)) or content is None else (text_of(content), "", [], [])
@@ -203,6 +205,7 @@ def _generic(rec: dict, ctx: Ctx) -> list:
             steps.append(mk_step("action", tc.name, args_text(tc.args), tool_call_id=tc.call_id, agent=agent))
         if task is None and norm_role(role or agent or "") == "user":
             task = text
+    steps = pair_by_id(steps)
     for k in ("task", "question", "goal", "query", "input"):
         if isinstance(rec.get(k), str):
             task = rec[k]

@@ -1,0 +1,58 @@
+import pytest
+
+from _partb import FIXTURES, SCARY, auto_name, convert, detect, meta, part_a_real_files, roundtrip, types
+
+D = FIXTURES / "swebench"
+
+
+def test_predictions():
+    traces, errors, _ = convert("swebench", D / "preds.jsonl")
+    assert [t.trace_id for t in traces] == ["astropy__astropy-12907__gpt-4o", "django__django-11099__gpt-4o"]
+    t = traces[0]
+    assert t.task.endswith(SCARY)
+    assert types(t) == ["code"]
+    assert t.steps[0].content.startswith("diff --git a/astropy/modeling/separable.py")
+    assert t.steps[0].content.endswith("= right\n")
+    assert meta(t.steps[0])["patch_kind"] == "model_patch"
+    assert t.metadata["instance_id"] == "astropy__astropy-12907"
+    # an empty patch is what the model produced: kept, not dropped
+    empty = traces[1]
+    assert types(empty) == ["code"] and empty.steps[0].content == "" and meta(empty.steps[0])["empty_patch"] is True
+    assert SCARY in roundtrip(t)["task"]
+
+
+def test_bad_records_located():
+    _, errors, _ = convert("swebench", D / "preds.jsonl")
+    by_line = {e.line: e for e in errors}
+    assert set(by_line) == {3, 4, 5}
+    assert "invalid JSON" in by_line[3].message
+    assert by_line[4].field == "model_patch" and "string" in by_line[4].message
+    assert by_line[5].field == "instance_id"
+
+
+def test_instance_record():
+    (t,), errors, _ = convert("swebench", D / "instances.json")
+    assert errors == []
+    assert t.trace_id == "psf__requests-2317"
+    assert t.task == "method = builtin_str(method) problem"
+    assert types(t) == ["message", "code", "code"]
+    assert t.steps[0].content == "Ugh. This should have been caught & fixed <sooner>."
+    assert [meta(s)["patch_kind"] for s in t.steps[1:]] == ["gold_patch", "test_patch"]
+    assert t.metadata["repo"] == "psf/requests" and t.metadata["base_commit"].startswith("091991be")
+
+
+def test_predictions_dict():
+    (t,), errors, _ = convert("swebench", D / "preds_dict.json")
+    assert errors == [] and t.trace_id == "pallets__flask-4045__claude"
+    assert '"no dots"' in t.steps[0].content
+
+
+@pytest.mark.parametrize("name", ["preds.jsonl", "instances.json", "preds_dict.json"])
+def test_detect_fixture(name):
+    assert detect("swebench", D / name) > 0.5
+    assert auto_name(D / name) == "swebench"
+
+
+@pytest.mark.parametrize("path", part_a_real_files(), ids=lambda p: p.name)
+def test_detect_rejects_part_a(path):
+    assert detect("swebench", path) == 0

@@ -168,7 +168,8 @@ def _add(sess: _Session, msg: dict, where: str, meta: dict) -> None:
             name = params.get("name")
             if not isinstance(name, str):
                 raise Bad(f"{where}.params.name", "missing" if name is None else f"expected a string, got {describe(name)}")
-            step = mk_step("action", name, args_text(params.get("arguments", {})), method=method, rpc_id=mid, **meta)
+            step = mk_step("action", name, args_text(params.get("arguments", {})), method=method, rpc_id=mid,
+                           tool_call_id=str(mid) if mid is not None else None, **meta)
         elif method == "notifications/message":
             p = params or {}
             step = mk_step("observation", text_of(p.get("data")) if isinstance(p, dict) else text_of(p), method=method,
@@ -197,7 +198,7 @@ def _add(sess: _Session, msg: dict, where: str, meta: dict) -> None:
     name = None
     if idx is not None and meth == "tools/call":
         name = sess.entries[idx][0].content
-    step = _resp_step(msg, meth, name, where, dict(meta, rpc_id=mid))
+    step = _resp_step(msg, meth, name, where, dict(meta, rpc_id=mid, tool_call_id=key if meth == "tools/call" else None))
     if meth == "initialize" and isinstance(msg.get("result"), dict):
         sess.info["server"] = msg["result"].get("serverInfo")
         sess.info["protocolVersion"] = msg["result"].get("protocolVersion", sess.info.get("protocolVersion"))

@@ -235,7 +235,7 @@ def test_cli_report_bad_lines(hand_export, tmp_path):
     good = json.dumps(export_line("T9", "zed", {}, "success", 100, step_types=["action"]))
     bad.write_text(good + "\n{not json\n" + json.dumps({"trace_id": "T8"}) + "\n"
                    + json.dumps(dict(json.loads(good), trace_id="T7", error_localization=[{"step_index": -1}])) + "\n")
-    r = CliRunner().invoke(report_command, [str(hand_export), "-o", str(tmp_path / "r"), "-q"])
+    r = CliRunner().invoke(report_command, [str(hand_export), "-o", str(tmp_path / "r"), "-q", "--no-plots"])
     assert r.exit_code == 1
     err = r.stderr if hasattr(r, "stderr") else r.output
     assert f"{bad}:2: invalid JSON" in err

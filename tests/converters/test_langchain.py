@@ -1,0 +1,54 @@
+import pytest
+
+from _partb import FIXTURES, SCARY, auto_name, convert, detect, meta, part_a_real_files, roundtrip, types
+
+D = FIXTURES / "langchain"
+
+
+def test_run_tree():
+    (t,), errors, _ = convert("langchain", D / "run_tree.json")
+    assert errors == []
+    assert t.trace_id == "t-001" and t.task.endswith(SCARY)
+    # child runs listed out of order are put in start_time order; each call followed by its result
+    assert types(t) == ["thought", "action", "observation", "action", "error", "action", "observation", "message"]
+    s = t.steps
+    assert s[0].content == "Let me check both."
+    assert meta(s[0])["tool_calls"] == [{"name": "weather", "id": "call_w"}, {"name": "calculator", "id": "call_c"}]
+    assert meta(s[0])["usage"]["total_tokens"] == 131 and meta(s[0])["model"] == "gpt-4o-mini"
+    assert (s[1].content, meta(s[1])["tool_call_id"], meta(s[2])["tool_call_id"]) == ("weather", "call_w", "call_w")
+    assert s[2].content == "Sunny <b>&amp;</b> 21°C"
+    assert (s[3].content, s[4].content) == ("calculator", "ZeroDivisionError('boom')")
+    assert (s[5].content, s[5].action_input) == ("VectorStoreRetriever", "zürich climate")
+    assert "Zürich is temperate." in s[6].content
+    assert s[7].content == "Sunny; 4."
+    assert t.metadata["skipped_runs"] == {"prompt": 1, "parser": 1}
+    assert t.metadata["final_output"] == "Sunny; 4."
+    roundtrip(t)
+
+
+def test_flat_runs_and_bad_lines():
+    traces, errors, _ = convert("langchain", D / "flat_runs.jsonl")
+    by_id = {t.trace_id: t for t in traces}
+    assert set(by_id) == {"t-flat", "t-other"}
+    t = by_id["t-flat"]
+    # flat runs linked by parent_run_id, root listed second: dotted_order decides the order
+    assert types(t) == ["thought", "action", "observation", "error"]
+    assert t.task == "List files"
+    assert t.steps[1].content == "shell" and t.steps[2].content == ""
+    assert t.steps[3].content == "Timeout after tool" and meta(t.steps[3])["run_id"] == "b-root"
+    assert types(by_id["t-other"]) == ["message"]
+    by_line = {e.line: e for e in errors}
+    assert set(by_line) == {4, 5}
+    assert by_line[4].field == "run.run_type" and "string" in by_line[4].message
+    assert "invalid JSON" in by_line[5].message
+
+
+@pytest.mark.parametrize("name", ["run_tree.json", "flat_runs.jsonl"])
+def test_detect_fixture(name):
+    assert detect("langchain", D / name) > 0.5
+    assert auto_name(D / name) == "langchain"
+
+
+@pytest.mark.parametrize("path", part_a_real_files(), ids=lambda p: p.name)
+def test_detect_rejects_part_a(path):
+    assert detect("langchain", path) == 0

@@ -76,11 +76,11 @@ def export_line(trace_id, annotator, errors, outcome, final, *, step_types=None,
     return line
 
 
-def write_export(directory: Path, annotations=ANNOTATIONS) -> Path:
+def write_export(directory: Path, annotations=ANNOTATIONS, traces=TRACES) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     by_annotator: dict = {}
     for t, a, errs, out, final in annotations:
-        by_annotator.setdefault(a, []).append(export_line(t, a, errs, out, final))
+        by_annotator.setdefault(a, []).append(export_line(t, a, errs, out, final, step_types=traces[t]))
     for a, lines in by_annotator.items():
         text = "".join(json.dumps(x) + "\n" for x in lines)
         if a == "carol":

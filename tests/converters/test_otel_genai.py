@@ -1,0 +1,57 @@
+import pytest
+
+from _partb import FIXTURES, SCARY, auto_name, convert, detect, meta, part_a_real_files, roundtrip, types
+
+D = FIXTURES / "otel_genai"
+T = "5b8efff798038103d269b633813fc60c"
+
+
+def test_current_conventions_across_batches():
+    traces, errors, _ = convert("otel_genai", D / "current.jsonl")
+    (t,) = traces  # the trace's spans come in two export lines: grouped by traceId
+    assert t.trace_id == T and t.task.endswith(SCARY)
+    assert types(t) == ["thought", "action", "observation", "action", "error", "message"]
+    s = t.steps
+    assert s[0].content == "Two cities: call the tool twice."
+    assert meta(s[0])["usage"] == {"input_tokens": 100, "output_tokens": 40} and meta(s[0])["model"] == "gpt-4o-2024-08-06"
+    assert [meta(x)["tool_call_id"] for x in s[1:5]] == ["call_p", "call_p", "call_z", "call_z"]
+    assert s[1].action_input == '{"city": "Paris"}' and s[2].content == "18°C <sunny> & dry"
+    assert s[4].content.startswith("upstream timed out")
+    assert s[5].content == "Paris 18°C <sunny> & Zürich unknown."
+    assert all(meta(x)["agent"] == "weather_bot" for x in s)
+    assert t.metadata["skipped_spans"] == 1  # the HTTP span under the chat span
+    assert t.metadata["service"] == "weather-svc"
+    roundtrip(t)
+
+
+def test_bad_lines_located():
+    _, errors, _ = convert("otel_genai", D / "current.jsonl")
+    by_line = {e.line: e for e in errors}
+    assert set(by_line) == {3, 4}
+    assert "invalid JSON" in by_line[3].message
+    assert by_line[4].field == "resourceSpans[0].scopeSpans[0].spans[0].attributes"
+
+
+def test_older_attributes_and_events():
+    traces, errors, _ = convert("otel_genai", D / "older.json")
+    assert errors == []
+    a, b = traces
+    assert a.task == "What is 6*7? & <b>"
+    # the call has no execute_tool span: its result comes from the next prompt's tool message
+    assert types(a) == ["action", "observation", "message"]
+    assert (a.steps[0].content, a.steps[0].action_input) == ("multiply", '{"a": 6, "b": 7}')
+    assert meta(a.steps[0])["usage"] == {"input_tokens": 30, "output_tokens": 9}
+    assert a.steps[1].content == "42" and meta(a.steps[1])["tool_call_id"] == "call_m"
+    assert b.task == "Say hi in Japanese"
+    assert types(b) == ["message"] and b.steps[0].content == "こんにちは"
+
+
+@pytest.mark.parametrize("name", ["current.jsonl", "older.json"])
+def test_detect_fixture(name):
+    assert detect("otel_genai", D / name) > 0.5
+    assert auto_name(D / name) == "otel_genai"
+
+
+@pytest.mark.parametrize("path", part_a_real_files(), ids=lambda p: p.name)
+def test_detect_rejects_part_a(path):
+    assert detect("otel_genai", path) == 0

@@ -797,7 +797,7 @@ def otlp_spans(req: Any, where: str = "") -> list[dict]:
                 out.append({
                     "trace_id": sp.get("traceId"), "span_id": sp.get("spanId"), "parent_id": sp.get("parentSpanId") or None,
                     "name": sp.get("name"), "kind": sp.get("kind"),
-                    "start": parse_time(sp.get("startTimeUnixNano")), "end": parse_time(sp.get("endTimeUnixNano")),
+                    "start": time_key(sp.get("startTimeUnixNano")), "end": parse_time(sp.get("endTimeUnixNano")),
                     "start_raw": sp.get("startTimeUnixNano"), "attrs": otlp_attrs(sp.get("attributes"), f"{spw}.attributes"),
                     "events": events, "status_code": code, "status_message": msg,
                     "service": res.get("service.name"), "scope": scope, "_where": spw,
@@ -879,3 +879,40 @@ def pair_by_id(steps: list[Step]) -> list[Step]:
                 out.append(steps[j])
                 moved.add(j)
     return out
+
+
+_ISO_FRAC = re.compile(r"^(.*?T\d{2}:\d{2}:\d{2})(?:[.,](\d+))?(.*)$")
+
+
+def time_key(value: Any) -> int | None:
+    """Integer nanoseconds since the epoch, exact (float seconds lose the ns that order OTel spans)."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        s = value.strip()
+        if re.fullmatch(r"-?\d+", s):
+            return time_key(int(s))
+        if re.fullmatch(r"-?\d+\.\d+", s):
+            return time_key(float(s))
+        m = _ISO_FRAC.match(s)
+        if not m:
+            t = parse_time(s)
+            return None if t is None else int(round(t * 1e9))
+        base = parse_time(m.group(1) + m.group(3))
+        if base is None:
+            return None
+        frac = (m.group(2) or "")[:9].ljust(9, "0")
+        return int(round(base)) * 1_000_000_000 + int(frac)
+    if isinstance(value, int):
+        a = abs(value)
+        if a > 10**17:
+            return value
+        if a > 10**14:
+            return value * 1_000
+        if a > 10**11:
+            return value * 1_000_000
+        return value * 1_000_000_000
+    if isinstance(value, float):
+        t = parse_time(value)
+        return None if t is None else int(round(t * 1e9))
+    return None

@@ -19,7 +19,7 @@ from typing import Any, Iterator
 from ls_trajeval.trace import Trace, TraceError
 
 from ._common_b import (Bad, Ctx, LLMEvent, ToolEvent, assemble, describe, finish_trace, guarded, jdump,
-                        llm_event_from_messages, mk_step, parse_time, read_input, sample_objects, task_from_input,
+                        llm_event_from_messages, mk_step, parse_time, read_input, time_key, sample_objects, task_from_input,
                         text_of, unwrap_message, want)
 from .base import Converter, Sample
 
@@ -64,7 +64,7 @@ def _order_key(r: dict):
     d = r.get("dotted_order")
     if isinstance(d, str):
         return (0, d)
-    t = parse_time(r.get("start_time"))
+    t = time_key(r.get("start_time"))
     return (1, t) if t is not None else None
 
 

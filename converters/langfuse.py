@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ._common_b import (Bad, Ctx, LLMEvent, ToolEvent, assemble, describe, drive, finish_trace, jdump,
-                        llm_event_from_messages, maybe_json, mk_step, parse_time, sample_objects, task_from_input,
+                        llm_event_from_messages, maybe_json, mk_step, parse_time, sample_objects, task_from_input, time_key,
                         text_of, tree_order, unwrap_message, want)
 from .base import Converter, Sample
 
@@ -82,7 +82,7 @@ def one(rec: Any, ctx: Ctx) -> list:
         if t is not None and not isinstance(t, str):
             raise Bad(f"observations[{i}].type", f"expected a string, got {describe(t)}")
     ordered = tree_order(obs, lambda o: o.get("id"), lambda o: o.get("parentObservationId"),
-                         lambda o: parse_time(o.get("startTime")))
+                         lambda o: time_key(o.get("startTime")))
     has_kids = {o.get("parentObservationId") for o in obs if o.get("parentObservationId") is not None}
     events: list = []
     pending_errs: list[tuple[int, Any]] = []  # (depth, step) of failing containers, emitted after their subtree

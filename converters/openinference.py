@@ -23,7 +23,7 @@ from typing import Any, Iterator
 from ls_trajeval.trace import TraceError, loads_strict
 
 from ._common_b import (Bad, Ctx, ToolEvent, assemble, describe, finish_trace, flat_attrs, guarded, indexed, jdump,
-                        llm_event_from_messages, maybe_json, mk_step, nest, parse_time, read_input, sample_objects,
+                        llm_event_from_messages, maybe_json, mk_step, nest, parse_time, read_input, sample_objects, time_key,
                         task_from_input, text_of, tree_order)
 from .base import Converter, Sample
 from .otel_genai import _span_keys, requests_of
@@ -102,7 +102,7 @@ def _phoenix(o: dict, where: str) -> dict:
             events.append({"name": ev.get("name"), "time": parse_time(ev.get("timestamp")),
                            "attrs": flat_attrs(ev.get("attributes") or {}) if isinstance(ev.get("attributes"), dict) else {}})
     return {"trace_id": ctx.get("trace_id"), "span_id": ctx.get("span_id"), "parent_id": o.get("parent_id") or o.get("parent_span_id"),
-            "name": o.get("name"), "start": parse_time(o.get("start_time")), "start_raw": o.get("start_time"),
+            "name": o.get("name"), "start": time_key(o.get("start_time")), "start_raw": o.get("start_time"),
             "attrs": attrs, "events": events, "status_code": _status(o.get("status_code")),
             "status_message": o.get("status_message") or None, "_where": where}
 
@@ -128,7 +128,7 @@ def _trail(spans: list, where: str, out: list, parent: Any = None, trace_id: Any
         sid = sp.get("span_id")
         node = {"trace_id": sp.get("trace_id", trace_id), "span_id": sid if sid is not None else w,
                 "parent_id": sp.get("parent_span_id") or parent, "name": sp.get("span_name", sp.get("name")),
-                "start": parse_time(sp.get("timestamp", sp.get("start_time"))), "start_raw": sp.get("timestamp", sp.get("start_time")),
+                "start": time_key(sp.get("timestamp", sp.get("start_time"))), "start_raw": sp.get("timestamp", sp.get("start_time")),
                 "attrs": flat_attrs(attrs), "events": events, "status_code": _status(sp.get("status_code")),
                 "status_message": sp.get("status_message") or None, "_where": w}
         out.append(node)

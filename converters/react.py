@@ -22,6 +22,7 @@ LABEL = re.compile(r"^[ \t]*(Thought|Action Input|Action|Observation|Final Answe
 TEXT_KEYS = ("text", "trace", "transcript", "react", "log", "output", "response", "completion")
 ID_KEYS = ("id", "trace_id", "task_id", "instance_id")
 TASK_KEYS = ("task", "question", "input", "query", "prompt")
+_FIRST = set("TtAaOoFfQq")
 _KINDS = {"thought": "thought", "observation": "observation", "final answer": "message"}
 
 
@@ -30,20 +31,32 @@ def _body(s: str) -> str:
     return s[:-1] if s.endswith("\n") else s
 
 
+def _blocks(transcript: str) -> tuple[str, list[tuple[str, str]]]:
+    """(text before the first label, [(label, body), ...]); scanned line by line (a regex over the
+    whole text in MULTILINE mode retries at every character and was the hot spot)."""
+    pre: list[str] = []
+    blocks: list[tuple[str, list[str]]] = []
+    cur = pre
+    for ln in transcript.split("\n"):
+        m = LABEL.match(ln) if ln[:1] in _FIRST or ln[:1] in " \t" else None
+        if m is not None:
+            cur = [ln[m.end():]]
+            blocks.append((m.group(1).lower(), cur))
+        else:
+            cur.append(ln)
+    return "\n".join(pre), [(label, "\n".join(lines)) for label, lines in blocks]
+
+
 def parse(transcript: str) -> tuple[str, list]:
     """(question or "", steps) of one ReAct transcript."""
     steps = []
     question = ""
-    matches = list(LABEL.finditer(transcript))
-    pre = transcript[: matches[0].start()] if matches else transcript
-    if pre.strip():
-        steps.append(step("message", _body(pre.rstrip("\n")), role="preamble"))
+    pre, blocks = _blocks(transcript)
+    if pre.strip() and blocks or not blocks and pre.strip():
+        steps.append(step("message", pre.rstrip("\n"), role="preamble"))
     pending_action = None
-    for i, m in enumerate(matches):
-        end = matches[i + 1].start() if i + 1 < len(matches) else len(transcript)
-        body = transcript[m.end():end]
-        body = body.rstrip("\n") if i + 1 == len(matches) else _body(_body(body))
-        label = m.group(1).lower()
+    for label, body in blocks:
+        body = body.rstrip("\n") if body.endswith("\n\n") or body.endswith("\n") else body
         if label == "question":
             if not question:
                 question = body

@@ -199,7 +199,9 @@ def _one(path: Path, doc: Any) -> Iterator:
 
 
 def convert(path: Path) -> Iterator:
-    for line, doc in _io.iter_documents(path):
+    # .traj/.json are single documents: skip the JSONL sniff (one open per file matters on big run dirs)
+    docs = [(None, _io.load_json_located(path))] if path.suffix in (".traj", ".json") else _io.iter_documents(path)
+    for line, doc in docs:
         if isinstance(doc, TraceError):
             yield doc
             continue

@@ -24,7 +24,7 @@ from ls_trajeval.trace import TraceError, loads_strict
 
 from ._common_b import (Bad, Ctx, ToolEvent, assemble, describe, finish_trace, flat_attrs, guarded, indexed, jdump,
                         llm_event_from_messages, maybe_json, mk_step, nest, parse_time, read_input, sample_objects, time_key,
-                        task_from_input, text_of, tree_order)
+                        task_from_input, text_of, tree_order, warn)
 from .base import Converter, Sample
 from .otel_genai import _span_keys, requests_of
 from ._common_b import otlp_spans
@@ -50,11 +50,21 @@ def _is_trail(o: Any) -> bool:
     return bool(sp) and isinstance(sp[0], dict) and ("span_attributes" in sp[0] or "child_spans" in sp[0])
 
 
+def _is_labels(o: Any) -> bool:
+    """A TRAIL labels file: read together with its trace (the sidecar), alone it holds no steps."""
+    errs = o.get("errors") if isinstance(o, dict) else None
+    return (isinstance(errs, list) and "spans" not in o and "history" not in o
+            and all(isinstance(e, dict) and "location" in e and "category" in e for e in errs[:20]))
+
+
 def detect(sample: Sample) -> float:
     objs = sample_objects(sample)
     if not objs:
         return 0.0
     o = objs[0]
+    if _is_labels(o) and o.get("errors"):
+        # claimed so a directory import does not stop at it; convert() reports it as a sidecar
+        return 0.6
     if _is_trail(o):
         return 0.95
     if _is_phoenix_span(o) or _is_df_span(o):
@@ -350,6 +360,9 @@ def convert(path: Path) -> Iterator:
                 errs = guarded(source, line, "", lambda: (got.extend(otlp_spans(req, f"[{k}]." if isinstance(val, list) else "")), [])[1])
                 yield from errs
                 add(got, Ctx(path, line, None, ""))
+            continue
+        if _is_labels(val):
+            yield warn(source, line, "TRAIL labels file: no steps of its own; it is read with the trace it sits beside")
             continue
         recs = val if isinstance(val, list) else [val]
         for k, rec in enumerate(recs):

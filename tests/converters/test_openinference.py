@@ -49,8 +49,11 @@ def test_detect_fixture(name):
     assert auto_name(D / name) == "openinference"
 
 
-def test_labels_file_is_not_a_trace():
-    assert detect("openinference", D / "trail_trace.labels.json") == 0
+def test_labels_sidecar_alone_is_a_warning_not_a_trace():
+    # claimed (so converting a directory does not fail on it) but it yields no trace of its own
+    assert auto_name(D / "trail_trace.labels.json") == "openinference"
+    traces, errors, warnings = convert("openinference", D / "trail_trace.labels.json")
+    assert traces == [] and errors == [] and len(warnings) == 1 and "labels" in warnings[0].message
 
 
 @pytest.mark.parametrize("path", part_a_real_files(), ids=lambda p: p.name)

@@ -454,7 +454,7 @@ def load_dict(data: Any, source: str = "<config>") -> Config:
         else:
             ck.error(f"{path}.annotation_type",
                      f"expected 'trajectory_eval' or 'radio', got {_show(atype)}")
-    if schemes and trajectory is None and not ck.errors:
+    if trajectory is None and "annotation_schemes" in top and not ck.errors:
         ck.error("annotation_schemes", "needs one scheme with annotation_type: trajectory_eval")
 
     ann = ck.mapping(top.get("annotator_config"), "annotator_config",
@@ -663,7 +663,11 @@ def _radio(ck: _Checker, raw: dict, path: str) -> RadioScheme:
     labels = []
     for j, rl in enumerate(ck.seq(sc.get("labels"), f"{path}.labels")):
         lpath = f"{path}.labels[{j}]"
-        if isinstance(rl, (str, int, float)) and not isinstance(rl, bool):
+        if isinstance(rl, bool):
+            ck.error(lpath, f"expected a label name, got {rl} (YAML reads unquoted yes/no/on/off/true/false as "
+                            "booleans: quote the label)")
+            continue
+        if isinstance(rl, (str, int, float)):
             labels.append(RadioLabel(str(rl)))
             continue
         lb = ck.mapping(rl, lpath, {"name", "tooltip", "key_value"}, ("name",))
@@ -693,7 +697,9 @@ def embed_comment(config: Config) -> str:
     as an escape, so nothing is lost.
     """
     text = json.dumps(config.to_dict(), ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    return f"{EMBED_PREFIX} " + text.replace("--", "-\\u002d")
+    for raw, escaped in (("--", "-\\u002d"), ("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026")):
+        text = text.replace(raw, escaped)  # markup characters too, so the comment is inert anywhere
+    return f"{EMBED_PREFIX} " + text
 
 
 def from_label_config(xml: str, source: str = "<label config>") -> Config | None:

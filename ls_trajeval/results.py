@@ -146,9 +146,10 @@ def decode(result: Iterable[Mapping], config: Config, n_steps: int) -> TraceLabe
             if not 0 <= idx < n_steps:
                 warnings.append(f"region {rid}: step {idx} is beyond the trace's {n_steps} steps")
                 continue
-            if idx in correctness and rank.get(details[idx].get("severity"), -1) >= rank.get(region.get("severity"), -1):
+            if idx in correctness:
                 warnings.append(f"step {idx}: marked by more than one region; kept the more severe")
-                continue
+                if rank.get(details[idx].get("severity"), -1) >= rank.get(region.get("severity"), -1):
+                    continue
             correctness[idx] = region["correctness"]
             details[idx] = {k: v for k, v in region.items() if k not in ("steps", "correctness")}
 

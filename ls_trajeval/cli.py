@@ -8,6 +8,10 @@ from pathlib import Path
 import click
 
 from . import __version__, config as config_mod, labelconfig, studio
+from .cli_analysis import agreement_command, prm_command, report_command
+from .cli_convert import convert_command, formats_command
+from .convert import convert_inputs
+from .converters.base import ConvertWarning
 from .localserver import ServerError
 
 DEFAULT_CONFIG = "trajectory_eval"
@@ -79,6 +83,14 @@ def generate(config, layout, output):
                    err=True)
 
 
+def _without_warnings(items, warnings: list):
+    for item in items:
+        if isinstance(item, ConvertWarning):
+            warnings.append(item)
+        else:
+            yield item
+
+
 @main_group.command(name="import")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--project", type=int, help="import into this project id")
@@ -106,10 +118,9 @@ def import_(inputs, project, create_title, config_path, layout, fmt, batch_size,
         else:
             project_id = project
             cfg = load_config(config_path) if config_path else studio.project_config(studio.get_project(client, project))
+        warnings = []
         if fmt:
-            from .convert import convert_inputs
-
-            items = convert_inputs(list(inputs), fmt)
+            items = _without_warnings(convert_inputs(list(inputs), fmt), warnings)
         else:
             items = read_inputs(inputs, cfg)
 
@@ -118,8 +129,12 @@ def import_(inputs, project, create_title, config_path, layout, fmt, batch_size,
 
         summary = import_traces(client, project_id, items, cfg, batch_size=batch_size, progress=not quiet,
                                 on_error=on_error)
+    except KeyError as exc:  # an unknown --format name
+        raise UserError(exc.args[0]) from None
     except studio.StudioError as exc:
         raise UserError(str(exc)) from None
+    for w in warnings:
+        click.echo(f"warning: {w}", err=True)
     click.echo(f"project {project_id}: imported {summary.imported}, skipped {summary.skipped} "
                f"(already there), rejected {summary.rejected}")
     if summary.paged and summary.long_traces:
@@ -171,26 +186,9 @@ def demo(data_dir, port, config_path, layout, no_wait):
         raise UserError(str(exc)) from None
 
 
-def _attach_optional():
-    """Commands that live in their own modules (converters, analysis)."""
-    try:
-        from .cli_convert import convert_command, formats_command
-    except ImportError:
-        pass
-    else:
-        main_group.add_command(convert_command, "convert")
-        main_group.add_command(formats_command, "formats")
-    try:
-        from .cli_analysis import agreement_command, prm_command, report_command
-    except ImportError:
-        pass
-    else:
-        main_group.add_command(report_command, "report")
-        main_group.add_command(agreement_command, "agreement")
-        main_group.add_command(prm_command, "prm")
-
-
-_attach_optional()
+for _name, _command in (("convert", convert_command), ("formats", formats_command), ("report", report_command),
+                        ("agreement", agreement_command), ("prm", prm_command)):
+    main_group.add_command(_command, _name)
 
 
 def main(argv=None):

@@ -120,13 +120,6 @@ def convert_inputs(
             yield item
 
 
-def convert_traces(inputs: Iterable[str | Path], fmt: str = "auto") -> Iterator[Trace]:
-    """Only the traces (for ``import --format``); errors and warnings are dropped."""
-    for item in convert_inputs(inputs, fmt):
-        if isinstance(item, Trace):
-            yield item
-
-
 def write_traces(items: Iterable[ConvertItem], fh: IO[str], on_problem=None) -> ConvertStats:
     """Write the traces as trace JSONL; pass errors and warnings to ``on_problem``; return counts."""
     from ls_trajeval.converters._common import compact

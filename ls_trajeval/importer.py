@@ -52,6 +52,7 @@ def import_traces(client, project_id: int, items: Iterable[ReadResult], config: 
     project = studio.get_project(client, project_id)
     paged = layout_of(project.get("label_config") or "") == "paged"
     existing = studio.existing_values(client, project_id, config.id_key)
+    this_run: dict[str, str] = {}
     bar = tqdm(desc="importing", unit=" traces", disable=not progress, leave=False)
 
     def valid() -> Iterator[dict]:
@@ -66,6 +67,15 @@ def import_traces(client, project_id: int, items: Iterable[ReadResult], config: 
                 summary.skipped += 1
                 bar.update(1)
                 continue
+            if item.trace_id in this_run:  # converted inputs are not checked for duplicates by the reader
+                dup = TraceError(this_run[item.trace_id], None, config.id_key,
+                                 f"duplicate trace_id {item.trace_id!r} in this import", item.trace_id)
+                summary.rejected += 1
+                summary.errors.append(dup)
+                if on_error:
+                    on_error(dup)
+                continue
+            this_run[item.trace_id] = str(item.metadata.get("source_file") or "<input>")
             n = len(item.steps)
             summary.max_steps = max(summary.max_steps, n)
             if n > PAGED_MAX_STEPS:
@@ -75,7 +85,6 @@ def import_traces(client, project_id: int, items: Iterable[ReadResult], config: 
     try:
         for batch in studio.batched(valid(), batch_size):
             summary.imported += studio.import_tasks(client, project_id, batch)
-            existing.update(str(t[config.id_key]) for t in batch)
             bar.update(len(batch))
     finally:
         bar.close()

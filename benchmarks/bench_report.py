@@ -2,7 +2,7 @@
 
     python benchmarks/bench_report.py --traces 100000 --steps 20 --annotators 1 --out /tmp/bench
 
-Peak memory is the child's max RSS (``resource.getrusage``), so each command runs in its own process.
+Each command runs in its own process; peak memory is that process's max RSS.
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import argparse
 import gzip
 import json
 import random
-import resource
+import os
 import subprocess
 import sys
 import time
@@ -84,13 +84,15 @@ def generate(out: Path, traces: int, steps: int, annotators: int, seed: int = 0)
 
 def run(cmd: list) -> tuple:
     t0 = time.perf_counter()
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # wait4 gives this child's own peak RSS (RUSAGE_CHILDREN would be the max over all children so far)
+    _, status, usage = os.wait4(proc.pid, 0)
     dt = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    if proc.returncode:
-        print(proc.stdout[-2000:], proc.stderr[-2000:], file=sys.stderr)
-    return dt, max(peak, before) / 1024, proc.returncode
+    out, err = proc.stdout.read(), proc.stderr.read()
+    rc = os.waitstatus_to_exitcode(status)
+    if rc:
+        print(out[-2000:], err[-2000:], file=sys.stderr)
+    return dt, usage.ru_maxrss / 1024, rc
 
 
 def main() -> None:
@@ -112,7 +114,7 @@ def main() -> None:
         extra = {"report": ["-o", str(out / "report")], "agreement": ["-o", str(out / "agreement.json")],
                  "prm": ["-o", str(out / "prm.jsonl")]}[name]
         dt, peak, rc = run([sys.executable, "-c", code.format(name), str(out / "export"), *extra])
-        print(f"{name}: {dt:.1f}s, peak RSS of the slowest-so-far child {peak:.0f} MiB, exit {rc}")
+        print(f"{name}: {dt:.1f}s, peak RSS {peak:.0f} MiB, exit {rc}")
 
 
 if __name__ == "__main__":

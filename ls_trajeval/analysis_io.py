@@ -46,16 +46,25 @@ class InputError:
         return f"{where}: {self.message}"
 
 
-@dataclass
 class StepLabel:
-    step_index: int
-    step_type: Optional[str]
-    step_text: str
-    correctness: str
-    error_category: Optional[str]
-    error_type: Optional[str]
-    severity: Optional[str]
-    rationale: Optional[str]
+    """One step's label. A slotted class, not a dataclass: millions are made, one at a time."""
+
+    __slots__ = ("step_index", "step_type", "step_text", "correctness", "error_category", "error_type",
+                 "severity", "rationale")
+
+    def __init__(self, step_index, step_type, step_text, correctness, error_category=None, error_type=None,
+                 severity=None, rationale=None) -> None:
+        self.step_index = step_index
+        self.step_type = step_type
+        self.step_text = step_text
+        self.correctness = correctness
+        self.error_category = error_category
+        self.error_type = error_type
+        self.severity = severity
+        self.rationale = rationale
+
+    def __repr__(self) -> str:
+        return f"StepLabel({self.step_index}, {self.correctness!r}, {self.error_category!r}, {self.error_type!r}, {self.severity!r})"
 
 
 @dataclass
@@ -281,28 +290,33 @@ def parse_record(obj: Any, source: str, line: int, settings: AnalysisSettings) -
         return bad("no per-step list found (no 'scheme' key naming a list, and no list of objects with step_index)")
     steps: list = []
     seen: set = set()
+    default = settings.correct_labels[0]
     for i, e in enumerate(obj[scheme]):
-        where = f"{scheme}[{i}]"
         if not isinstance(e, dict):
-            return bad(f"{where}: expected an object")
+            return bad(f"{scheme}[{i}]: expected an object")
         idx = e.get("step_index")
-        if isinstance(idx, bool) or not isinstance(idx, int) or idx < 0:
-            return bad(f"{where}.step_index: expected a non-negative integer")
+        if idx.__class__ is not int or idx < 0:
+            return bad(f"{scheme}[{i}].step_index: expected a non-negative integer")
         if idx in seen:
-            return bad(f"{where}.step_index: step {idx} appears twice")
+            return bad(f"{scheme}[{i}].step_index: step {idx} appears twice")
         seen.add(idx)
         corr = e.get("correctness")
         if corr is None:
             # an unmarked step is the default label (the transcript layout only marks wrong steps)
-            corr = settings.correct_labels[0]
-        elif not isinstance(corr, str):
-            return bad(f"{where}.correctness: expected a string")
-        sev = _opt_str(e.get("severity"))
+            corr = default
+        elif corr.__class__ is not str:
+            return bad(f"{scheme}[{i}].correctness: expected a string")
         text = e.get("step_text")
-        steps.append(StepLabel(
-            idx, _opt_str(e.get("step_type")), text if isinstance(text, str) else ("" if text is None else json.dumps(text)),
-            corr, _opt_str(e.get("error_category")), _opt_str(e.get("error_type")), sev, _opt_str(e.get("rationale")),
-        ))
+        if text.__class__ is not str:
+            text = "" if text is None else json.dumps(text)
+        st = e.get("step_type")
+        if st is not None and st.__class__ is not str:
+            st = str(st)
+        cat, typ, sev, why = e.get("error_category"), e.get("error_type"), e.get("severity"), e.get("rationale")
+        if cat is None and typ is None and sev is None and why is None:
+            steps.append(StepLabel(idx, st, text, corr))
+        else:
+            steps.append(StepLabel(idx, st, text, corr, _opt_str(cat), _opt_str(typ), _opt_str(sev), _opt_str(why)))
     steps.sort(key=lambda s: s.step_index)
     n_file = obj.get("n_steps")
     n_steps = max(

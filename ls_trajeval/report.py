@@ -32,6 +32,7 @@ NONE_LABEL = "(none)"
 POSITION_GRID = np.linspace(0.0, 1.0, 21)
 #: step-index curves are kept up to this many steps (longer traces are cut there)
 MAX_CURVE_STEPS = 50
+_NAN_PAD = [math.nan] * MAX_CURVE_STEPS
 
 
 class _Codes:
@@ -111,6 +112,7 @@ class ReportAggregator:
         self.weights_seen: dict = {}
         self.score_mismatches = 0
         self.input_errors: list = []
+        self._grid: dict = {}
 
     def add_error(self, err: InputError) -> None:
         self.input_errors.append(err)
@@ -126,9 +128,11 @@ class ReportAggregator:
         n_err = 0
         first = -1
         worst = math.nan
+        by_type = self.steps_by_type
+        ok = s.correct_labels
         for st in rec.steps:
-            self.steps_by_type[st.step_type] += 1
-            if not s.is_error(st.correctness):
+            by_type[st.step_type] += 1
+            if st.correctness in ok:
                 continue
             n_err += 1
             if first < 0:
@@ -165,21 +169,27 @@ class ReportAggregator:
     def _add_curves(self, rec: AnnotationRecord, curve: list, initial: float) -> None:
         # Curves are indexed by step_index; a step missing from the list keeps the previous score.
         n = max(rec.n_steps, 1)
-        full = [initial] * n
-        last = initial
-        j = 0
-        for i in range(n):
-            if j < len(rec.steps) and rec.steps[j].step_index == i:
-                last = curve[j]
-                j += 1
-            full[i] = last
-        denom = max(n - 1, 1)
-        # the score at position p is the score after the last step at or before p
-        idx = np.floor(POSITION_GRID * denom + 1e-9).astype(int).clip(0, n - 1)
-        self.curves_pos.extend(full[k] for k in idx)
-        cut = full[:MAX_CURVE_STEPS]
-        self.curves_step.extend(cut)
-        self.curves_step.extend([math.nan] * (MAX_CURVE_STEPS - len(cut)))
+        if len(curve) == n and rec.steps[-1].step_index == n - 1:
+            full = curve
+        else:
+            full = [initial] * n
+            last = initial
+            j = 0
+            for i in range(n):
+                if j < len(rec.steps) and rec.steps[j].step_index == i:
+                    last = curve[j]
+                    j += 1
+                full[i] = last
+        idx = self._grid.get(n)
+        if idx is None:
+            # the score at position p is the score after the last step at or before p
+            idx = self._grid[n] = np.floor(POSITION_GRID * max(n - 1, 1) + 1e-9).astype(int).clip(0, n - 1).tolist()
+        self.curves_pos.extend([full[k] for k in idx])
+        if n >= MAX_CURVE_STEPS:
+            self.curves_step.extend(full[:MAX_CURVE_STEPS])
+        else:
+            self.curves_step.extend(full)
+            self.curves_step.extend(_NAN_PAD[: MAX_CURVE_STEPS - n])
 
     def finish(self) -> ReportData:
         s = self.s
@@ -420,7 +430,7 @@ def plot_running_scores(d: ReportData, x: str = "position") -> bytes:
             q = np.nanpercentile(c, [25, 50, 75], axis=0)
         keep = ~np.isnan(q[1])
         line, = ax.plot(xs[keep], q[1][keep], label=f"{o} (n={int(mask.sum())})")
-        ax.fill_between(xs[keep], q[0][keep], q[2][keep], alpha=0.2, color=line.get_color())
+        ax.fill_between(xs[keep], q[0][keep], q[2][keep], alpha=0.15, color=line.get_color(), step=None)
         drawn = True
     if drawn:
         ax.legend(title=f"{d.outcome_key}: median, IQR")
@@ -437,14 +447,14 @@ def plot_heatmap(d: ReportData, table: pd.DataFrame) -> bytes:
     ax = fig.add_subplot()
     if len(table) and table.shape[1] > 1:
         m = table.set_index("category")
-        im = ax.imshow(m.to_numpy(), aspect="auto", cmap="Reds")
+        im = ax.imshow(m.to_numpy(), aspect="auto", cmap="Reds", vmin=0)
         ax.set_xticks(range(m.shape[1]), list(m.columns))
         ax.set_yticks(range(m.shape[0]), list(m.index))
         vmax = m.to_numpy().max() or 1
         for i in range(m.shape[0]):
             for j in range(m.shape[1]):
                 v = int(m.iat[i, j])
-                ax.text(j, i, str(v), ha="center", va="center", color="white" if v > vmax / 2 else "black")
+                ax.text(j, i, str(v), ha="center", va="center", color="white" if v > 0.6 * vmax else "black")
         fig.colorbar(im, ax=ax, label="errors")
     else:
         _empty(ax, "no errors with a severity")

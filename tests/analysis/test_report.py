@@ -251,3 +251,37 @@ def test_cli_report_nothing_valid(tmp_path):
     assert r.exit_code == 2
     assert "missing.jsonl: no such file or directory" in r.output
     assert r.exception is None or isinstance(r.exception, SystemExit)
+
+
+def test_potato_native_config_keys(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(
+        "annotation_schemes:\n"
+        "  - annotation_type: trajectory_eval\n    name: traj\n"
+        "    correctness_options: [correct, incorrect, partially_correct]\n"
+        "    severities:\n      - {name: low, weight: -2}\n      - {name: high, weight: -7}\n"
+        "    max_score: 50\n")
+    s = load_settings(str(cfg))
+    assert s.correct_labels == ("correct",) and s.partial_labels == ("partially_correct",)
+    assert s.severity_weights == {"low": -2, "high": -7}
+    assert (s.score_initial, s.score_min, s.scheme) == (50, 0, "traj")
+
+
+def test_bad_config_is_a_usage_error(hand_export, tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("annotation_schemes:\n  - annotation_type: radio\n    name: x\n")
+    r = CliRunner().invoke(report_command, [str(hand_export), "--config", str(cfg), "-o", str(tmp_path / "r")])
+    assert r.exit_code == 2 and "no trajectory_eval scheme" in r.output
+    r = CliRunner().invoke(report_command, [str(hand_export), "--config", str(tmp_path / "nope.yaml")])
+    assert r.exit_code == 2 and "nope.yaml: cannot read" in r.output
+
+
+def test_correct_label_option(tmp_path):
+    line = export_line("X", "alice", {0: ("fine", None, None, None), 1: ("bad", "c", "t", "major")},
+                       "failure", 95, step_types=["action"] * 2)
+    p = tmp_path / "a.jsonl"
+    p.write_text(json.dumps(line) + "\n")
+    r = CliRunner().invoke(report_command, [str(p), "--correct-label", "fine", "--correct-label", "correct",
+                                            "-o", str(tmp_path / "r"), "--no-plots", "-q"])
+    assert r.exit_code == 0, r.output
+    assert pd.read_csv(tmp_path / "r" / "errors_by_category.csv")["count"].tolist() == [1]

@@ -202,7 +202,9 @@ def load_settings(config_path: Optional[str], **overrides: Any) -> AnalysisSetti
             ok = [default] if isinstance(default, str) and default in labels else []
             ok = ok or [lab for lab in labels if lab == "correct"] or labels[:1]
             s.correct_labels = tuple(ok)
-            s.partial_labels = tuple(lab for lab in labels if lab.startswith("partial"))
+            # partially_correct stays a partial label even when the config omits it: data may still carry it
+            s.partial_labels = tuple(dict.fromkeys(
+                [lab for lab in labels if lab.startswith("partial")] + list(DEFAULT_PARTIAL_LABELS)))
         sev = sc.get("severity_levels", sc.get("severities"))
         if sev is not None:
             s.severity_weights = _named_weights(sev, f"{where}.severity_levels")

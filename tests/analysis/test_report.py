@@ -285,3 +285,16 @@ def test_correct_label_option(tmp_path):
                                             "-o", str(tmp_path / "r"), "--no-plots", "-q"])
     assert r.exit_code == 0, r.output
     assert pd.read_csv(tmp_path / "r" / "errors_by_category.csv")["count"].tolist() == [1]
+
+
+@pytest.mark.parametrize("name", ["trajectory_eval.yaml", "coding_agent.yaml"])
+def test_shipped_configs_load(name):
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "label_configs" / name
+    if not path.exists():
+        pytest.skip(f"{path} not shipped")
+    s = load_settings(str(path))
+    assert s.correct_labels == ("correct",) and "partially_correct" in s.partial_labels
+    assert s.severity_weights == {"minor": -1, "major": -5, "critical": -10}
+    assert s.scheme == "error_localization" and s.outcome_key == "overall_success"

@@ -36,14 +36,14 @@ def run_demo(data_dir: str | None, port: int, config: Config, layout: str = "tra
              echo=print) -> dict:
     """Start (or reuse) the local instance and its demo project; serve until Ctrl-C when ``wait``."""
     data_dir = Path(data_dir) if data_dir else default_data_dir()
-    if not _port_free(port):
+    if not port or not _port_free(port):
         port = free_port()
     server = LocalLabelStudio(data_dir, port, log=echo)
     echo(f"starting Label Studio from {data_dir} ...")
     server.start()
     try:
         client = studio.connect(server.url, server.credentials.token)
-        title = f"{config.annotation_task_name} (demo, {layout})"
+        title = f"ls-trajeval demo ({layout} layout)"
         project = studio.find_project(client, title)
         if project is None:
             project = studio.create_project(client, config, layout, title)

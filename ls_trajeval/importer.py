@@ -80,10 +80,10 @@ def import_traces(client, project_id: int, items: Iterable[ReadResult], config: 
             summary.max_steps = max(summary.max_steps, n)
             if n > PAGED_MAX_STEPS:
                 summary.long_traces += 1
-            yield task_data(item, config)
+            yield {"data": task_data(item, config)}
 
     try:
-        for batch in studio.batched(valid(), batch_size):
+        for batch in studio.batched(valid(), batch_size):  # tasks as {"data": ..., "predictions"?: [...]}
             summary.imported += studio.import_tasks(client, project_id, batch)
             bar.update(len(batch))
     finally:

@@ -28,8 +28,9 @@ class StudioError(RuntimeError):
 def _describe_api_error(exc: ApiError) -> str:
     body = exc.body
     if isinstance(body, dict):
-        detail = body.get("detail") or body.get("validation_errors") or body
-        body = json.dumps(detail, ensure_ascii=False) if not isinstance(detail, str) else detail
+        parts = [body.get("detail"), body.get("validation_errors")]
+        body = "; ".join(p if isinstance(p, str) else json.dumps(p, ensure_ascii=False) for p in parts if p) \
+            or json.dumps(body, ensure_ascii=False)
     text = str(body)
     return f"HTTP {exc.status_code}: {text[:500]}"
 
@@ -84,9 +85,17 @@ def _dump(obj: Any) -> dict:
 
 
 # ---------------------------------------------------------------- projects
+#: Label Studio's limit on a project title
+MAX_TITLE = 50
+
+
+def project_title(title: str) -> str:
+    return title if len(title) <= MAX_TITLE else title[:MAX_TITLE - 1] + "…"
+
+
 def create_project(client: LabelStudio, config: Config, layout: str = "transcript", title: str | None = None) -> dict:
     xml = labelconfig.generate(config, layout)
-    project = call(client.projects.create, title=title or config.annotation_task_name, label_config=xml,
+    project = call(client.projects.create, title=project_title(title or config.annotation_task_name), label_config=xml,
                    expert_instruction=config.instructions or None, show_instruction=bool(config.instructions),
                    show_skip_button=True, what="creating the project")
     return _dump(project)
@@ -97,6 +106,7 @@ def get_project(client: LabelStudio, project_id: int) -> dict:
 
 
 def find_project(client: LabelStudio, title: str) -> dict | None:
+    title = project_title(title)
     for project in call(client.projects.list, title=title, what="listing projects"):
         data = _dump(project)
         if data.get("title") == title:

@@ -13,6 +13,7 @@ from .cli_convert import convert_command, formats_command
 from .convert import convert_inputs
 from .converters.base import ConvertWarning
 from .localserver import ServerError
+from .prelabels import Prelabeler
 
 DEFAULT_CONFIG = "trajectory_eval"
 # exit codes: 1 = some input was rejected (the rest was processed); 2 = nothing could be done
@@ -100,10 +101,15 @@ def _without_warnings(items, warnings: list):
 @layout_option
 @click.option("--format", "fmt", default=None, help="convert INPUTS from this log format first (or 'auto'); "
               "default: trace JSONL")
+@click.option("--prelabels", is_flag=True, help="bring labels that come with the traces (Who&When mistake_step, "
+              "TRAIL span errors) as predictions to review")
+@click.option("--prelabels-from", "prelabel_exports", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="a previous trajectory_eval export whose labels become predictions (implies --prelabels)")
 @click.option("--batch-size", default=500, show_default=True, type=click.IntRange(1, 100000))
 @click.option("--quiet", is_flag=True, help="no progress bar")
 @studio_options
-def import_(inputs, project, create_title, config_path, layout, fmt, batch_size, quiet, url, api_key):
+def import_(inputs, project, create_title, config_path, layout, fmt, prelabels, prelabel_exports, batch_size, quiet,
+            url, api_key):
     """Import trace JSONL INPUTS as tasks (skipping traces the project already has)."""
     from .importer import import_traces, read_inputs
 
@@ -127,21 +133,31 @@ def import_(inputs, project, create_title, config_path, layout, fmt, batch_size,
         def on_error(err):
             click.echo(f"rejected: {err}", err=True)
 
+        prelabeler = None
+        if prelabels or prelabel_exports:
+            project_layout = labelconfig.layout_of(studio.get_project(client, project_id)["label_config"])
+            prelabeler = Prelabeler(cfg, project_layout, list(prelabel_exports))
+            for err in prelabeler.errors:
+                on_error(err)
         summary = import_traces(client, project_id, items, cfg, batch_size=batch_size, progress=not quiet,
-                                on_error=on_error)
+                                on_error=on_error, prelabel=prelabeler)
     except KeyError as exc:  # an unknown --format name
         raise UserError(exc.args[0]) from None
     except studio.StudioError as exc:
         raise UserError(str(exc)) from None
     for w in warnings:
         click.echo(f"warning: {w}", err=True)
+    if prelabeler is not None:
+        for p in prelabeler.problems:
+            click.echo(f"prelabels: {p}", err=True)
+        click.echo(f"prelabels: {prelabeler.count} predictions", err=True)
     click.echo(f"project {project_id}: imported {summary.imported}, skipped {summary.skipped} "
                f"(already there), rejected {summary.rejected}")
     if summary.paged and summary.long_traces:
         click.echo(f"warning: {summary.long_traces} traces have more than {labelconfig.PAGED_MAX_STEPS} steps "
                    f"(longest {summary.max_steps}); the paged layout opens them slowly and can lose drafts: "
                    "prefer --layout transcript", err=True)
-    if not summary.ok:
+    if not summary.ok or (prelabeler is not None and prelabeler.errors):
         sys.exit(EXIT_REJECTED)
 
 

@@ -149,6 +149,19 @@ class StepStyle:
 
 
 @dataclass(frozen=True)
+class PrelabelMapping:
+    """How labels that come with the traces (Who&When, TRAIL, other taxonomies) map onto this taxonomy."""
+
+    #: a foreign category or type name -> one of this taxonomy's type names
+    type_map: dict = field(default_factory=dict)
+    #: a foreign severity or impact (HIGH, MEDIUM, LOW, ...) -> one of this config's severity names
+    severity_map: dict = field(default_factory=dict)
+    #: the type for labels that name none (Who&When's mistake_step); None leaves it to the annotator
+    default_type: str | None = None
+    default_severity: str | None = None
+
+
+@dataclass(frozen=True)
 class Config:
     annotation_task_name: str
     trajectory: TrajectoryScheme
@@ -168,6 +181,7 @@ class Config:
     output_format: str = "jsonl"
     task_dir: str = "."
     user_config: dict = field(default_factory=dict)
+    prelabels: PrelabelMapping = field(default_factory=PrelabelMapping)
     source: str = "<config>"
 
     def step_style(self, step_type: str) -> StepStyle:
@@ -219,6 +233,7 @@ class Config:
                                  "require_all_steps": self.require_all_steps},
             "output": {"path": self.output_path, "format": self.output_format},
             "user_config": self.user_config,
+            "prelabels": asdict(self.prelabels),
         }
 
 
@@ -366,7 +381,7 @@ def _show(value: Any) -> str:
 TOP_KEYS = {
     "annotation_task_name", "data_files", "item_properties", "display", "instance_display",
     "annotation_schemes", "annotator_config", "output", "annotation_instructions",
-    "output_annotation_dir", "export_annotation_format", "user_config", "task_dir",
+    "output_annotation_dir", "export_annotation_format", "user_config", "task_dir", "prelabels",
 }
 TRAJ_KEYS = {
     "annotation_type", "name", "description", "step_correctness", "error_taxonomy", "severity_levels",
@@ -487,6 +502,7 @@ def load_dict(data: Any, source: str = "<config>") -> Config:
         for c in sorted(clash):
             ck.error("annotation_schemes", f"scheme name {c!r} collides with a control of {trajectory.name!r}")
 
+    prelabels = _prelabels(ck, top.get("prelabels"), trajectory) if trajectory else PrelabelMapping()
     if ck.errors:
         raise ConfigError(source, ck.errors)
     return Config(
@@ -508,8 +524,36 @@ def load_dict(data: Any, source: str = "<config>") -> Config:
         output_format=output_format,
         task_dir=ck.string(top.get("task_dir"), "task_dir", "."),
         user_config=user_config,
+        prelabels=prelabels,
         source=source,
     )
+
+
+def _prelabels(ck: _Checker, raw: Any, scheme: TrajectoryScheme) -> PrelabelMapping:
+    path = "prelabels"
+    pm = ck.mapping(raw, path, {"type_map", "severity_map", "default_type", "default_severity"})
+    types = {t.name for t in scheme.types}
+    sevs = [s.name for s in scheme.severities]
+
+    def one_of(value: Any, where: str, allowed, what: str) -> str | None:
+        if value is None:
+            return None
+        name = ck.string(value, where)
+        if name not in allowed:
+            hint = difflib.get_close_matches(name, sorted(allowed), n=1)
+            ck.error(where, f"{name!r} is not {what}" + (f" (did you mean {hint[0]!r}?)" if hint else ""))
+            return None
+        return name
+
+    type_map = {str(k): one_of(v, f"{path}.type_map.{k}", types, "an error type of the taxonomy")
+                for k, v in ck.mapping(pm.get("type_map"), f"{path}.type_map", set(_keys(pm.get("type_map")))).items()}
+    severity_map = {str(k): one_of(v, f"{path}.severity_map.{k}", sevs, "a severity of the config")
+                    for k, v in ck.mapping(pm.get("severity_map"), f"{path}.severity_map",
+                                           set(_keys(pm.get("severity_map")))).items()}
+    return PrelabelMapping(
+        {k: v for k, v in type_map.items() if v}, {k: v for k, v in severity_map.items() if v},
+        one_of(pm.get("default_type"), f"{path}.default_type", types, "an error type of the taxonomy"),
+        one_of(pm.get("default_severity"), f"{path}.default_severity", sevs, "a severity of the config"))
 
 
 def _keys(value: Any) -> list:

@@ -46,8 +46,12 @@ def read_inputs(paths: Iterable[str | Path], config: Config) -> Iterator[ReadRes
 
 def import_traces(client, project_id: int, items: Iterable[ReadResult], config: Config, *,
                   batch_size: int = 500, progress: bool = True,
-                  on_error: Callable[[TraceError], None] | None = None) -> ImportSummary:
-    """Import every valid trace that the project does not hold yet; report the rest."""
+                  on_error: Callable[[TraceError], None] | None = None,
+                  prelabel: Callable[[Trace, dict], list[dict]] | None = None) -> ImportSummary:
+    """Import every valid trace that the project does not hold yet; report the rest.
+
+    ``prelabel`` (see :mod:`prelabels`) turns labels that came with a trace into predictions.
+    """
     summary = ImportSummary()
     project = studio.get_project(client, project_id)
     paged = layout_of(project.get("label_config") or "") == "paged"
@@ -80,7 +84,12 @@ def import_traces(client, project_id: int, items: Iterable[ReadResult], config: 
             summary.max_steps = max(summary.max_steps, n)
             if n > PAGED_MAX_STEPS:
                 summary.long_traces += 1
-            yield {"data": task_data(item, config)}
+            task = {"data": task_data(item, config)}
+            if prelabel is not None:
+                predictions = prelabel(item, task["data"])
+                if predictions:
+                    task["predictions"] = predictions
+            yield task
 
     try:
         for batch in studio.batched(valid(), batch_size):  # tasks as {"data": ..., "predictions"?: [...]}

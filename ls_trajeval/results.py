@@ -167,10 +167,12 @@ def _region_id() -> str:
 
 
 def encode(labels: TraceLabels, config: Config, layout: str, transcript: Sequence[Mapping] | None = None,
-           origin: str = "manual") -> list[dict]:
+           origin: str = "manual", confirm_review: bool = True) -> list[dict]:
     """Label Studio results for ``labels``, in the shapes the labeling UI itself saves.
 
     ``transcript`` is the task's ``te_transcript`` (the transcript layout's regions carry text offsets).
+    ``confirm_review`` ticks the transcript's "reviewed every step" box (an annotator's statement,
+    so predictions leave it to the annotator).
     """
     scheme = config.trajectory
     names = Names(scheme.name)
@@ -218,7 +220,7 @@ def encode(labels: TraceLabels, config: Config, layout: str, transcript: Sequenc
     for name, value in labels.whole_trace.items():
         if value is not None:
             out.append(item(name, "te_task", "choices", {"choices": [value]}))
-    if layout == "transcript" and config.require_all_steps:
+    if layout == "transcript" and config.require_all_steps and confirm_review:
         out.append(item(names.reviewed, "te_trace", "choices",
                         {"choices": [REVIEWED_TEXT]}))
     return out

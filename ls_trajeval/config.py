@@ -162,6 +162,17 @@ class PrelabelMapping:
 
 
 @dataclass(frozen=True)
+class DetectorSpec:
+    """One ``ml_backend.detectors`` entry; the ML backend checks ``options`` against the detector."""
+
+    name: str
+    enabled: bool = True
+    error_type: str | None = None  # None: the detector's default
+    severity: str | None = None
+    options: tuple[tuple[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
 class Config:
     annotation_task_name: str
     trajectory: TrajectoryScheme
@@ -182,6 +193,8 @@ class Config:
     task_dir: str = "."
     user_config: dict = field(default_factory=dict)
     prelabels: PrelabelMapping = field(default_factory=PrelabelMapping)
+    #: the ML backend's detectors (``ml_backend.detectors``); empty = the built-in defaults
+    detectors: tuple["DetectorSpec", ...] = ()
     source: str = "<config>"
 
     def step_style(self, step_type: str) -> StepStyle:
@@ -234,6 +247,8 @@ class Config:
             "output": {"path": self.output_path, "format": self.output_format},
             "user_config": self.user_config,
             "prelabels": asdict(self.prelabels),
+            **({"ml_backend": {"detectors": {d.name: _detector_dict(d) for d in self.detectors}}}
+               if self.detectors else {}),
         }
 
 
@@ -381,7 +396,7 @@ def _show(value: Any) -> str:
 TOP_KEYS = {
     "annotation_task_name", "data_files", "item_properties", "display", "instance_display",
     "annotation_schemes", "annotator_config", "output", "annotation_instructions",
-    "output_annotation_dir", "export_annotation_format", "user_config", "task_dir", "prelabels",
+    "output_annotation_dir", "export_annotation_format", "user_config", "task_dir", "prelabels", "ml_backend",
 }
 TRAJ_KEYS = {
     "annotation_type", "name", "description", "step_correctness", "error_taxonomy", "severity_levels",
@@ -503,6 +518,7 @@ def load_dict(data: Any, source: str = "<config>") -> Config:
             ck.error("annotation_schemes", f"scheme name {c!r} collides with a control of {trajectory.name!r}")
 
     prelabels = _prelabels(ck, top.get("prelabels"), trajectory) if trajectory else PrelabelMapping()
+    detectors = _detectors(ck, top.get("ml_backend"), trajectory) if "ml_backend" in top else ()
     if ck.errors:
         raise ConfigError(source, ck.errors)
     return Config(
@@ -525,8 +541,48 @@ def load_dict(data: Any, source: str = "<config>") -> Config:
         task_dir=ck.string(top.get("task_dir"), "task_dir", "."),
         user_config=user_config,
         prelabels=prelabels,
+        detectors=detectors,
         source=source,
     )
+
+
+def _detector_dict(d: DetectorSpec) -> dict:
+    out = {"enabled": d.enabled, **dict(d.options)}
+    if d.error_type:
+        out["type"] = d.error_type
+    if d.severity:
+        out["severity"] = d.severity
+    return out
+
+
+def _detectors(ck: _Checker, raw: Any, trajectory: TrajectoryScheme | None) -> tuple[DetectorSpec, ...]:
+    """``ml_backend.detectors``: name -> true/false or {enabled, type, severity, the detector's options}."""
+    ml = ck.mapping(raw, "ml_backend", {"detectors"})
+    dets = ck.mapping(ml.get("detectors"), "ml_backend.detectors", set(_keys(ml.get("detectors"))))
+    types = {t.name for t in trajectory.types} if trajectory else set()
+    sevs = {s.name for s in trajectory.severities} if trajectory else set()
+    out = []
+    for name, value in dets.items():
+        path = f"ml_backend.detectors.{name}"
+        if not NAME_RE.match(name):
+            ck.error(path, "expected a detector name of letters, digits and '_'")
+            continue
+        if isinstance(value, bool) or value is None:
+            out.append(DetectorSpec(name, value is not False))
+            continue
+        if not isinstance(value, dict):
+            ck.error(path, f"expected true, false or a mapping, got {_show(value)}")
+            continue
+        etype, sev = value.get("type"), value.get("severity")
+        if etype is not None and (not isinstance(etype, str) or (types and etype not in types)):
+            ck.error(f"{path}.type", f"expected an error type of the taxonomy, got {_show(etype)}")
+            etype = None
+        if sev is not None and (not isinstance(sev, str) or (sevs and sev not in sevs)):
+            ck.error(f"{path}.severity", f"expected one of {sorted(sevs)}, got {_show(sev)}")
+            sev = None
+        options = tuple((k, v) for k, v in value.items() if k not in ("enabled", "type", "severity"))
+        out.append(DetectorSpec(name, ck.boolean(value.get("enabled"), f"{path}.enabled", True), etype, sev, options))
+    return tuple(out)
 
 
 def _prelabels(ck: _Checker, raw: Any, scheme: TrajectoryScheme) -> PrelabelMapping:

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from ls_trajeval.trace import Step, Trace, TraceError
+from ls_trajeval.trace import Step, Trace, TraceError, describe
 
 from .base import ConvertWarning, stable_id
 
@@ -165,22 +165,6 @@ def finish(
 def file_id(path: Path, index: Any) -> str:
     """The fallback trace id: stable for the same file name and record position."""
     return stable_id(path.name, index)
-
-
-def describe(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
 
 
 class BadRecord(Exception):

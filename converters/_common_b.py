@@ -11,34 +11,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from ls_trajeval.trace import Step, Trace, TraceError, iter_jsonl, loads_strict, open_text
+from ls_trajeval.trace import Step, Trace, TraceError, describe, iter_jsonl, loads_strict, open_text
 
+from ._common import BadRecord
 from .base import ConvertWarning, Sample
 
 
-class Bad(Exception):
-    """Raised inside one record's conversion; becomes a located TraceError for that record only."""
-
-    def __init__(self, field: str | None, message: str):
-        super().__init__(message)
-        self.field = field
-        self.message = message
-
-
-def describe(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
+#: one record's conversion failed; becomes a located TraceError for that record only
+Bad = BadRecord
 
 
 def want(obj: dict, key: str, types: type | tuple, where: str, required: bool = False, default: Any = None) -> Any:

@@ -98,7 +98,8 @@ def format_action_input(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=False)
 
 
-def _describe(value: Any) -> str:
+def describe(value: Any) -> str:
+    """A value's JSON kind, for error messages ('expected a string, got a number')."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -138,45 +139,45 @@ def parse_trace(
         return TraceError(source, line, fld, msg, tid)
 
     if not isinstance(obj, dict):
-        return err(None, f"expected a JSON object, got {_describe(obj)}")
+        return err(None, f"expected a JSON object, got {describe(obj)}")
     tid = obj.get(id_key)
     if tid is None or tid == "":
         return err(id_key, "missing")
     if isinstance(tid, bool) or not isinstance(tid, (str, int)):
-        return err(id_key, f"expected a string, got {_describe(tid)}")
+        return err(id_key, f"expected a string, got {describe(tid)}")
     tid = str(tid)
     task = obj.get(text_key, "")
     if task is None:
         task = ""
     if not isinstance(task, str):
-        return err(text_key, f"expected a string, got {_describe(task)}", tid)
+        return err(text_key, f"expected a string, got {describe(task)}", tid)
     raw_steps = obj.get(trace_key)
     if raw_steps is None:
         return err(trace_key, "missing", tid)
     if not isinstance(raw_steps, list):
-        return err(trace_key, f"expected a list of steps, got {_describe(raw_steps)}", tid)
+        return err(trace_key, f"expected a list of steps, got {describe(raw_steps)}", tid)
     if not raw_steps:
         return err(trace_key, "empty: a trace needs at least one step", tid)
     steps: list[Step] = []
     for i, raw in enumerate(raw_steps):
         where = f"{trace_key}[{i}]"
         if not isinstance(raw, dict):
-            return err(where, f"expected a step object, got {_describe(raw)}", tid)
+            return err(where, f"expected a step object, got {describe(raw)}", tid)
         stype = raw.get("type")
         if stype is None:
             return err(f"{where}.type", "missing", tid)
         if not isinstance(stype, str) or not stype.strip():
-            return err(f"{where}.type", f"expected a non-empty string, got {_describe(stype)}", tid)
+            return err(f"{where}.type", f"expected a non-empty string, got {describe(stype)}", tid)
         if "content" not in raw or raw["content"] is None:
             return err(f"{where}.content", "missing", tid)
         content = raw["content"]
         if not isinstance(content, str):
-            return err(f"{where}.content", f"expected a string, got {_describe(content)}", tid)
+            return err(f"{where}.content", f"expected a string, got {describe(content)}", tid)
         extra = {k: v for k, v in raw.items() if k not in ("type", "content", "action_input")}
         steps.append(Step(stype, content, raw.get("action_input"), extra))
     metadata = obj.get("metadata") or {}
     if not isinstance(metadata, dict):
-        return err("metadata", f"expected an object, got {_describe(metadata)}", tid)
+        return err("metadata", f"expected an object, got {describe(metadata)}", tid)
     extra = {k: v for k, v in obj.items() if k not in (id_key, text_key, trace_key, "metadata")}
     return Trace(tid, task, steps, metadata, extra)
 

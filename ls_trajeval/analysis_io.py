@@ -18,6 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence, Union
 
+from . import config
+from .scoring import running_scores
+
 DEFAULT_SEVERITY_WEIGHTS = {"minor": -1.0, "major": -5.0, "critical": -10.0}
 DEFAULT_CORRECT_LABELS = ("correct",)
 DEFAULT_PARTIAL_LABELS = ("partially_correct",)
@@ -135,98 +138,30 @@ def _num(x: Any) -> Optional[float]:
     return float(x)
 
 
-def _named_weights(items: Any, where: str) -> dict:
-    out: dict = {}
-    if isinstance(items, dict):  # {minor: -1, ...}
-        items = [{"name": k, "weight": v} for k, v in items.items()]
-    if not isinstance(items, list):
-        raise ConfigError(f"{where}: expected a list of {{name, weight}}")
-    for i, it in enumerate(items):
-        if not isinstance(it, dict) or not isinstance(it.get("name"), str):
-            raise ConfigError(f"{where}[{i}]: expected {{name, weight}}")
-        w = _num(it.get("weight", 0))
-        if w is None:
-            raise ConfigError(f"{where}[{i}].weight: expected a number")
-        out[it["name"]] = w
-    return out
-
-
 def load_settings(config_path: Optional[str], **overrides: Any) -> AnalysisSettings:
-    """Read what the analysis needs from a trajectory_eval YAML config.
-
-    Only a handful of keys matter here, so this reads them directly rather than validating the
-    whole config: both the guide's keys (``step_correctness``, ``severity_levels``,
-    ``running_score``) and Potato's native ones (``correctness_options``, ``severities``,
-    ``max_score``) are understood.
-    """
+    """What the analysis needs from a trajectory_eval config (either dialect), loaded and validated by
+    :mod:`ls_trajeval.config`; ``overrides`` (command-line options) win over it."""
     s = AnalysisSettings()
     if config_path:
-        import yaml
-
         try:
-            with open(config_path, encoding="utf-8") as fh:
-                cfg = yaml.safe_load(fh)
-        except OSError as exc:
-            raise ConfigError(f"{config_path}: cannot read: {exc.strerror or exc}") from None
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{config_path}: invalid YAML: {exc}") from None
-        if not isinstance(cfg, dict):
-            raise ConfigError(f"{config_path}: expected a mapping at the top level")
-        schemes = cfg.get("annotation_schemes") or []
-        if not isinstance(schemes, list):
-            raise ConfigError(f"{config_path}: annotation_schemes: expected a list")
-        traj = None
-        radios = []
-        for i, sc in enumerate(schemes):
-            if not isinstance(sc, dict):
-                continue
-            kind = sc.get("annotation_type")
-            if kind == "trajectory_eval" and traj is None:
-                traj = (i, sc)
-            elif kind in ("radio", "select", "likert", "multiselect"):
-                radios.append(sc)
-        if traj is None:
-            raise ConfigError(f"{config_path}: annotation_schemes: no trajectory_eval scheme")
-        i, sc = traj
-        where = f"{config_path}: annotation_schemes[{i}]"
-        s.scheme = sc.get("name") if isinstance(sc.get("name"), str) else None
-        labels = None
-        corr = sc.get("step_correctness")
-        if isinstance(corr, dict) and isinstance(corr.get("labels"), list):
-            labels = [str(x.get("name") if isinstance(x, dict) else x) for x in corr["labels"]]
-            default = corr.get("default")
-        elif isinstance(sc.get("correctness_options"), list):
-            labels = [str(x.get("name") if isinstance(x, dict) else x) for x in sc["correctness_options"]]
-            default = None
-        if labels:
-            ok = [default] if isinstance(default, str) and default in labels else []
-            ok = ok or [lab for lab in labels if lab == "correct"] or labels[:1]
-            s.correct_labels = tuple(ok)
-            # partially_correct stays a partial label even when the config omits it: data may still carry it
-            s.partial_labels = tuple(dict.fromkeys(
-                [lab for lab in labels if lab.startswith("partial")] + list(DEFAULT_PARTIAL_LABELS)))
-        sev = sc.get("severity_levels", sc.get("severities"))
-        if sev is not None:
-            s.severity_weights = _named_weights(sev, f"{where}.severity_levels")
-            s.severity_order = tuple(s.severity_weights)
-        rs = sc.get("running_score")
-        if isinstance(rs, dict):
-            s.score_initial = _num(rs.get("initial"))
-            s.score_min = _num(rs.get("min"))
-        elif _num(sc.get("max_score")) is not None:
-            s.score_initial, s.score_min = _num(sc.get("max_score")), 0.0
-        tax = sc.get("error_taxonomy", sc.get("error_types"))
-        if isinstance(tax, list):
-            s.categories = tuple(
-                str(t.get("category", t.get("name"))) if isinstance(t, dict) else str(t) for t in tax
-            )
-        outcome = next((r for r in radios if r.get("name") == DEFAULT_OUTCOME_KEY), radios[0] if radios else None)
-        if outcome is not None and isinstance(outcome.get("name"), str):
-            s.outcome_key = outcome["name"]
-            labs = outcome.get("labels") or []
-            s.outcome_order = tuple(
-                str(x.get("name")) if isinstance(x, dict) else str(x) for x in labs if x is not None
-            )
+            c = config.load(config_path)
+        except config.ConfigError as exc:
+            raise ConfigError(str(exc)) from None
+        t = c.trajectory
+        s.scheme = t.name
+        s.correct_labels = (t.correctness_default,)
+        # partially_correct stays a partial label even when the config omits it: data may still carry it
+        s.partial_labels = tuple(dict.fromkeys(
+            [lab for lab in t.correctness_labels if lab.startswith("partial")] + list(DEFAULT_PARTIAL_LABELS)))
+        s.severity_weights = dict(t.weights)
+        s.severity_order = tuple(t.weights)
+        s.score_initial, s.score_min = t.running_score.initial, t.running_score.min
+        s.categories = tuple(cat.category for cat in t.categories)
+        outcome = next((r for r in c.whole_trace if r.name == DEFAULT_OUTCOME_KEY),
+                       c.whole_trace[0] if c.whole_trace else None)
+        if outcome is not None:
+            s.outcome_key = outcome.name
+            s.outcome_order = tuple(lb.name for lb in outcome.labels)
         s.source = str(config_path)
     for k, v in overrides.items():
         if v is not None and v != ():
@@ -395,18 +330,9 @@ def read_records(
 
 
 def running_curve(rec: AnnotationRecord, settings: AnalysisSettings) -> list:
-    """Score after each annotated step: every error step with a known severity costs |weight|."""
-    weights = settings.weights_for(rec)
-    score = settings.initial_for(rec)
-    floor = settings.min_for(rec)
-    out = []
-    for st in rec.steps:
-        if st.severity is not None and settings.is_error(st.correctness):
-            w = weights.get(st.severity)
-            if w is not None:
-                score = max(floor, score - abs(w))
-        out.append(score)
-    return out
+    """Score after each annotated step, by the one score function (:func:`ls_trajeval.scoring.running_scores`)."""
+    errors = tuple({st.correctness for st in rec.steps if settings.is_error(st.correctness)})
+    return running_scores(rec.steps, settings.weights_for(rec), errors, settings.initial_for(rec), settings.min_for(rec))
 
 
 def severity_rank_order(settings: AnalysisSettings, seen_weights: dict) -> list:

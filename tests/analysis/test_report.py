@@ -269,11 +269,11 @@ def test_potato_native_config_keys(tmp_path):
 
 def test_bad_config_is_a_usage_error(hand_export, tmp_path):
     cfg = tmp_path / "c.yaml"
-    cfg.write_text("annotation_schemes:\n  - annotation_type: radio\n    name: x\n")
+    cfg.write_text("annotation_schemes:\n  - annotation_type: radio\n    name: x\n    labels: [a]\n")
     r = CliRunner().invoke(report_command, [str(hand_export), "--config", str(cfg), "-o", str(tmp_path / "r")])
-    assert r.exit_code == 2 and "no trajectory_eval scheme" in r.output
+    assert r.exit_code == 2 and "annotation_schemes: needs one scheme with annotation_type: trajectory_eval" in r.output
     r = CliRunner().invoke(report_command, [str(hand_export), "--config", str(tmp_path / "nope.yaml")])
-    assert r.exit_code == 2 and "nope.yaml: cannot read" in r.output
+    assert r.exit_code == 2 and "nope.yaml: file not found" in r.output
 
 
 def test_correct_label_option(tmp_path):

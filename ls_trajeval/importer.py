@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
+import orjson
 from tqdm import tqdm
 
 from . import studio
@@ -44,8 +45,28 @@ def read_inputs(paths: Iterable[str | Path], config: Config) -> Iterator[ReadRes
             yield item
 
 
+#: Label Studio takes at most 250 MB in one request; stay well below it (JSON grows a little on the wire).
+MAX_BATCH_BYTES = 100 * 1024 * 1024
+
+
+def sized_batches(items: Iterable[tuple[dict, int]], size: int, max_bytes: int) -> Iterator[list[dict]]:
+    """Batches of at most ``size`` tasks and about ``max_bytes`` (a task bigger than that goes alone)."""
+    batch, total = [], 0
+    for task, nbytes in items:
+        if batch and total + nbytes > max_bytes:
+            yield batch
+            batch, total = [], 0
+        batch.append(task)
+        total += nbytes
+        if len(batch) >= size:
+            yield batch
+            batch, total = [], 0
+    if batch:
+        yield batch
+
+
 def import_traces(client, project_id: int, items: Iterable[ReadResult], config: Config, *,
-                  batch_size: int = 500, progress: bool = True,
+                  batch_size: int = 500, progress: bool = True, max_batch_bytes: int = MAX_BATCH_BYTES,
                   on_error: Callable[[TraceError], None] | None = None,
                   prelabel: Callable[[Trace, dict], list[dict]] | None = None) -> ImportSummary:
     """Import every valid trace that the project does not hold yet; report the rest.
@@ -55,7 +76,8 @@ def import_traces(client, project_id: int, items: Iterable[ReadResult], config: 
     summary = ImportSummary()
     project = studio.get_project(client, project_id)
     paged = layout_of(project.get("label_config") or "") == "paged"
-    existing = studio.existing_values(client, project_id, config.id_key)
+    # an empty project (the usual first import) needs no listing at all
+    existing = studio.existing_trace_ids(client, project_id, config.id_key) if project.get("task_number") else set()
     this_run: dict[str, str] = {}
     bar = tqdm(desc="importing", unit=" traces", disable=not progress, leave=False)
 
@@ -84,16 +106,34 @@ def import_traces(client, project_id: int, items: Iterable[ReadResult], config: 
             summary.max_steps = max(summary.max_steps, n)
             if n > PAGED_MAX_STEPS:
                 summary.long_traces += 1
-            task = {"data": task_data(item, config)}
+            task = {"data": task_data(item, config), "meta": {studio.META_ID_KEY: item.trace_id}}
             if prelabel is not None:
                 predictions = prelabel(item, task["data"])
                 if predictions:
                     task["predictions"] = predictions
-            yield task
+            try:
+                size = len(orjson.dumps(task))
+            except TypeError as exc:  # lone surrogates (a "\\ud800" escape) cannot be sent as UTF-8
+                reject(TraceError(this_run[item.trace_id], None, None, f"trace {item.trace_id!r} cannot be sent to "
+                                  f"Label Studio: {exc}", item.trace_id))
+                continue
+            yield task, size
+
+    def reject(err: TraceError) -> None:
+        summary.rejected += 1
+        summary.errors.append(err)
+        if on_error:
+            on_error(err)
+
+    def refused(r: studio.Rejected) -> None:
+        tid = str((r.task.get("meta") or {}).get(studio.META_ID_KEY))
+        reject(TraceError(this_run.get(tid, "<input>"), None, None,
+                          f"Label Studio refused trace {tid!r}: {r.message}", tid))
 
     try:
-        for batch in studio.batched(valid(), batch_size):  # tasks as {"data": ..., "predictions"?: [...]}
-            summary.imported += studio.import_tasks(client, project_id, batch)
+        # tasks as {"data": ..., "meta": ..., "predictions"?: [...]}
+        for batch in sized_batches(valid(), batch_size, max_batch_bytes):
+            summary.imported += studio.import_batch(client, project_id, batch, on_rejected=refused)
             bar.update(len(batch))
     finally:
         bar.close()

@@ -67,7 +67,9 @@ def text(value: Any) -> str:
 
 def step(type_: str, content: Any, action_input: Any = None, **extra: Any) -> Step:
     """A Step with None-valued extras dropped (so provenance keys appear only where known)."""
-    return Step(type_, text(content), action_input, {k: v for k, v in extra.items() if v is not None})
+    if None in extra.values():  # most calls have no None: skip rebuilding the dict (a hot path)
+        extra = {k: v for k, v in extra.items() if v is not None}
+    return Step(type_, content if content.__class__ is str else text(content), action_input, extra)
 
 
 def flatten_parts(content: Any, text_keys: tuple[str, ...] = ("text",)) -> str:
@@ -186,17 +188,23 @@ def expect(value: Any, kind: type | tuple, field: str, *, optional: bool = False
     return value
 
 
-def tool_call_parts(tc: Any, where: str) -> tuple[Any, str, Any]:
-    """(id, name, arguments) of an OpenAI-style tool call; also accepts Inspect's flat shape."""
-    expect(tc, dict, where)
+def tool_call_parts(tc: Any, where: str, message: int | None = None, call: int | None = None) -> tuple[Any, str, Any]:
+    """(id, name, arguments) of an OpenAI-style tool call; also accepts Inspect's flat shape.
+
+    The location is ``where``, or ``where[message].tool_calls[call]`` when those are given (built
+    only for an error: this runs once per tool call).
+    """
+    if tc.__class__ is not dict:
+        expect(tc, dict, where if message is None else f"{where}[{message}].tool_calls[{call}]")
     fn = tc.get("function")
-    if isinstance(fn, dict):
+    if fn.__class__ is dict:
         name, args = fn.get("name"), fn.get("arguments")
     else:  # Inspect AI / smolagents variants: {"id", "function": "name", "arguments": {...}}
         name, args = (fn if isinstance(fn, str) else tc.get("name")), tc.get("arguments", tc.get("input"))
     if name is None:
-        raise BadRecord(f"{where}.function.name", "missing")
-    return tc.get("id"), text(name), args
+        loc = where if message is None else f"{where}[{message}].tool_calls[{call}]"
+        raise BadRecord(f"{loc}.function.name", "missing")
+    return tc.get("id"), name if name.__class__ is str else text(name), args
 
 
 def chat_messages_to_steps(
@@ -217,8 +225,8 @@ def chat_messages_to_steps(
     task = None
     last_legacy_call: list[Any] = []
     for i, m in enumerate(messages):
-        w = f"{where}[{i}]"
-        expect(m, dict, w)
+        if m.__class__ is not dict:
+            expect(m, dict, f"{where}[{i}]")
         role = m.get("role")
         name = m.get("name") or agent
         meta = {"message_index": i}
@@ -237,7 +245,7 @@ def chat_messages_to_steps(
                 out.add(step("thought", flatten_parts(reasoning), role="assistant", agent=name, **meta))
             content = m.get("content")
             if content is not None and not isinstance(content, (str, list, dict)):
-                raise BadRecord(f"{w}.content", f"expected a string or a list of parts, got {describe(content)}")
+                raise BadRecord(f"{where}[{i}].content", f"expected a string or a list of parts, got {describe(content)}")
             # Inspect AI and others keep reasoning as a content part
             if isinstance(content, list) and any(isinstance(p, dict) and p.get("type") == "reasoning" for p in content):
                 for p in content:
@@ -246,15 +254,16 @@ def chat_messages_to_steps(
                 content = [p for p in content if not (isinstance(p, dict) and p.get("type") == "reasoning")]
             body = flatten_parts(content)
             calls = m.get("tool_calls") or []
-            expect(calls, list, f"{w}.tool_calls")
+            if calls.__class__ is not list:
+                expect(calls, list, f"{where}[{i}].tool_calls")
             if body or not calls and not m.get("function_call"):
                 out.add(step("message", body, role="assistant", agent=name, **meta))
             for j, tc in enumerate(calls):
-                cid, tname, args = tool_call_parts(tc, f"{w}.tool_calls[{j}]")
+                cid, tname, args = tool_call_parts(tc, where, i, j)
                 out.call(cid, step("action", tname, render_args(args), agent=name, **meta))
             fc = m.get("function_call")
             if fc:
-                expect(fc, dict, f"{w}.function_call")
+                expect(fc, dict, f"{where}[{i}].function_call")
                 legacy_id = f"legacy-{i}"
                 last_legacy_call.append(legacy_id)
                 out.call(legacy_id, step("action", text(fc.get("name")), render_args(fc.get("arguments")), agent=name, **meta))
@@ -281,7 +290,7 @@ def chat_messages_to_steps(
         else:
             out.add(step("other", compact(m), role=role, **meta))
             if warnings is not None:
-                warnings.append(f"{w}: unknown role {role!r} kept as an 'other' step")
+                warnings.append(f"{where}[{i}]: unknown role {role!r} kept as an 'other' step")
     return task or ""
 
 
@@ -331,28 +340,25 @@ def anthropic_blocks_to_steps(
         return ""
     expect(content, list, f"{where}.content")
     user_text = []
+    # the location string is built only when a block is bad: this loop runs once per block
     for j, b in enumerate(content):
-        w = f"{where}.content[{j}]"
         if isinstance(b, str):
             b = {"type": "text", "text": b}
-        expect(b, dict, w)
+        elif b.__class__ is not dict:
+            expect(b, dict, f"{where}.content[{j}]")
         bt = b.get("type")
         if bt == "text":
             t = b.get("text")
-            if t is not None and not isinstance(t, str):
-                raise BadRecord(f"{w}.text", f"expected a string, got {describe(t)}")
+            if t is not None and t.__class__ is not str:
+                raise BadRecord(f"{where}.content[{j}].text", f"expected a string, got {describe(t)}")
             if role == "user":
                 user_text.append(t or "")
                 out.add(step("message", t, role="user", **meta))
             else:
                 out.add(step("message", t, role=role, agent=agent, **meta))
-        elif bt == "thinking":
-            out.add(step("thought", b.get("thinking"), role=role, agent=agent, **meta))
-        elif bt == "redacted_thinking":
-            out.add(step("thought", "[redacted thinking]", role=role, agent=agent, redacted_data=b.get("data"), **meta))
-        elif bt in ("tool_use", "server_tool_use", "mcp_tool_use"):
+        elif bt == "tool_use" or bt == "server_tool_use" or bt == "mcp_tool_use":
             if b.get("name") is None:
-                raise BadRecord(f"{w}.name", "missing")
+                raise BadRecord(f"{where}.content[{j}].name", "missing")
             out.call(b.get("id"), step("action", b.get("name"), render_args(b.get("input")), agent=agent, block_type=bt if bt != "tool_use" else None, **meta))
         elif bt == "tool_result" or isinstance(bt, str) and bt.endswith("_tool_result"):
             body = b.get("content")
@@ -361,8 +367,13 @@ def anthropic_blocks_to_steps(
             if isinstance(body, dict) and isinstance(body.get("type"), str) and body["type"].endswith("_error"):
                 is_err = True
             extra = dict(meta)
-            extra.update(result_meta or {})
+            if result_meta:
+                extra.update(result_meta)
             out.result(b.get("tool_use_id"), step("error" if is_err else "observation", body_text, block_type=bt if bt != "tool_result" else None, **extra))
+        elif bt == "thinking":
+            out.add(step("thought", b.get("thinking"), role=role, agent=agent, **meta))
+        elif bt == "redacted_thinking":
+            out.add(step("thought", "[redacted thinking]", role=role, agent=agent, redacted_data=b.get("data"), **meta))
         else:
             out.add(step("other", compact(b), role=role, block_type=bt, **meta))
     return "\n".join(user_text)

@@ -5,6 +5,12 @@ in a text field (``text``, ``trace``, ``output``, ``log``, ``transcript``, ``rea
 ``Question:`` becomes the task. Text before the first label is kept as a message step, so nothing
 of the transcript is lost; block bodies are kept byte for byte apart from the label itself and
 the newline that separates blocks.
+
+Structured ReAct JSON is read too: records ``{"id", "task", "steps": [{"thought", "action",
+"action_input"?, "observation"}]}`` (the shape Potato calls ``react``). Each step gives a thought,
+an action and its observation, in that order. An action written as a call, ``search(JFK to LHR)``,
+becomes tool ``search`` with input ``JFK to LHR``; an action object ``{"tool"|"name",
+"params"|"args"|"input"}`` its name and arguments; any other string is the tool name as written.
 """
 from __future__ import annotations
 
@@ -24,6 +30,9 @@ ID_KEYS = ("id", "trace_id", "task_id", "instance_id")
 TASK_KEYS = ("task", "question", "input", "query", "prompt")
 _FIRST = set("TtAaOoFfQq")
 _KINDS = {"thought": "thought", "observation": "observation", "final answer": "message"}
+#: keys a structured ReAct step may have; a step with others belongs to another format
+STEP_KEYS = {"thought", "action", "action_input", "observation", "step", "step_id", "id", "timestamp"}
+CALL = re.compile(r"\s*([A-Za-z_][\w.\-]*)\((.*)\)\s*\Z", re.S)
 
 
 def _body(s: str) -> str:
@@ -90,11 +99,23 @@ def _record_text(rec: dict) -> tuple[str, str] | None:
     return None
 
 
+def _structured(rec: Any) -> bool:
+    """A structured ReAct record: ``steps`` of thought/action/observation objects and nothing else."""
+    steps = rec.get("steps") if isinstance(rec, dict) else None
+    if not isinstance(steps, list) or not steps:
+        return False
+    head = steps[:5]
+    return all(isinstance(st, dict) and st.keys() <= STEP_KEYS for st in head) and any(
+        "thought" in st or "action" in st or "observation" in st for st in head)
+
+
 def detect(sample: Sample) -> float:
     name = sample.path.name.lower()
     if sample.first_records or isinstance(sample.first_json, (dict, list)):
         recs = sample.first_records or (sample.first_json if isinstance(sample.first_json, list) else [sample.first_json])
         recs = [r for r in recs[:5] if isinstance(r, dict)]
+        if recs and all(_structured(r) for r in recs):
+            return 0.7
         if recs and all(_record_text(r) for r in recs):
             k, v = _record_text(recs[0])
             labels = {m.group(1).lower() for m in LABEL.finditer(v)}
@@ -108,9 +129,62 @@ def detect(sample: Sample) -> float:
     return 0.3 if labels & {"thought", "observation"} else 0.0
 
 
+def _action_parts(action: Any, where: str) -> tuple[str, str]:
+    """(tool name, readable input) of a structured step's action."""
+    if isinstance(action, dict):
+        name = action.get("tool", action.get("name"))
+        if not isinstance(name, str):
+            raise BadRecord(f"{where}.tool", "missing: an action object needs a tool (or name) string")
+        args = next((action[k] for k in ("params", "args", "arguments", "input") if k in action), None)
+        return name, render_args(args)
+    if not isinstance(action, str):
+        raise BadRecord(where, f"expected a string or an object, got {type(action).__name__}")
+    m = CALL.match(action)
+    if m is not None:
+        return m.group(1), render_args(m.group(2))
+    return action.strip(), ""
+
+
+def _structured_steps(rec: dict, line: Any) -> list:
+    steps = []
+    for i, st in enumerate(rec["steps"]):
+        where = f"steps[{i}]"
+        if not isinstance(st, dict):
+            raise BadRecord(where, f"expected an object, got {type(st).__name__}")
+        meta = {"source_line": line, "step_index": i}
+        if st.get("timestamp") is not None:
+            meta["timestamp"] = st["timestamp"]
+        if st.get("thought") not in (None, ""):
+            steps.append(step("thought", st["thought"], **meta))
+        if st.get("action") not in (None, ""):
+            tool, given = _action_parts(st["action"], f"{where}.action")
+            if "action_input" in st:
+                given = render_args(st["action_input"])
+            steps.append(step("action", tool, given, **meta))
+        if "observation" in st and st["observation"] is not None:
+            steps.append(step("observation", st["observation"], **meta))
+    return steps
+
+
+def _one_structured(path: Path, line: Any, index: int, rec: dict) -> Iterator:
+    steps = _structured_steps(rec, line)
+    tid = next((text(rec[k]) for k in ID_KEYS if rec.get(k) not in (None, "")), None) or file_id(path, index)
+    task = next((rec[k] for k in TASK_KEYS + ("task_description",) if isinstance(rec.get(k), str)), None) or ""
+    meta = {"source_format": "react", "source_file": str(path), "source_line": line, "variant": "structured"}
+    for k in ("agent", "model"):
+        if rec.get(k) is not None:
+            meta[k] = rec[k]
+    if isinstance(rec.get("metadata"), dict) and rec["metadata"]:
+        meta["record_metadata"] = rec["metadata"]
+    yield finish(path, line, tid, task, steps, meta, "steps")
+
+
 def _one(path: Path, line: Any, index: int, rec: Any) -> Iterator:
     if not isinstance(rec, dict):
         raise BadRecord(None, "expected a JSON object with a ReAct text field")
+    if isinstance(rec.get("steps"), list) and _record_text(rec) is None:
+        yield from _one_structured(path, line, index, rec)
+        return
     found = _record_text(rec)
     if found is None:
         present = [k for k in TEXT_KEYS if k in rec]
@@ -159,7 +233,7 @@ def convert(path: Path) -> Iterator:
 CONVERTER = Converter(
     name="react",
     description="ReAct text transcripts (Thought / Action / Action Input / Observation / Final Answer)",
-    shapes=".txt/.log/.md transcript; JSON/JSONL records with the transcript in text/trace/output/log",
+    shapes='.txt/.log/.md transcript; JSON/JSONL records with the transcript in text/trace/output/log; {"steps": [{thought, action, observation}]}',
     detect=detect,
     convert=convert,
 )

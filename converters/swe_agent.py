@@ -1,7 +1,8 @@
 """SWE-agent ``.traj`` files and mini-swe-agent trajectories.
 
 SWE-agent: ``trajectory`` (thought / action / observation per turn, with ``response`` and ``state``)
-is the source of steps; when it is absent or empty, ``history`` is used (chat messages; actions from
+is the source of steps (``steps`` of the same thought/action/observation objects is read alike: the
+simplified form Potato accepts); when it is absent or empty, ``history`` is used (chat messages; actions from
 ``tool_calls`` in function-calling runs, else from the ``action`` field, the next user or tool
 message being the observation). Demonstration messages (``is_demo``) are counted, not converted.
 A shell-style action becomes an ``action`` step whose content is the command name and whose
@@ -43,6 +44,8 @@ def detect(sample: Sample) -> float:
             return 0.9
         if isinstance(doc.get("messages"), list) and isinstance(doc.get("info"), dict) and ("model_stats" in doc["info"] or "exit_status" in doc["info"]):
             return 0.9
+        if isinstance(doc.get("steps"), list) and isinstance(doc.get("info"), dict) and "exit_status" in doc["info"]:
+            return 0.9
     elif doc is None and not sample.first_records and sample.path.suffix == ".traj":
         return 0.7 if '"trajectory"' in sample.head or '"history"' in sample.head else 0.0
     return 0.0
@@ -73,12 +76,12 @@ def _problem(doc: dict) -> str | None:
     return None
 
 
-def _from_trajectory(doc: dict, out: StepList) -> None:
+def _from_trajectory(doc: dict, out: StepList, key: str = "trajectory") -> None:
     hist = doc.get("history") or []
     if hist and isinstance(hist[0], dict) and hist[0].get("role") == "system":
         out.add(step("system", hist[0].get("content"), agent=hist[0].get("agent")))
-    for i, t in enumerate(doc["trajectory"]):
-        w = f"trajectory[{i}]"
+    for i, t in enumerate(doc[key]):
+        w = f"{key}[{i}]"
         expect(t, dict, w)
         thought = t.get("thought")
         if thought is None and t.get("response") is not None:
@@ -180,6 +183,10 @@ def _one(path: Path, doc: Any) -> Iterator:
         meta.update(source_format="swe_agent", variant="trajectory", history_messages=len(doc.get("history") or []))
         _from_trajectory(doc, out)
         task, demos = _problem(doc), sum(1 for m in doc.get("history") or [] if isinstance(m, dict) and m.get("is_demo"))
+    elif isinstance(doc.get("steps"), list) and doc["steps"] and "history" not in doc:
+        meta.update(source_format="swe_agent", variant="steps")
+        _from_trajectory(doc, out, "steps")
+        task, demos = text(doc.get("problem_statement") or doc.get("task_description")), 0
     else:
         if doc.get("history") is None:
             raise BadRecord("trajectory", "missing (and no history to fall back to)")

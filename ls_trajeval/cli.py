@@ -7,7 +7,20 @@ from pathlib import Path
 
 import click
 
-from . import __version__, config as config_mod, labelconfig, studio
+from . import __version__, config as config_mod, labelconfig
+
+
+class _LazyStudio:
+    """``studio`` imported on first use: label_studio_sdk takes seconds and ~200 MB to import, and
+    convert/formats/generate/report never talk to Label Studio."""
+
+    def __getattr__(self, name):
+        from . import studio as module
+
+        return getattr(module, name)
+
+
+studio = _LazyStudio()
 from .cli_analysis import agreement_command, prm_command, report_command
 from .cli_convert import convert_command, formats_command
 from .convert import convert_inputs
@@ -205,6 +218,10 @@ def demo(data_dir, port, config_path, layout, no_wait):
 for _name, _command in (("convert", convert_command), ("formats", formats_command), ("report", report_command),
                         ("agreement", agreement_command), ("prm", prm_command)):
     main_group.add_command(_command, _name)
+
+from .cli_ml import ml_group  # noqa: E402 - it builds on the helpers above
+
+main_group.add_command(ml_group, "ml")
 
 
 def main(argv=None):

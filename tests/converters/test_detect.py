@@ -16,6 +16,8 @@ EXPECTED = {
     "project.aider.chat.history.md": "aider",
     "react.jsonl": "react",
     "react_trace.txt": "react",
+    "react_structured.jsonl": "react",
+    "swe_agent_steps.json": "swe_agent",
     "rollout-2025-10-29T00-59-38-019a2d7a.jsonl": "openai_responses",
     "smolagents_steps.json": "smolagents",
     "traces.jsonl": "trace_jsonl",

@@ -51,3 +51,14 @@ def test_history_fallback_when_trajectory_empty(tmp_path):
         {"role": "user", "content": "a.py"}]}))
     traces, errors, _ = run(p)
     assert not errors and types(traces[0]) == ["message", "thought", "action", "observation"]
+
+
+def test_simplified_steps_form():
+    traces, errors, _ = run(FIXTURES / "swe_agent_steps.json")
+    assert not errors and len(traces) == 1
+    t = traces[0]
+    assert t.trace_id == "repo__parser-7" and t.task == "Fix the <parser> & its tests ✓"
+    assert types(t) == ["thought", "action", "observation", "thought", "action", "observation", "thought", "action"]
+    assert (t.steps[1].content, t.steps[1].action_input) == ("open", "open src/parser.py")
+    assert t.steps[4].action_input == "edit 3:3\nreturn x\nend_of_edit"
+    assert t.metadata["variant"] == "steps" and t.metadata["exit_status"] == "submitted"

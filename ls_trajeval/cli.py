@@ -8,6 +8,12 @@ from pathlib import Path
 import click
 
 from . import __version__, config as config_mod, labelconfig
+from .cli_analysis import agreement_command, prm_command, report_command
+from .cli_convert import convert_command, formats_command
+from .convert import convert_inputs
+from .converters.base import ConvertWarning
+from .localserver import ServerError
+from .prelabels import Prelabeler
 
 
 class _LazyStudio:
@@ -21,12 +27,6 @@ class _LazyStudio:
 
 
 studio = _LazyStudio()
-from .cli_analysis import agreement_command, prm_command, report_command
-from .cli_convert import convert_command, formats_command
-from .convert import convert_inputs
-from .converters.base import ConvertWarning
-from .localserver import ServerError
-from .prelabels import Prelabeler
 
 DEFAULT_CONFIG = "trajectory_eval"
 # exit codes: 1 = some input was rejected (the rest was processed); 2 = nothing could be done

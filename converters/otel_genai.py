@@ -2,7 +2,8 @@
 
 Mapping: one trace per traceId; spans in tree order (parentSpanId; siblings by start time).
 Model spans (``gen_ai.operation.name`` chat / text_completion / generate_content, or older spans
-with ``gen_ai.prompt.N.*`` / ``gen_ai.completion.N.*`` attributes or ``gen_ai.choice`` events) ->
+with ``gen_ai.prompt.N.*`` / ``gen_ai.completion.N.*`` attributes, whole ``gen_ai.prompt`` /
+``gen_ai.completion`` values, or ``gen_ai.choice`` events) ->
 the output message: reasoning parts -> thought, text -> thought when a tool call follows, else
 message. ``execute_tool`` spans -> action (``gen_ai.tool.name``, ``gen_ai.tool.call.arguments``)
 + observation (``gen_ai.tool.call.result``), or error when the span status is ERROR / ``error.type``
@@ -77,6 +78,13 @@ def _is_genai(sp: dict) -> bool:
 
 
 def _old_messages(attrs: dict, prefix: str) -> list:
+    role = "assistant" if prefix.endswith("completion") else "user"
+    whole = attrs.get(prefix)
+    if whole is not None:  # the oldest form: the whole prompt / completion in one attribute
+        whole = maybe_json(whole)
+        if isinstance(whole, list) and all(isinstance(m, dict) for m in whole):
+            return [dict(m, role=m.get("role", role)) for m in whole]
+        return [{"role": role, "content": text_of(whole)}]
     out = []
     for g in indexed(attrs, prefix):
         m = nest(g)

@@ -55,3 +55,12 @@ def test_detect_fixture(name):
 @pytest.mark.parametrize("path", part_a_real_files(), ids=lambda p: p.name)
 def test_detect_rejects_part_a(path):
     assert detect("otel_genai", path) == 0
+
+
+def test_whole_prompt_and_completion_attributes():
+    # OpenLLMetry's oldest form: gen_ai.prompt holds the message list as JSON, gen_ai.completion the text
+    traces, errors, _ = convert("otel_genai", D / "whole_attribute.json")
+    assert not errors
+    (t,) = traces
+    assert t.task == "Book a flight to Zürich <now> & fast"
+    assert [(s.type, s.content) for s in t.steps] == [("thought", "I will search"), ("action", "search"), ("observation", "Found 5")]

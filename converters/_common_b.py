@@ -11,8 +11,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from ls_trajeval.trace import Step, Trace, TraceError, describe, iter_jsonl, loads_strict, open_text
+from ls_trajeval.trace import Step, Trace, TraceError, describe, loads_strict, open_text
 
+from . import _io
 from ._common import BadRecord
 from .base import ConvertWarning, Sample
 
@@ -565,8 +566,8 @@ def read_input(path: Path) -> tuple[str, Iterator[tuple[int | None, Any]]]:
     if is_jsonl:
         def gen():
             try:
-                with open_text(path) as fh:
-                    yield from iter_jsonl(fh, source)
+                # bytes + orjson, line by line: several times faster than text + json
+                yield from _io.iter_records(path)
             except OSError as exc:
                 yield None, TraceError(source, None, None, f"cannot read: {exc}")
         return "jsonl", gen()

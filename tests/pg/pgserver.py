@@ -6,11 +6,13 @@ initdb refuses to run as root, so as root the server runs as the ``postgres`` sy
 from __future__ import annotations
 
 import glob
+import json
 import os
 import pwd
 import secrets
 import shutil
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -54,9 +56,15 @@ class Postgres:
         return proc.stdout
 
     def start(self) -> "Postgres":
+        """Create the cluster (or reuse the one ``root`` already holds) and start it."""
         self.root.mkdir(parents=True, exist_ok=True)
         if self._as:
             shutil.chown(self.root, "postgres", "postgres")
+        state = self.root / "pg.json"
+        if state.exists():
+            self.password = json.loads(state.read_text())["password"]
+            self._start_server()
+            return self
         pwfile = self.root / "pw"
         pwfile.write_text(self.password + "\n")
         if self._as:
@@ -66,13 +74,18 @@ class Postgres:
         self._run(self.bindir / "initdb", "-D", self.data, "-U", self.user, "--pwfile", pwfile, "-A", "scram-sha-256",
                   "-E", "UTF8", "--locale", "C.UTF-8", "--no-sync")
         pwfile.unlink()
+        self._start_server()
+        env = dict(os.environ, PGPASSWORD=self.password)
+        self._run(self.bindir / "createdb", "-h", "127.0.0.1", "-p", self.port, "-U", self.user, self.dbname, env=env)
+        state.write_text(json.dumps({"password": self.password}))
+        state.chmod(0o600)
+        return self
+
+    def _start_server(self) -> None:
         opts = (f"-c listen_addresses=127.0.0.1 -c port={self.port} -c unix_socket_directories={self.root} "
                 "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=100")
         self._run(self.bindir / "pg_ctl", "-D", self.data, "-l", self.root / "postgres.log", "-o", opts, "-w",
                   "-t", "60", "start")
-        env = dict(os.environ, PGPASSWORD=self.password)
-        self._run(self.bindir / "createdb", "-h", "127.0.0.1", "-p", self.port, "-U", self.user, self.dbname, env=env)
-        return self
 
     def stop(self) -> None:
         if (self.data / "postmaster.pid").exists():
@@ -92,6 +105,8 @@ class Postgres:
 
 
 def start_label_studio_on_postgres(root: str | Path, log=None) -> tuple[Postgres, LocalLabelStudio]:
+    """PostgreSQL in ``root``/pg and a Label Studio using it (data dir ``root``/ls). A ``root`` used before is
+    reused as it is: no initdb, no migrations."""
     root = Path(root)
     pg = Postgres(root / "pg").start()
     try:
@@ -103,3 +118,30 @@ def start_label_studio_on_postgres(root: str | Path, log=None) -> tuple[Postgres
         pg.stop()
         raise
     return pg, ls
+
+
+_session: dict = {}
+
+
+def session_label_studio(config) -> LocalLabelStudio:
+    """One PostgreSQL-backed Label Studio per pytest session, shared by tests/pg and tests/faults.
+
+    $LS_TRAJEVAL_TEST_PG_DIR keeps (and reuses) it in that directory, for fast local iterations.
+    """
+    if "ls" in _session:
+        return _session["ls"]
+    keep = os.environ.get("LS_TRAJEVAL_TEST_PG_DIR")
+    # not under pytest's basetemp: that is private to root, and the server runs as the postgres user
+    root = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="ls-trajeval-pg-"))
+    pg, ls = start_label_studio_on_postgres(root)
+    ls.pg = pg
+
+    def stop():
+        ls.stop()
+        pg.stop()
+        if not keep:
+            shutil.rmtree(root, ignore_errors=True)
+
+    config.add_cleanup(stop)
+    _session["ls"] = ls
+    return ls

@@ -1,0 +1,20 @@
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "pg"))
+import pgserver  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def pg_label_studio(request):
+    """A real Label Studio on a real PostgreSQL server (started once per session)."""
+    return pgserver.session_label_studio(request.config)
+
+
+@pytest.fixture(scope="session")
+def pg_client(pg_label_studio):
+    from ls_trajeval import studio
+
+    return studio.connect(pg_label_studio.url, pg_label_studio.credentials.token)

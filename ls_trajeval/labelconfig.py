@@ -53,13 +53,17 @@ class Names:
     def reviewed(self) -> str:
         return f"{self.scheme}_reviewed"
 
+    @property
+    def live_score(self) -> str:  # transcript: the TextArea the ML backend fills while the annotator works
+        return f"{self.scheme}_live_score"
+
 
 OBJECT_NAMES = ("te_task", "te_trace", "te_step")
 
 
 def control_names(scheme: TrajectoryScheme) -> list[str]:
     n = Names(scheme.name)
-    return [n.marks, n.correctness, n.type, n.severity, n.rationale, n.reviewed, *OBJECT_NAMES]
+    return [n.marks, n.correctness, n.type, n.severity, n.rationale, n.reviewed, n.live_score, *OBJECT_NAMES]
 
 
 def _weight(w: float) -> str:

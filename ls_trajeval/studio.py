@@ -339,10 +339,12 @@ def ensure_ml_backend(client: LabelStudio, project_id: int, url: str, *, title: 
                              **auth, what=f"connecting the ML backend {url}"))
         return backend, [f"registered ML backend {url} (id {backend.get('id')})"]
     backend = mine[0]
+    if title == "ls-trajeval" and backend.get("title"):
+        title = backend["title"]  # keep the version title a previous connect gave it
     changes = []
     if bool(backend.get("is_interactive")) != interactive:
         changes.append(f"interactive pre-annotations {'on' if interactive else 'off'}")
-    if (backend.get("auth_method") or "NONE") != auth["auth_method"] or user:
+    if (backend.get("auth_method") or "NONE") != auth["auth_method"] or (user and backend.get("basic_auth_user") != user):
         changes.append(f"authentication {auth['auth_method']}")
     # url= and project= are required alongside auth_method, or Label Studio answers 500 (facts sheet)
     backend = _dump(call(client.ml.update, id=backend["id"], url=url, project=project_id, title=title,
@@ -386,3 +388,9 @@ def set_project_predictions(client: LabelStudio, project_id: int, model_version:
              evaluate_predictions_automatically=True, show_collab_predictions=True,
              what=f"updating project {project_id}")
     return changes
+
+
+def retrieve_predictions(client: LabelStudio, project_id: int) -> None:
+    """The Data Manager's "Retrieve predictions" on every task of a project."""
+    call(client.actions.create, id="retrieve_tasks_predictions", project=project_id,
+         selected_items={"all": True, "excluded": []}, what=f"retrieving predictions for project {project_id}")

@@ -168,5 +168,8 @@ def task_data(trace: Trace, config: Config) -> dict:
     data["te_transcript"] = [transcript_entry(s, i, config) for i, s in enumerate(trace.steps)]
     data["te_pages"] = [{"html": page_html(s, i, n, config)} for i, s in enumerate(trace.steps)]
     data["n_steps"] = n
-    data["running_score"] = config.trajectory.running_score.initial
+    initial = config.trajectory.running_score.initial
+    # the ML backend's score fields, seeded so headers and Data Manager columns read sensibly before any annotation
+    data.update({"running_score": initial, "n_errors": 0, "first_error_step": None, "worst_severity": "",
+                 "score_mean": initial})
     return data

@@ -63,7 +63,9 @@ def test_structure_and_names(layout):
         assert {"error_localization", "error_localization_type", "error_localization_severity",
                 "error_localization_rationale", "error_localization_reviewed"} <= names
         assert all(el.get("perRegion") == "true" for el in root.iter() if el.get("name", "").startswith("error_localization_")
-                   and el.get("name") != "error_localization_reviewed")
+                   and el.get("name") not in ("error_localization_reviewed", "error_localization_live_score"))
+        live = next(el for el in root.iter("TextArea") if el.get("name") == "error_localization_live_score")
+        assert live.get("toName") == "te_trace" and live.get("perRegion") is None  # never the rationale box
     else:
         rep = next(root.iter("Repeater"))
         assert rep.get("indexFlag") == "{{idx}}" and rep.get("mode") == "pagination"

@@ -1,0 +1,38 @@
+"""Connect the backend to a project: ML backend row, authenticated webhook, prediction settings."""
+from __future__ import annotations
+
+import base64
+
+from .. import studio
+
+WEBHOOK_ACTIONS = ["ANNOTATION_CREATED", "ANNOTATION_UPDATED", "ANNOTATIONS_DELETED"]
+
+
+def basic_auth_header(user: str, password: str) -> dict:
+    return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
+
+
+def connect_backend(client, project_id: int, backend_url: str, *, interactive: bool = True,
+                    user: str | None = None, password: str | None = None) -> list[str]:
+    """Idempotent; returns what changed. Label Studio adds Basic auth to health/setup/predict calls but
+    not to webhooks, so the webhook gets the same credentials as a header, or its events are refused."""
+    backend_url = backend_url.rstrip("/")
+    backend, changes = studio.ensure_ml_backend(client, project_id, backend_url, title="ls-trajeval",
+                                                interactive=interactive,
+                                                user=user, password=password)
+    headers = basic_auth_header(user, password or "") if user else {}
+    _, hook_changes = studio.ensure_webhook(client, project_id, backend_url + "/webhook", WEBHOOK_ACTIONS, headers)
+    changes += hook_changes
+    version = backend.get("model_version")
+    if not version:
+        raise studio.StudioError(f"the ML backend at {backend_url} reported no model version (is it running, "
+                                 "and are the credentials right?)")
+    if backend.get("title") != version:
+        # Label Studio accepts as the project's model version only a backend's title (or a version that
+        # predictions already carry); titling the backend with its version makes the project's, the
+        # backend's and every prediction's version one string, so retrieving never duplicates
+        studio.ensure_ml_backend(client, project_id, backend_url, title=version, interactive=interactive,
+                                 user=user, password=password)
+        changes.append(f"ML backend titled {version!r} (its model version)")
+    changes += studio.set_project_predictions(client, project_id, version)
+    return changes

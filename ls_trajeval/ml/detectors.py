@@ -1,0 +1,360 @@
+"""Rule-based detectors of suspect steps: each a small pure function over a trace's steps.
+
+A detector yields ``(step_index, reason)`` pairs; the error type and severity it suggests come from
+the config (``ml_backend.detectors.<name>.type/severity``) or its defaults. A team adds its own with a
+Python entry point in the group ``ls_trajeval.detectors`` whose object is a :class:`Detector`
+subclass (or any callable taking ``(options, where)`` and returning an object with ``name``,
+``default_type``, ``default_severity`` and ``detect(steps)``).
+"""
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+
+from ..config import Config, ConfigError
+from ..trace import Step
+
+log = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "ls_trajeval.detectors"
+OBSERVATION_TYPES = {"observation", "error", "tool", "tool_result", "result", "output"}
+ACTION_TYPES = {"action", "code", "tool_call", "command"}
+THOUGHT_TYPES = {"thought", "reasoning", "plan", "message", "assistant", "answer"}
+FINISH_WORDS = {"finish", "final_answer", "submit", "answer", "done", "stop", "terminate", "exit", "return",
+                "final answer", "task_complete", "complete"}
+
+
+@dataclass(frozen=True)
+class Finding:
+    step_index: int
+    detector: str
+    reason: str
+    error_type: str
+    severity: str
+
+
+class Detector:
+    """Base class: subclasses set ``name``, defaults, ``OPTIONS`` (name -> (type, default)) and ``detect``."""
+
+    name = "detector"
+    default_type = "logical_error"
+    default_severity = "major"
+    OPTIONS: dict[str, tuple[type, Any]] = {}
+
+    def __init__(self, options: Mapping[str, Any] | None = None, where: str = ""):
+        errors = []
+        self.options = {}
+        for key, value in (options or {}).items():
+            if key not in self.OPTIONS:
+                errors.append(f"{where}.{key}: unknown option (allowed: {', '.join(sorted(self.OPTIONS)) or 'none'})")
+                continue
+            kind = self.OPTIONS[key][0]
+            if isinstance(value, bool) and kind is not bool or not isinstance(value, kind):
+                errors.append(f"{where}.{key}: expected {kind.__name__}, got {value!r}")
+                continue
+            self.options[key] = value
+        if errors:
+            raise ConfigError("ml_backend", errors)
+        for key, (_, default) in self.OPTIONS.items():
+            self.options.setdefault(key, default)
+
+    def detect(self, steps: Sequence[Step]) -> Iterator[tuple[int, str]]:
+        raise NotImplementedError
+
+
+# ---------------------------------------------------------------- helpers
+def _text(step: Step) -> str:
+    extra = step.action_input_text
+    return f"{step.content}\n{extra}" if extra else step.content
+
+
+def _is_obs(step: Step) -> bool:
+    return step.type.lower() in OBSERVATION_TYPES
+
+
+def _is_action(step: Step) -> bool:
+    return step.type.lower() in ACTION_TYPES
+
+
+def _previous_action(steps: Sequence[Step], i: int) -> int | None:
+    for j in range(i - 1, max(-1, i - 4), -1):
+        if _is_action(steps[j]):
+            return j
+        if _is_obs(steps[j]):
+            return None
+    return None
+
+
+_ERROR_PATTERNS = [
+    ("a Python traceback", re.compile(r"Traceback \(most recent call last\)")),
+    ("a non-zero exit code", re.compile(r"\b(exit(ed)?( with)?( code| status)?|return(ed)? (code|non-zero exit status))"
+                                        r"[:=\s]+(-?[1-9]\d*)\b", re.I)),
+    ("an HTTP error status", re.compile(r"\b(HTTP(/\d(\.\d)?)?|status( code)?)[:=\s]+[45]\d\d\b|\b[45]\d\d "
+                                        r"(Bad Request|Unauthorized|Forbidden|Not Found|Internal Server Error|"
+                                        r"Service Unavailable|Too Many Requests)\b", re.I)),
+    ("'not found'", re.compile(r"\b(not found|no such file or directory|does not exist|cannot find|"
+                               r"could not find|unknown command)\b", re.I)),
+    ("'permission denied'", re.compile(r"\b(permission denied|access denied|operation not permitted)\b", re.I)),
+    ("an error message", re.compile(r"^\s*(\w+Error|\w+Exception|error|fatal|failed)\b[:!]", re.I | re.M)),
+]
+
+
+def tool_error_reason(text: str) -> str | None:
+    """What in an observation shows that the tool or command failed, or None."""
+    for what, pattern in _ERROR_PATTERNS:
+        if pattern.search(text):
+            return what
+    return None
+
+
+# ---------------------------------------------------------------- the built-in detectors
+class ToolError(Detector):
+    """An observation (or error step) showing a failed tool call; flags the action that caused it."""
+
+    name = "tool_error"
+    default_type = "wrong_arguments"
+    default_severity = "major"
+    OPTIONS = {"flag": (str, "action")}  # action | observation
+
+    def detect(self, steps):
+        for i, step in enumerate(steps):
+            if not _is_obs(step):
+                continue
+            reason = "an error step" if step.type.lower() == "error" else tool_error_reason(step.content)
+            if reason is None:
+                continue
+            target = _previous_action(steps, i) if self.options["flag"] == "action" else None
+            target = i if target is None else target
+            yield target, f"the observation at step {i + 1} shows {reason}"
+
+
+def _action_key(step: Step) -> str:
+    return re.sub(r"\s+", " ", _text(step)).strip().lower()
+
+
+class Loop(Detector):
+    """The same action (tool and input) repeated: flags every repeat after the first."""
+
+    name = "loop"
+    default_type = "unnecessary_action"
+    default_severity = "minor"
+    OPTIONS = {"window": (int, 6)}  # how many earlier actions a repeat is looked for in
+
+    def detect(self, steps):
+        recent: list[tuple[str, int]] = []
+        for i, step in enumerate(steps):
+            if not _is_action(step):
+                continue
+            key = _action_key(step)
+            if key and any(k == key for k, _ in recent):
+                first = next(j for k, j in recent if k == key)
+                yield i, f"repeats the action of step {first + 1} unchanged"
+            recent = (recent + [(key, i)])[-self.options["window"]:]
+
+
+_SUCCESS_CLAIM = re.compile(r"\b(success(fully)?|succeeded|works( now)?|worked|fixed|passed|passes|resolved|"
+                            r"completed?|done|correct(ly)?)\b", re.I)
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{3,}|\d+(?:\.\d+)?")
+_STOP = {"this", "that", "with", "from", "have", "will", "what", "there", "their", "then", "than", "which", "when",
+         "would", "should", "could", "about", "into", "your", "need", "next", "step", "let's", "lets", "the", "and",
+         "now", "file", "line", "true", "false", "none", "null", "also", "some", "more", "been", "were", "they"}
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower().rstrip(".") for w in _WORD.findall(text)} - _STOP
+
+
+class IgnoredObservation(Detector):
+    """The thought after an observation contradicts it (claims success after an error) or does not use it."""
+
+    name = "ignored_observation"
+    default_type = "missed_element"
+    default_severity = "major"
+    OPTIONS = {"min_observation_words": (int, 8), "min_thought_words": (int, 8)}
+
+    def detect(self, steps):
+        for i, step in enumerate(steps[:-1]):
+            if not _is_obs(step):
+                continue
+            nxt = next((j for j in range(i + 1, min(len(steps), i + 3)) if steps[j].type.lower() in THOUGHT_TYPES),
+                       None)
+            if nxt is None:
+                continue
+            thought = steps[nxt].content
+            err = tool_error_reason(step.content)
+            if err and _SUCCESS_CLAIM.search(thought) and not re.search(r"\b(error|fail|not|n't|wrong|issue)", thought,
+                                                                         re.I):
+                yield nxt, f"claims success although the observation at step {i + 1} shows {err}"
+                continue
+            obs_words, th_words = _words(step.content), _words(thought)
+            if len(obs_words) >= self.options["min_observation_words"] and \
+                    len(th_words) >= self.options["min_thought_words"] and not obs_words & th_words:
+                yield nxt, f"uses nothing from the observation at step {i + 1}"
+
+
+def _is_finish(step: Step) -> bool:
+    name = step.content.strip().lower()
+    if step.type.lower() in ("answer", "final_answer", "finish"):
+        return True
+    return _is_action(step) and (name in FINISH_WORDS or name.split("(")[0].strip() in FINISH_WORDS)
+
+
+class PrematureTermination(Detector):
+    """A finish/answer with no successful observation behind it (none at all, or the last one failed)."""
+
+    name = "premature_termination"
+    default_type = "premature_termination"
+    default_severity = "critical"
+    OPTIONS = {}
+
+    def detect(self, steps):
+        for i, step in enumerate(steps):
+            if not _is_finish(step):
+                continue
+            obs = [s for s in steps[:i] if _is_obs(s)]
+            if not obs:
+                yield i, "finishes without any observation behind it"
+            elif obs[-1].type.lower() == "error" or tool_error_reason(obs[-1].content):
+                yield i, "finishes right after a failed observation"
+
+
+_DESTRUCTIVE = [
+    ("rm -rf", re.compile(r"\brm\s+(-[a-zA-Z]*r[a-zA-Z]*f|-[a-zA-Z]*f[a-zA-Z]*r|-r\s+-f|-f\s+-r|--recursive\s+--force|"
+                          r"--force\s+--recursive)\b")),
+    ("a force push", re.compile(r"\bgit\s+push\b[^\n]*(\s--force\b|\s-f\b|\s--force-with-lease\b|\s\+\S+)")),
+    ("DROP TABLE/DATABASE", re.compile(r"\bDROP\s+(TABLE|DATABASE|SCHEMA)\b", re.I)),
+    ("TRUNCATE", re.compile(r"\bTRUNCATE\s+(TABLE\s+)?\w", re.I)),
+    ("DELETE without WHERE", re.compile(r"\bDELETE\s+FROM\s+\w+\s*(;|$)", re.I | re.M)),
+    ("git reset --hard", re.compile(r"\bgit\s+(reset\s+--hard|clean\s+-[a-zA-Z]*f)")),
+    ("a disk wipe", re.compile(r"\b(mkfs(\.\w+)?\s|dd\s+[^\n]*of=/dev/)")),
+]
+
+
+class DestructiveCommand(Detector):
+    """A command that destroys data: rm -rf, force push, DROP TABLE, git reset --hard, mkfs, ..."""
+
+    name = "destructive_command"
+    default_type = "destructive_action"
+    default_severity = "critical"
+    OPTIONS = {}
+
+    def detect(self, steps):
+        for i, step in enumerate(steps):
+            if _is_obs(step) or step.type.lower() in THOUGHT_TYPES:
+                continue
+            text = _text(step)
+            for what, pattern in _DESTRUCTIVE:
+                if pattern.search(text):
+                    yield i, f"runs {what}"
+                    break
+
+
+_TRUNCATED = re.compile(r"(\.\.\.|…|\[(output )?truncated\]|<truncated>|\(truncated\)|output truncated|"
+                        r"\[\d+ (more )?(lines|characters|chars) (omitted|truncated)\])\s*$", re.I)
+_EMPTY = {"", "none", "null", "nil", "undefined", "{}", "[]", "\"\"", "''", "n/a", "no output"}
+
+
+class EmptyObservation(Detector):
+    """An observation that is empty or cut off."""
+
+    name = "empty_observation"
+    default_type = "missed_element"
+    default_severity = "minor"
+    OPTIONS = {}
+
+    def detect(self, steps):
+        for i, step in enumerate(steps):
+            if not _is_obs(step):
+                continue
+            text = step.content.strip()
+            if text.lower() in _EMPTY:
+                yield i, "the observation is empty"
+            elif _TRUNCATED.search(text):
+                yield i, "the observation is truncated"
+
+
+BUILTIN: dict[str, Callable[..., Detector]] = {
+    d.name: d for d in (ToolError, Loop, IgnoredObservation, PrematureTermination, DestructiveCommand, EmptyObservation)
+}
+
+
+def available() -> dict[str, Callable[..., Any]]:
+    """Built-in detectors and those installed through the ``ls_trajeval.detectors`` entry point group."""
+    out = dict(BUILTIN)
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            out[ep.name] = ep.load()
+        except Exception as exc:  # a broken plugin must not take the backend down
+            log.warning("detector entry point %r cannot be loaded: %s", ep.name, type(exc).__name__)
+    return out
+
+
+@dataclass(frozen=True)
+class ActiveDetector:
+    detector: Any
+    error_type: str
+    severity: str
+
+
+def _pick_severity(scheme, wanted: str) -> str | None:
+    names = [s.name for s in scheme.severities]
+    if wanted in names:
+        return wanted
+    if not names:
+        return None
+    ranked = sorted(scheme.severities, key=lambda s: s.deduction)
+    position = {"minor": 0, "major": len(ranked) // 2, "critical": len(ranked) - 1}.get(wanted, len(ranked) // 2)
+    return ranked[position].name
+
+
+def build(config: Config) -> list[ActiveDetector]:
+    """The detectors the config selects (all built-ins when it names none), checked against the taxonomy."""
+    scheme = config.trajectory
+    kinds = available()
+    specs = {d.name: d for d in config.detectors}
+    errors: list[str] = []
+    active: list[ActiveDetector] = []
+    explicit = bool(specs)
+    for name in specs:
+        if name not in kinds:
+            errors.append(f"ml_backend.detectors.{name}: unknown detector (available: {', '.join(sorted(kinds))})")
+    names = [n for n in specs if n in kinds] if explicit else list(BUILTIN)
+    for name in names:
+        spec = specs.get(name)
+        if spec is not None and not spec.enabled:
+            continue
+        where = f"ml_backend.detectors.{name}"
+        try:
+            det = kinds[name](dict(spec.options) if spec else {}, where)
+        except ConfigError as exc:
+            errors += exc.errors
+            continue
+        etype = (spec.error_type if spec else None) or det.default_type
+        if scheme.type_by_name(etype) is None:
+            if spec is not None:
+                errors.append(f"{where}.type: the detector's default {etype!r} is not in the taxonomy; set 'type'")
+            else:
+                log.info("detector %s is off: its error type %r is not in the taxonomy", name, etype)
+            continue
+        severity = (spec.severity if spec else None) or _pick_severity(scheme, det.default_severity)
+        active.append(ActiveDetector(det, etype, severity))
+    if errors:
+        raise ConfigError(config.source, errors)
+    return active
+
+
+def findings(active: Sequence[ActiveDetector], steps: Sequence[Step], config: Config) -> dict[int, Finding]:
+    """At most one finding per step: where detectors agree on a step, the more severe one is kept."""
+    rank = {s.name: s.deduction for s in config.trajectory.severities}
+    out: dict[int, Finding] = {}
+    for a in active:
+        for idx, reason in a.detector.detect(steps):
+            if not 0 <= idx < len(steps):
+                continue
+            old = out.get(idx)
+            if old is None or rank.get(a.severity, 0) > rank.get(old.severity, 0):
+                out[idx] = Finding(idx, a.detector.name, reason, a.error_type, a.severity)
+    return out

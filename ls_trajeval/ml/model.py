@@ -1,0 +1,155 @@
+"""The ``label-studio-ml`` model: pre-annotations from the detectors, and the live running score.
+
+Everything is decided by the YAML config loaded at process start (:func:`configure`), never by
+``/setup`` state, so every worker process of the server answers the same.
+"""
+from __future__ import annotations
+
+import contextvars
+import hashlib
+import json
+import logging
+from typing import Any, Mapping, Sequence
+
+from label_studio_ml.model import LabelStudioMLBase
+
+from .. import __version__, results, scoring
+from ..config import Config, humanize
+from ..labelconfig import Names, layout_of
+from ..labels import StepLabel, TraceLabels
+from ..trace import Trace, parse_trace
+from . import detectors
+
+log = logging.getLogger(__name__)
+
+#: the label config of the /predict request being answered (set by the WSGI middleware)
+current_label_config: contextvars.ContextVar[str] = contextvars.ContextVar("current_label_config", default="")
+
+
+def model_version(config: Config, active: Sequence[detectors.ActiveDetector]) -> str:
+    """Changes whenever the taxonomy or the detectors change, so Label Studio re-predicts then only."""
+    blob = json.dumps([config.to_dict(), [(a.detector.name, a.error_type, a.severity,
+                                            sorted(getattr(a.detector, "options", {}).items())) for a in active]],
+                      sort_keys=True, default=str)
+    return f"ls-trajeval-{__version__}-{hashlib.sha1(blob.encode()).hexdigest()[:8]}"
+
+
+class Predictor:
+    """Pure prediction logic over one config (no Label Studio, no HTTP)."""
+
+    def __init__(self, config: Config):
+        self.config = config
+        self.active = detectors.build(config)
+        self.version = model_version(config, self.active)
+        self.names = Names(config.trajectory.name)
+
+    # ------------------------------------------------------------ helpers
+    def trace_of(self, task: Mapping) -> Trace | None:
+        data = task.get("data") if isinstance(task.get("data"), Mapping) else {}
+        c = self.config
+        parsed = parse_trace(dict(data), source=f"task {task.get('id')}", id_key=c.id_key, text_key=c.text_key,
+                             trace_key=c.trace_key)
+        return parsed if isinstance(parsed, Trace) else None
+
+    def n_steps(self, task: Mapping) -> int:
+        data = task.get("data") if isinstance(task.get("data"), Mapping) else {}
+        n = data.get("n_steps")
+        if isinstance(n, int) and not isinstance(n, bool) and n >= 0:
+            return n
+        transcript = data.get("te_transcript")
+        return len(transcript) if isinstance(transcript, list) else 0
+
+    def suggestions(self, trace: Trace) -> TraceLabels:
+        scheme = self.config.trajectory
+        wrong = scheme.error_labels[-1] if "incorrect" not in scheme.error_labels else "incorrect"
+        found = detectors.findings(self.active, trace.steps, self.config)
+        steps = []
+        for i in range(len(trace.steps)):
+            f = found.get(i)
+            if f is None:
+                steps.append(StepLabel(i, scheme.correctness_default))
+                continue
+            etype = scheme.type_by_name(f.error_type)
+            steps.append(StepLabel(i, wrong, etype.category, etype.name, f.severity,
+                                   f"[ls-trajeval rule {f.detector}] {f.reason}"))
+        return TraceLabels(steps)
+
+    # ------------------------------------------------------------ the two answers
+    def predict(self, task: Mapping, layout: str) -> dict:
+        """A pre-annotation in ``layout`` marking suspect steps; its score is the running score it gives."""
+        trace = self.trace_of(task)
+        if trace is None:
+            return {"result": [], "score": float(self.config.trajectory.running_score.initial),
+                    "model_version": self.version}
+        labels = self.suggestions(trace)
+        data = task.get("data") or {}
+        transcript = data.get("te_transcript") if isinstance(data.get("te_transcript"), list) else None
+        if layout == "transcript" and (transcript is None or len(transcript) != len(trace.steps)):
+            transcript = None  # offsets then default to 0..0; the region still names the step
+        result = [r for r in results.encode(labels, self.config, layout, transcript, origin="prediction")
+                  if r["from_name"] != self.names.reviewed]  # the annotator confirms that, not the model
+        summary = scoring.summarize(labels.steps, self.config.trajectory)
+        return {"result": result, "score": summary.final, "model_version": self.version}
+
+    def live_text(self, labels: TraceLabels) -> tuple[str, scoring.ScoreSummary]:
+        scheme = self.config.trajectory
+        summary = scoring.summarize(labels.steps, scheme)
+        sev = {s.name: s for s in scheme.severities}
+        lines = [f"Running score: {summary.final:g} of {scheme.running_score.initial:g}"]
+        for step, before, after in zip(labels.steps, [scheme.running_score.initial] + summary.curve, summary.curve):
+            if step.correctness not in scheme.error_labels:
+                continue
+            label = humanize(step.severity) if step.severity in sev else "no severity yet"
+            lines.append(f"step {step.step_index + 1}: {after - before:+g} ({label})".replace("-", "\u2212"))
+        return "\n".join(lines), summary
+
+    def live(self, task: Mapping, context: Mapping) -> dict:
+        """The current score of the regions in the editor, for the transcript layout's live-score TextArea."""
+        regions = context.get("result") if isinstance(context.get("result"), list) else []
+        labels = results.decode(regions, self.config, self.n_steps(task))
+        text, summary = self.live_text(labels)
+        item = {"from_name": self.names.live_score, "to_name": "te_trace", "type": "textarea",
+                "value": {"text": [text]}}
+        return {"result": [item], "score": summary.final, "model_version": self.version}
+
+
+#: set once per process by :func:`configure`
+_PREDICTOR: Predictor | None = None
+
+
+def configure(config: Config) -> Predictor:
+    global _PREDICTOR
+    _PREDICTOR = Predictor(config)
+    return _PREDICTOR
+
+
+def predictor() -> Predictor:
+    if _PREDICTOR is None:
+        raise RuntimeError("the ML backend has no config: start it with `ls-trajeval ml serve --config ...`")
+    return _PREDICTOR
+
+
+class TrajevalModel(LabelStudioMLBase):
+    """label-studio-ml's model protocol over :class:`Predictor`."""
+
+    def predict(self, tasks: list[dict], **kwargs: Any) -> list[dict]:
+        p = predictor()
+        context = kwargs.get("context")
+        layout = layout_of(current_label_config.get() or self.label_config or "")
+        out = []
+        for task in tasks or []:
+            if not isinstance(task, Mapping):
+                out.append({"result": [], "score": None, "model_version": p.version})
+                continue
+            try:
+                if isinstance(context, Mapping) and isinstance(context.get("result"), list):
+                    if layout == "transcript":
+                        out.append(p.live(task, context))
+                    else:  # the paged layout has no live control: the saved score shows in its header instead
+                        out.append({"result": [], "score": None, "model_version": p.version})
+                else:
+                    out.append(p.predict(task, layout))
+            except Exception as exc:  # one bad task must not fail the batch; log no payload
+                log.warning("task %s: prediction failed (%s)", task.get("id"), type(exc).__name__)
+                out.append({"result": [], "score": None, "model_version": p.version})
+        return out

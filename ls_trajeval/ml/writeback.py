@@ -1,0 +1,100 @@
+"""A task's score fields, recomputed from Label Studio's current annotations of that task.
+
+Recomputing from the current state (not from an event's payload) makes the result independent of
+event order and replays: whatever arrives, the last recomputation sees every annotation there is.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+from statistics import fmean
+from typing import Iterable, Mapping
+
+from .. import results, scoring, studio
+from ..config import Config
+
+log = logging.getLogger(__name__)
+
+#: The fields this module owns in a task's data (Data Manager columns).
+SCORE_FIELDS = ("running_score", "n_errors", "first_error_step", "worst_severity", "score_mean", "te_scores")
+MAX_ROUNDS = 5
+
+
+def _n_steps(data: Mapping) -> int:
+    n = data.get("n_steps")
+    if isinstance(n, int) and not isinstance(n, bool):
+        return n
+    t = data.get("te_transcript")
+    return len(t) if isinstance(t, list) else 0
+
+
+def initial_fields(config: Config) -> dict:
+    """What a task without annotations shows (also what import seeds)."""
+    initial = config.trajectory.running_score.initial
+    return {"running_score": initial, "n_errors": 0, "first_error_step": None, "worst_severity": "",
+            "score_mean": initial, "te_scores": {}}
+
+
+def _live(annotations: Iterable[Mapping]) -> list[Mapping]:
+    return [a for a in annotations if not a.get("was_cancelled")]
+
+
+def _order(a: Mapping) -> tuple:
+    return (str(a.get("updated_at") or a.get("created_at") or ""), int(a.get("id") or 0))
+
+
+def fingerprint(annotations: Iterable[Mapping]) -> str:
+    parts = sorted(f"{a.get('id')}@{a.get('updated_at')}" for a in _live(annotations))
+    return hashlib.sha1("|".join(parts).encode()).hexdigest()
+
+
+def task_fields(config: Config, data: Mapping, annotations: Iterable[Mapping]) -> dict:
+    """Latest annotation's score, errors, first error and worst severity; the mean over annotations."""
+    anns = sorted(_live(annotations), key=_order)
+    if not anns:
+        return initial_fields(config)
+    n = _n_steps(data)
+    summaries = {}
+    for a in anns:
+        labels = results.decode(a.get("result") or [], config, n)
+        summaries[str(a.get("id"))] = scoring.summarize(labels.steps, config.trajectory)
+    latest = summaries[str(anns[-1].get("id"))]
+    return {
+        "running_score": latest.final,
+        "n_errors": latest.n_errors,
+        "first_error_step": latest.first_error_step,
+        "worst_severity": latest.worst_severity or "",
+        "score_mean": round(fmean(s.final for s in summaries.values()), 4),
+        "te_scores": {k: s.final for k, s in summaries.items()},
+    }
+
+
+def recompute(client, config: Config, task_id: int) -> dict:
+    """Write the task's score fields; repeat while annotations change under us (another worker, an edit)."""
+    fields: dict = {}
+    for _ in range(MAX_ROUNDS):
+        task = studio.get_task(client, task_id)
+        anns = studio.task_annotations(client, task_id)
+        before = fingerprint(anns)
+        data = task.get("data") or {}
+        fields = task_fields(config, data, anns)
+        if any(data.get(k) != v for k, v in fields.items()):
+            studio.update_task_data(client, task_id, fields, data)
+        if fingerprint(studio.task_annotations(client, task_id)) == before:
+            return fields
+    return fields
+
+
+def resync(client, config: Config, project_id: int, only_task_ids: set[int] | None = None) -> dict:
+    """Recompute every task of a project (or those listed); returns counts."""
+    counts = {"tasks": 0, "updated": 0}
+    for task in studio.iter_tasks(client, project_id, page_size=100):
+        if only_task_ids is not None and task["id"] not in only_task_ids:
+            continue
+        counts["tasks"] += 1
+        data = task.get("data") or {}
+        fields = task_fields(config, data, task.get("annotations") or [])
+        if any(data.get(k) != v for k, v in fields.items()):
+            recompute(client, config, task["id"])
+            counts["updated"] += 1
+    return counts

@@ -1,0 +1,236 @@
+"""The backend for real: a gunicorn process with 2 workers and Basic auth next to a real Label Studio.
+
+Connect → predictions when tasks are retrieved (no duplicates) → annotations through the API → the
+task's score fields within seconds (the webhook passed authentication) → backend down, events lost →
+``resync`` restores them → a 1,000-event burst converges to the recomputed scores.
+"""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+from click.testing import CliRunner
+
+from ls_trajeval import config as cfg, label_configs, studio
+from ls_trajeval.cli import main_group
+from ls_trajeval.importer import import_traces
+from ls_trajeval.ml import writeback
+from ls_trajeval.trace import parse_trace
+
+from .conftest import PASSWORD, USER, wait_for
+
+pytestmark = pytest.mark.studio
+CONFIG = str(label_configs.path("trajectory_eval"))
+
+TRACES = [
+    {"trace_id": f"ml-{i}", "task": f"Run the tests <b>#{i}</b> & report", "trace": [
+        {"type": "thought", "content": "Run the test suite first."},
+        {"type": "action", "content": "bash", "action_input": "pytest -q"},
+        {"type": "observation", "content": "Traceback (most recent call last):\nImportError: no module named x"},
+        {"type": "thought", "content": "All tests passed successfully."},
+        {"type": "action", "content": "finish", "action_input": "done"},
+    ]} for i in range(6)
+]
+
+
+def region(rid, step, transcript, from_name, rtype, **value):
+    return {"id": rid, "from_name": from_name, "to_name": "te_trace", "type": rtype, "origin": "manual",
+            "value": {"start": str(step), "end": str(step), "startOffset": 0,
+                      "endOffset": len(transcript[step]["text"]), **value}}
+
+
+def marks(transcript, *steps):
+    """UI-shaped transcript results: each (step, severity) a marked step of type logical_error."""
+    out = []
+    for step, sev in steps:
+        rid = f"r{step}{sev}"
+        out += [region(rid, step, transcript, "error_localization", "paragraphlabels", paragraphlabels=["incorrect"]),
+                region(rid, step, transcript, "error_localization_type", "taxonomy",
+                       taxonomy=[["reasoning", "logical_error"]]),
+                region(rid, step, transcript, "error_localization_severity", "choices", choices=[sev])]
+    return out
+
+
+@pytest.fixture(scope="module")
+def setup(label_studio, ls_client, backend_factory):
+    c = cfg.load(CONFIG)
+    project = studio.create_project(ls_client, c, "transcript", "ml backend test")
+    items = [parse_trace(t) for t in TRACES]
+    import_traces(ls_client, project["id"], items, c, progress=False)
+    tasks = {t["data"]["trace_id"]: t for t in studio.iter_tasks(ls_client, project["id"])}
+    backend = backend_factory(CONFIG, ls=label_studio, workers=2).start()
+    return {"config": c, "project": project["id"], "tasks": tasks, "backend": backend}
+
+
+def run_cli(env_ls, *args):
+    return CliRunner().invoke(main_group, [str(a) for a in args], catch_exceptions=False,
+                              env={"LABEL_STUDIO_URL": env_ls.url, "LABEL_STUDIO_API_KEY": env_ls.credentials.token})
+
+
+@pytest.fixture(scope="module")
+def connected(setup, label_studio):
+    b = setup["backend"]
+    r = run_cli(label_studio, "ml", "connect", "--project", setup["project"], "--url", b.url,
+                "--basic-auth-user", USER, "--basic-auth-password", PASSWORD)
+    assert r.exit_code == 0, r.output
+    setup["connect_output"] = r.output
+    return setup
+
+
+def fields(ls_client, task_id):
+    return studio.get_task(ls_client, task_id)["data"]
+
+
+def test_imported_tasks_are_seeded(setup):
+    data = next(iter(setup["tasks"].values()))["data"]
+    assert (data["running_score"], data["n_errors"], data["score_mean"]) == (100, 0, 100)
+    assert "first_error_step" in data and data["worst_severity"] == ""
+
+
+def test_connect_prints_changes_and_is_idempotent(connected, label_studio, ls_client):
+    out = connected["connect_output"]
+    assert "registered ML backend" in out and "webhook" in out and "titled" in out
+    again = run_cli(label_studio, "ml", "connect", "--project", connected["project"], "--url", connected["backend"].url,
+                    "--basic-auth-user", USER, "--basic-auth-password", PASSWORD)
+    assert again.exit_code == 0 and "nothing to change" in again.output, again.output
+    backends = list(ls_client.ml.list(project=connected["project"]))
+    assert len(backends) == 1 and backends[0].is_interactive
+    hooks = [studio._dump(h) for h in ls_client.webhooks.list(project=str(connected["project"]))]
+    mine = [h for h in hooks if h["url"].endswith("/webhook")]
+    assert len(mine) == 1 and mine[0]["headers"]["Authorization"].startswith("Basic ")
+    project = studio.get_project(ls_client, connected["project"])
+    assert project["model_version"].startswith("ls-trajeval-") and project["evaluate_predictions_automatically"]
+
+
+def test_retrieve_predictions_twice_gives_one_per_task(connected, ls_client):
+    for _ in range(2):
+        studio.retrieve_predictions(ls_client, connected["project"])
+    version = studio.get_project(ls_client, connected["project"])["model_version"]
+    for task in connected["tasks"].values():
+        preds = studio.task_predictions(ls_client, task["id"])
+        assert len(preds) == 1 and preds[0]["model_version"] == version
+        result = preds[0]["result"]
+        marked = sorted({int(r["value"]["start"]) for r in result if r["from_name"] == "error_localization"})
+        assert marked == [1, 3, 4]  # the failed pytest, the success claim, finishing after a failure
+        assert preds[0]["score"] == 100 - 5 - 5 - 10
+        assert any("rule tool_error" in r["value"]["text"][0] for r in result if r["type"] == "textarea")
+    # the Data Manager's prediction score column is filled from them
+    listed = next(t for t in studio.iter_tasks(ls_client, connected["project"]))
+    assert listed.get("predictions_score") == 80
+
+
+def test_annotation_events_arrive_with_auth_and_set_the_score(connected, ls_client):
+    task = connected["tasks"]["ml-0"]
+    tr = task["data"]["te_transcript"]
+    ann = studio.create_annotation(ls_client, task["id"], marks(tr, (1, "major"), (3, "critical")))
+    got = wait_for(lambda: (d := fields(ls_client, task["id"]))["running_score"] == 85 and d)
+    assert got, fields(ls_client, task["id"])
+    assert (got["n_errors"], got["first_error_step"], got["worst_severity"], got["score_mean"]) == (2, 1, "critical", 85)
+    assert got["trace"] == TRACES[0]["trace"] and got["task"] == TRACES[0]["task"]  # data merged, not replaced
+    ls_client.annotations.update(id=ann["id"], result=marks(tr, (1, "minor")))
+    assert wait_for(lambda: fields(ls_client, task["id"])["running_score"] == 99)
+    # a second annotator: latest and mean
+    studio.create_annotation(ls_client, task["id"], marks(tr, (0, "major"), (2, "major")))
+    got = wait_for(lambda: (d := fields(ls_client, task["id"]))["running_score"] == 90 and d)
+    assert got and got["score_mean"] == 94.5 and sorted(got["te_scores"].values()) == [90, 99]
+    ls_client.annotations.delete(id=ann["id"])
+    got = wait_for(lambda: (d := fields(ls_client, task["id"]))["score_mean"] == 90 and d)
+    assert got and list(got["te_scores"].values()) == [90]
+
+
+def test_every_endpoint_needs_auth_and_leaks_nothing(connected):
+    b = connected["backend"]
+    assert httpx.get(b.url + "/health").json() == {"status": "UP"}  # no model_dir, no version
+    for path in ("/predict", "/setup", "/webhook", "/versions", "/train"):
+        r = httpx.post(b.url + path, json={})
+        assert r.status_code == 401, path
+    auth = b.auth_tuple
+    r = httpx.post(b.url + "/setup", json={"project": "1.1", "model_version": "../../etc"}, auth=auth)
+    assert r.status_code == 400 and r.json() == {"error": "invalid model_version"}
+    r = httpx.post(b.url + "/versions", json={"project": "../x"}, auth=auth)
+    assert r.status_code == 400
+    r = httpx.post(b.url + "/predict", content=b"{not json", auth=auth)
+    assert r.status_code == 400 and "Traceback" not in r.text
+    r = httpx.post(b.url + "/predict", json={"tasks": [{"id": 1, "data": {"trace": 5}}]}, auth=auth)
+    assert r.status_code == 200 and r.json()["results"][0]["result"] == []
+    log = b.log_path.read_text()
+    assert PASSWORD not in log and connected["tasks"]["ml-1"]["data"]["task"] not in log
+    assert "Traceback" not in log
+
+
+def test_concurrent_predictions_on_two_workers(connected):
+    b = connected["backend"]
+    task = connected["tasks"]["ml-2"]
+    # a label config without Repeater means the transcript layout
+    body = {"tasks": [{"id": task["id"], "data": task["data"]}], "project": f"{connected['project']}.1",
+            "label_config": "<View/>"}
+    with httpx.Client(auth=b.auth_tuple, timeout=30) as client:
+        def one(_):
+            r = client.post(b.url + "/predict", json=body)
+            return r.status_code, r.json()["results"][0]["score"]
+        with ThreadPoolExecutor(16) as pool:
+            answers = list(pool.map(one, range(160)))
+    assert answers == [(200, 80.0)] * 160
+    assert "Booting worker" in b.log_path.read_text() and b.workers == 2
+
+
+def test_backend_down_then_resync_restores(connected, label_studio, ls_client):
+    b = connected["backend"]
+    task = connected["tasks"]["ml-3"]
+    b.kill()
+    studio.create_annotation(ls_client, task["id"], marks(task["data"]["te_transcript"], (4, "critical")))
+    assert fields(ls_client, task["id"])["running_score"] == 100  # the event was lost
+    b.start()
+    r = run_cli(label_studio, "ml", "resync", "--project", connected["project"])
+    assert r.exit_code == 0, r.output
+    assert re.search(r"6 tasks checked, [1-9]\d* updated", r.output)
+    d = fields(ls_client, task["id"])
+    assert (d["running_score"], d["n_errors"], d["first_error_step"]) == (90, 1, 4)
+    again = run_cli(label_studio, "ml", "resync", "--project", connected["project"])
+    assert "0 updated" in again.output
+
+
+def test_burst_of_1000_events_converges(connected, ls_client):
+    b = connected["backend"]
+    c = connected["config"]
+    tasks = [connected["tasks"][f"ml-{i}"] for i in (4, 5)]
+    anns = []
+    for t in tasks:
+        tr = t["data"]["te_transcript"]
+        anns.append((t, studio.create_annotation(ls_client, t["id"], marks(tr, (0, "minor")))))
+    # change them after the fact, so stale events would write stale scores if replayed naively
+    for t, a in anns:
+        ls_client.annotations.update(id=a["id"], result=marks(t["data"]["te_transcript"], (0, "critical"), (2, "major")))
+    events = []
+    for i in range(1000):
+        t, a = anns[i % 2]
+        events.append({"action": "ANNOTATION_UPDATED" if i % 3 else "ANNOTATION_CREATED",
+                       "annotation": {"id": a["id"], "task": t["id"]}, "task": {"id": t["id"]},
+                       "project": {"id": connected["project"]}})
+    errors = []
+    with httpx.Client(auth=b.auth_tuple, timeout=30) as client:
+        def send(ev):
+            r = client.post(b.url + "/webhook", json=ev)
+            if r.status_code != 200:
+                errors.append(r.status_code)
+        with ThreadPoolExecutor(16) as pool:
+            list(pool.map(send, events))
+    assert errors == []
+    # no process per event: the backend's session still holds serve + gunicorn master + its 2 workers
+    procs = subprocess.run(["ps", "-o", "pid=", "-s", str(b.proc.pid)], capture_output=True, text=True).stdout.split()
+    assert len(procs) <= 2 + b.workers, procs
+
+    def settled():
+        for t, _ in anns:
+            current = studio.get_task(ls_client, t["id"])
+            expect = writeback.task_fields(c, current["data"], studio.task_annotations(ls_client, t["id"]))
+            if any(current["data"].get(k) != v for k, v in expect.items()):
+                return False
+        return True
+
+    assert wait_for(settled, timeout=20)
+    assert [fields(ls_client, t["id"])["running_score"] for t, _ in anns] == [85, 85]

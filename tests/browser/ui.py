@@ -1,0 +1,187 @@
+"""What an annotator does in Label Studio's labeling UI, as Playwright steps (both layouts).
+
+Selectors are Label Studio 1.23.2's own (class names, test ids, aria labels), found by reading
+the rendered page; keep them here so one UI change means one edit.
+"""
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass, field
+
+from ls_trajeval import config as cfg
+from ls_trajeval import labelconfig, studio, trace
+from ls_trajeval.importer import import_traces
+
+#: Set by an XSS payload if any script ever runs.
+PWNED = "__pwned"
+
+
+@dataclass
+class Watch:
+    dialogs: list = field(default_factory=list)
+    errors: list = field(default_factory=list)
+    console: list = field(default_factory=list)
+
+
+class Annotator:
+    def __init__(self, page, url: str):
+        self.page = page
+        self.url = url
+        self.watch = Watch()
+        page.on("dialog", self._on_dialog)
+        page.on("pageerror", lambda exc: self.watch.errors.append(str(exc)))
+        page.on("console", lambda m: self.watch.console.append(f"{m.type}: {m.text}"))
+
+    def _on_dialog(self, dialog):
+        self.watch.dialogs.append(f"{dialog.type}: {dialog.message}")
+        dialog.dismiss()
+
+    def reset_watch(self):
+        self.watch = Watch()
+
+    def login(self, email: str, password: str):
+        p = self.page
+        p.goto(self.url + "/user/login/")
+        p.fill("input[name=email]", email)
+        p.fill("input[name=password]", password)
+        p.click("button[type=submit]")
+        p.wait_for_url(re.compile(r".*/(projects/?|)$"))
+
+    # ------------------------------------------------------------ opening a task
+    def open(self, project_id: int, task_id: int, ready: str | None = None) -> float:
+        """Open a task in the labeling UI; return seconds until ``ready`` (default: first step) is usable."""
+        p = self.page
+        t0 = time.monotonic()
+        p.goto(f"{self.url}/projects/{project_id}/data?task={task_id}")
+        p.wait_for_selector(ready or "[data-testid='phrase:0'] button, .te-step", timeout=120_000)
+        elapsed = time.monotonic() - t0
+        p.wait_for_load_state("networkidle")
+        # the data manager's explorer overlay takes pointer events for a moment after load
+        p.wait_for_function("!document.querySelector('.lsf-label-view__lsf-wrapper_mode_explorer')"
+                            " || getComputedStyle(document.querySelector('.lsf-main-view')).pointerEvents !== 'none'")
+        time.sleep(0.5)
+        return elapsed
+
+    @property
+    def main(self):
+        return self.page.locator(".lsf-main-view")
+
+    def pwned(self) -> bool:
+        return bool(self.page.evaluate(f"() => Boolean(window.{PWNED})"))
+
+    def hotkey_hints(self) -> list[str]:
+        """Every hotkey the UI shows next to a label or choice."""
+        return self.page.locator(".lsf-main-view sup.lsf-hint, .lsf-main-view .lsf-label__hotkey").all_inner_texts()
+
+    # ------------------------------------------------------------ transcript layout
+    def phrase(self, step: int):
+        return self.page.locator(f"[data-testid='phrase:{step}']")
+
+    def mark_step(self, step: int, label: str = "incorrect"):
+        """Transcript: choose the error label, then the step's "label whole utterance" button."""
+        self.main.locator(".lsf-label", has_text=label).first.click()
+        self.phrase(step).locator("button[aria-label='Label whole utterance']").click()
+        self.select_region(step)
+
+    def select_region(self, step: int):
+        """The new region is not selected by itself: click its highlight to show its controls."""
+        self.phrase(step).locator(".htx-highlight").first.click()
+        self.page.locator(".te-step-details").wait_for(state="visible")
+
+    def unmark_selected(self):
+        """Delete the selected region (Backspace is Label Studio's delete-region hotkey)."""
+        self.page.keyboard.press("Backspace")
+
+    # ------------------------------------------------------------ paged layout
+    def current_step(self) -> int:
+        text = self.page.locator(".te-step-number").first.inner_text()
+        return int(re.search(r"step (\d+) of", text).group(1)) - 1
+
+    def page_to(self, step: int, keyboard: bool = False):
+        """Paged: walk to ``step`` with the pager's arrows (or Alt+Left/Right)."""
+        for _ in range(500):
+            now = self.current_step()
+            if now == step:
+                return
+            forward = step > now
+            if keyboard:
+                self.page.keyboard.press("Alt+ArrowRight" if forward else "Alt+ArrowLeft")
+            else:
+                side = "right" if forward else "left"
+                self.page.locator(f".lsf-pagination__btn_arrow-{side}:not(.lsf-pagination__btn_arrow-{side}-double)").click()
+            self.page.locator(".te-step-number", has_text=f"step {now + (2 if forward else 0)} of").wait_for()
+        raise AssertionError(f"could not page to step {step}")
+
+    def set_correctness(self, label: str):
+        self.main.locator("label.ant-radio-wrapper").filter(has_text=re.compile(rf"^{re.escape(label)}(\[\w+\])?$")) \
+            .first.click()
+
+    # ------------------------------------------------------------ per-step details (both layouts)
+    @property
+    def details(self):
+        return self.page.locator(".te-step-details:visible, .te-paged-details:visible").first
+
+    def choose_type(self, leaf: str):
+        d = self.details
+        d.locator(".ant-select-selector").click()
+        self.page.keyboard.type(leaf[:12])
+        self.page.locator(".ant-select-tree-node-content-wrapper:visible").filter(
+            has_text=re.compile(rf"^{re.escape(leaf)}$")).first.click()
+        self.page.keyboard.press("Escape")
+
+    def choose_severity(self, label: str):
+        self.details.locator("label.ant-radio-wrapper", has_text=label).first.click()
+
+    def write_rationale(self, text: str):
+        area = self.details.locator("textarea").first
+        area.fill(text)
+        area.press("Shift+Enter")  # a TextArea keeps text only once it is added
+        self.details.get_by_text(text.splitlines()[0].strip()[:30]).first.wait_for()
+
+    def choose(self, label: str):
+        """A whole-trace or checkbox choice by its shown label."""
+        self.main.locator(".te-whole-trace label, label.ant-checkbox-wrapper", has_text=label).first.click()
+
+    # ------------------------------------------------------------ saving
+    def submit(self, button: str = "Submit") -> dict:
+        with self.page.expect_response(lambda r: re.search(r"/api/(tasks/\d+/annotations|annotations/\d+)", r.url)
+                                       and r.request.method in ("POST", "PATCH"), timeout=120_000) as resp:
+            self.page.locator("button", has_text=re.compile(rf"^{button}$")).click()
+        return resp.value.json()
+
+    def screenshot(self, path, full_page: bool = True):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.page.screenshot(path=str(path), full_page=full_page)
+
+
+class Projects:
+    """Projects and tasks for the browser tests, made through the product's own API."""
+
+    def __init__(self, client):
+        self.client = client
+
+    def make(self, config: cfg.Config, layout: str, traces: list[dict], title: str) -> tuple[int, dict[str, int]]:
+        project = studio.create_project(self.client, config, layout, title)
+        items = [trace.parse_trace(t, id_key=config.id_key, text_key=config.text_key, trace_key=config.trace_key)
+                 for t in traces]
+        summary = import_traces(self.client, project["id"], items, config, progress=False)
+        assert summary.imported == len(traces), summary.errors
+        tasks = {t["data"][config.id_key]: t["id"] for t in studio.iter_tasks(self.client, project["id"])}
+        return project["id"], tasks
+
+    def annotations(self, task_id: int) -> list[dict]:
+        return [studio._dump(a) for a in self.client.annotations.list(id=task_id)]
+
+    def drafts(self, task_id: int) -> list[dict]:
+        r = self.client._client_wrapper.httpx_client.request(f"api/tasks/{task_id}/drafts", method="GET")
+        return r.json()
+
+
+def layout_config(config: cfg.Config, layout: str) -> str:
+    return labelconfig.generate(config, layout)
+
+
+def dumps(x) -> str:
+    return json.dumps(x, ensure_ascii=False, sort_keys=True)

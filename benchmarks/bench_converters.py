@@ -1,14 +1,22 @@
-"""Converter benchmark: traces/s, MB/s and peak RSS per format, ours beside Potato's converter.
+"""Converter benchmark: traces/s, MB/s, CPU and peak RSS per format, ours beside Potato's converter.
 
-    python benchmarks/bench_converters.py            # ~40 MB per format, a couple of minutes
-    python benchmarks/bench_converters.py --large    # adds a 1 GB OpenAI Chat JSONL (memory check)
-    python benchmarks/bench_converters.py --no-potato
+    python benchmarks/bench_converters.py                 # ~40 MB per case, 3 runs each, ~15 min
+    python benchmarks/bench_converters.py --large         # adds 1 GB OpenAI Chat and ReAct JSONL (memory)
+    python benchmarks/bench_converters.py --only react,swebench --repeat 5 --no-potato
 
-Every measurement runs in a fresh subprocess wrapped by a tiny parent that reports the child's
-peak RSS (``getrusage(RUSAGE_CHILDREN)``), so runs do not see each other's memory. Potato
-(``potato-annotation``, GPL-3.0) is installed by this script into its own virtual environment
-under ``~/.cache/ls-trajeval-bench`` and only run as a program (``python -m potato.trace_converter``);
-it is never imported here nor a dependency of this project.
+Like for like: every row feeds both tools the same traces (same counts, same number of steps, the
+same text), through the real command lines (``python -m ls_trajeval convert`` and ``python -m
+potato.trace_converter``), from one file each. Where both accept the same file it is the same file;
+where Potato's converter only accepts its own shape for a format (MCP sessions, its ATIF, its
+WebArena actions, aider JSON), the generator writes the same content in each tool's shape and the
+row says so. The step columns show that both produced the work: a row where Potato writes empty
+conversations is marked, not counted as a win for it.
+
+Every run is a fresh subprocess under a tiny parent that reports the child's wall time, CPU time
+and peak RSS (``getrusage(RUSAGE_CHILDREN)``); ours and Potato's runs alternate, and the table gives
+medians over ``--repeat`` runs (the machine is shared: CPU time is the steadier figure). Potato
+(``potato-annotation``, GPL-3.0) is installed by this script into its own virtual environment under
+``~/.cache/ls-trajeval-bench`` and only run as a program; it is never imported here nor a dependency.
 """
 from __future__ import annotations
 
@@ -16,24 +24,25 @@ import argparse
 import json
 import os
 import random
+import statistics
 import subprocess
 import sys
-import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, Optional
 
 CACHE = Path(os.environ.get("LS_TRAJEVAL_BENCH_CACHE", Path.home() / ".cache" / "ls-trajeval-bench"))
 POTATO_VENV = CACHE / "potato-venv"
 POTATO_VERSION = "2.12.1"
-# our format name -> Potato's format name for the same input
-SHARED = {"openai_chat": "openai", "react": "react", "anthropic": "anthropic", "claude_code": "claude_code", "swe_agent": "swe_agent_trajectory"}
-OURS = [sys.executable, "-c", "import sys; from ls_trajeval.cli_convert import convert_command; convert_command(sys.argv[1:])"]
+OURS = [sys.executable, "-m", "ls_trajeval", "convert"]
 WORDS = "the agent reads file config parser tool returns value error retry <tag> & ünï code patch test".split()
 WRAP = (
     "import resource, subprocess, sys, time\n"
     "t = time.perf_counter(); r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)\n"
     "dt = time.perf_counter() - t\n"
+    "u = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
     "sys.stderr.write(r.stderr.decode(errors='replace')[-2000:] if r.returncode else '')\n"
-    "print(dt, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, r.returncode)\n"
+    "print(dt, u.ru_utime + u.ru_stime, u.ru_maxrss, r.returncode)\n"
 )
 
 
@@ -67,6 +76,121 @@ def gen_react(rng, i):
         parts += [f"Thought: {words(rng, 20)}", "Action: search", f'Action Input: {{"q": "{words(rng, 4)}"}}', f"Observation: {words(rng, 60)}"]
     parts.append(f"Final Answer: {words(rng, 20)}")
     return {"id": f"react-{i}", "text": "\n".join(parts)}
+
+
+def gen_react_structured(rng, i):
+    steps = [{"thought": words(rng, 20), "action": f"search({words(rng, 4)})", "observation": words(rng, 60)} for _ in range(6)]
+    return {"id": f"rs-{i}", "task": words(rng, 20), "steps": steps, "metadata": {"agent": "bench"}}
+
+
+def _swe_turns(rng):
+    return [{"thought": words(rng, 30), "action": f"open {words(rng, 2)}", "observation": words(rng, 80)} for _ in range(8)]
+
+
+def gen_swe_traj(rng, i):
+    """SWE-agent's own .traj shape (trajectory of thought/action/observation objects)."""
+    traj = [dict(t, response=t["thought"], state="{}") for t in _swe_turns(rng)]
+    return {"environment": "swe_main", "trajectory": traj, "history": [{"role": "system", "content": "You are SWE-agent."}, {"role": "user", "content": "ISSUE:\\n" + words(rng, 40) + "\\n\\nINSTRUCTIONS:\\nfix"}], "info": {"instance_id": f"inst-{i}", "exit_status": "submitted"}}
+
+
+def gen_swe_steps(rng, i):
+    """The simplified steps form Potato's swe_agent_trajectory converter reads (ours reads it too)."""
+    return {"problem_statement": words(rng, 40), "steps": _swe_turns(rng), "info": {"instance_id": f"inst-{i}", "exit_status": "submitted"}}
+
+
+def gen_langchain(rng, i):
+    kids = []
+    for k in range(6):
+        kids.append({"id": f"r{i}-l{k}", "name": "ChatOpenAI", "run_type": "llm", "inputs": {"messages": [{"role": "user", "content": words(rng, 10)}]}, "outputs": {"generations": [{"text": words(rng, 20)}]}, "child_runs": []})
+        kids.append({"id": f"r{i}-t{k}", "name": "search", "run_type": "tool", "inputs": {"query": words(rng, 5)}, "outputs": {"output": words(rng, 60)}, "child_runs": []})
+    return {"id": f"run-{i}", "name": "AgentExecutor", "run_type": "chain", "inputs": {"input": words(rng, 30)}, "outputs": {"output": words(rng, 20)}, "child_runs": kids}
+
+
+def gen_langfuse(rng, i):
+    obs = []
+    for k in range(6):
+        obs.append({"id": f"o{i}-g{k}", "traceId": f"tr-{i}", "type": "GENERATION", "name": "gpt-4", "model": "gpt-4", "startTime": f"2024-01-01T00:{k:02d}:00Z", "input": [{"role": "user", "content": words(rng, 10)}], "output": {"content": words(rng, 20)}})
+        obs.append({"id": f"o{i}-s{k}", "traceId": f"tr-{i}", "type": "SPAN", "name": "search", "startTime": f"2024-01-01T00:{k:02d}:30Z", "input": {"q": words(rng, 5)}, "output": {"result": words(rng, 60)}})
+    return {"id": f"tr-{i}", "name": "agent-run", "input": {"query": words(rng, 30)}, "output": {"result": words(rng, 20)}, "observations": obs}
+
+
+def _attr(k, v):
+    return {"key": k, "value": {"stringValue": v}}
+
+
+def gen_otel(rng, i):
+    tid = f"{i:032x}"
+    spans = [{"traceId": tid, "spanId": f"{i:08x}root", "parentSpanId": "", "name": "invoke_agent bench", "startTimeUnixNano": "1700000000000000000", "attributes": [_attr("gen_ai.operation.name", "invoke_agent")]}]
+    for k in range(6):
+        t = 1700000000000000000 + (2 * k + 1) * 1000
+        spans.append({"traceId": tid, "spanId": f"{i:08x}c{k:03d}", "parentSpanId": f"{i:08x}root", "name": "chat gpt-4", "startTimeUnixNano": str(t), "attributes": [_attr("gen_ai.operation.name", "chat"), _attr("gen_ai.prompt", words(rng, 10)), _attr("gen_ai.completion", words(rng, 20))]})
+        spans.append({"traceId": tid, "spanId": f"{i:08x}t{k:03d}", "parentSpanId": f"{i:08x}root", "name": "execute_tool search", "startTimeUnixNano": str(t + 500), "attributes": [_attr("gen_ai.operation.name", "execute_tool"), _attr("gen_ai.tool.name", "search"), _attr("gen_ai.tool.call.arguments", json.dumps({"q": words(rng, 5)})), _attr("gen_ai.tool.call.result", words(rng, 60))]})
+    return {"resourceSpans": [{"resource": {"attributes": [_attr("service.name", "bench")]}, "scopeSpans": [{"scope": {"name": "bench"}, "spans": spans}]}]}
+
+
+def gen_mcp(rng, i):
+    """One MCP session: ours reads the JSON-RPC stream, Potato its session object of merged interactions."""
+    msgs = [{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "clientInfo": {"name": f"c{i}"}}},
+            {"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2025-06-18", "serverInfo": {"name": "srv"}}}]
+    inter = []
+    for k in range(1, 7):
+        req = {"jsonrpc": "2.0", "id": k, "method": "tools/call", "params": {"name": "search", "arguments": {"query": words(rng, 5)}}}
+        res = {"content": [{"type": "text", "text": words(rng, 60)}]}
+        msgs += [req, {"jsonrpc": "2.0", "id": k, "result": res}]
+        inter.append(dict(req, result=res))
+    return msgs, {"id": f"session-{i}", "server": "srv", "interactions": inter}
+
+
+def gen_autogen(rng, i):
+    msgs = [{"sender": "user_proxy", "receiver": "assistant", "content": words(rng, 30)}]
+    for k in range(6):
+        msgs.append({"sender": "assistant", "receiver": "user_proxy", "content": words(rng, 20)})
+        msgs.append({"sender": "user_proxy", "receiver": "assistant", "content": words(rng, 60)})
+    return {"id": f"ag-{i}", "task": msgs[0]["content"], "messages": msgs}
+
+
+def gen_web(rng, i):
+    """One web task: ours reads WebArena's trajectory shape, Potato its webarena actions shape."""
+    intent = words(rng, 15)
+    traj, acts = [], []
+    for k in range(6):
+        page, thought, el = words(rng, 60), words(rng, 20), 10 + k
+        traj.append({"state": {"url": f"https://shop.example/p{k}", "axtree_txt": page, "screenshot": f"shots/{i}_{k}.png"}, "thought": thought, "action": f"click [{el}]"})
+        acts.append({"action_type": "click", "element": {"tag": "button", "id": str(el), "text": page}, "thought": thought, "screenshot": f"shots/{i}_{k}.png", "url": f"https://shop.example/p{k}"})
+    return {"task_id": str(i), "intent": intent, "trajectory": traj}, {"task_id": str(i), "intent": intent, "actions": acts}
+
+
+def gen_aider(rng, i):
+    """One aider session: SEARCH/REPLACE blocks for ours (current aider), ORIGINAL/UPDATED for Potato."""
+    def session(a, b, c):
+        parts = [f"# aider chat started at 2024-05-01 10:{i % 60:02d}:00\\n", f"#### {words(rng, 20)}\\n"]
+        for k in range(3):
+            parts.append(f"{words(rng, 30)}\\n\\nsrc/m{k}.py\\n```python\\n{a}\\n{words(rng, 8)}\\n{b}\\n{words(rng, 8)}\\n{c}\\n```\\n")
+            parts.append(f"> Applied edit to src/m{k}.py\\n\\n#### {words(rng, 10)}\\n")
+        return "\\n".join(parts)
+    state = rng.getstate()
+    ours = session("<<<<<<< SEARCH", "=======", ">>>>>>> REPLACE")
+    rng.setstate(state)
+    return ours, session("<<<<<<< ORIGINAL", "=======", ">>>>>>> UPDATED")
+
+
+def gen_atif(rng, i):
+    """One trajectory: Harbor ATIF-v1.2 for ours; Potato's own "ATIF" shape (task/agent objects, action objects)."""
+    task = words(rng, 30)
+    steps = [{"step_id": 1, "source": "user", "message": task}]
+    psteps = []
+    for k in range(6):
+        th, q, obs = words(rng, 20), words(rng, 5), words(rng, 60)
+        steps.append({"step_id": k + 2, "source": "agent", "message": th, "tool_calls": [{"tool_call_id": f"c{k}", "function_name": "search", "arguments": {"q": q}}], "observation": {"results": [{"source_call_id": f"c{k}", "content": obs}]}})
+        psteps.append({"step_id": k + 1, "thought": th, "action": {"tool": "search", "params": {"q": q}}, "observation": obs})
+    ours = {"schema_version": "ATIF-v1.2", "session_id": f"s-{i}", "agent": {"name": "bench", "version": "1", "model_name": "gpt-4"}, "steps": steps}
+    return ours, {"trace_id": f"s-{i}", "task": {"description": task}, "agent": {"name": "bench", "model": "gpt-4"}, "steps": psteps}
+
+
+def gen_swebench(rng, i):
+    return {"instance_id": f"repo__proj-{i}", "problem_statement": words(rng, 80), "repo": "repo/proj", "model_name_or_path": "gpt-4",
+            "patch": "diff --git a/x.py b/x.py\\n--- a/x.py\\n+++ b/x.py\\n@@ -1 +1 @@\\n-" + words(rng, 20) + "\\n+" + words(rng, 20) + "\\n",
+            "model_patch": "diff --git a/x.py b/x.py\\n--- a/x.py\\n+++ b/x.py\\n@@ -1 +1 @@\\n-" + words(rng, 20) + "\\n+" + words(rng, 20) + "\\n"}
 
 
 def write_jsonl(path: Path, gen, mb: float) -> int:
@@ -117,6 +241,80 @@ def write_swe(dirpath: Path, mb: float) -> int:
     return n
 
 
+def write_cases(ours_path: Path, potato_path: Optional[Path], gen, mb: float, ours_kind: str, potato_kind: str) -> int:
+    """Write ``gen``'s traces until the ours file reaches ``mb``; Potato's file when its shape differs.
+
+    ours_kind: "jsonl" (one JSON value a line), "lines" (the value is a list of lines: an MCP
+    session), "text" (the value is text: an aider session). potato_kind: "jsonl" or "list" (one
+    JSON list, Potato's only way to read several aider sessions).
+    """
+    rng = random.Random(1)
+    target, n = mb * 1e6, 0
+    pfh = open(potato_path, "w", encoding="utf-8") if potato_path else None
+    with open(ours_path, "w", encoding="utf-8") as fh:
+        if pfh and potato_kind == "list":
+            pfh.write("[")
+        while fh.tell() < target:
+            got = gen(rng, n)
+            ours, theirs = got if isinstance(got, tuple) else (got, None)
+            if ours_kind == "jsonl":
+                fh.write(json.dumps(ours, ensure_ascii=False) + "\n")
+            elif ours_kind == "lines":
+                fh.write("".join(json.dumps(m, ensure_ascii=False) + "\n" for m in ours))
+            else:
+                fh.write(ours + "\n")
+            if pfh:
+                item = json.dumps(theirs, ensure_ascii=False)
+                pfh.write((("," if n else "") + item) if potato_kind == "list" else item + "\n")
+            n += 1
+        if pfh and potato_kind == "list":
+            pfh.write("]")
+    if pfh:
+        pfh.close()
+    return n
+
+
+@dataclass
+class Case:
+    row: str
+    ours_fmt: str
+    potato_fmt: Optional[str]
+    gen: Optional[Callable] = None
+    #: writes the input itself (path, mb) -> traces; for inputs that are not one record a line
+    writer: Optional[Callable] = None
+    ours_kind: str = "jsonl"
+    #: None: Potato reads our file; "jsonl"/"list": Potato gets its own file of the same content
+    potato_kind: Optional[str] = None
+    suffix: str = ".jsonl"
+    note: str = ""
+
+
+CASES = [
+    Case("openai_chat", "openai_chat", "openai", gen_openai, note="same file"),
+    Case("anthropic", "anthropic", "anthropic", gen_anthropic, note="same file"),
+    Case("react (structured JSON)", "react", "react", gen_react_structured, note="same file; Potato's react format"),
+    Case("react (ReAct text)", "react", None, gen_react, note="ours only: Potato has no ReAct text parser"),
+    Case("claude_code", "claude_code", "claude_code", writer=write_claude, note="same file; all sessions in one file"),
+    Case("swe_agent (.traj shape)", "swe_agent", "swe_agent_trajectory", gen_swe_traj,
+         note="same file (JSONL of SWE-agent trajectories); Potato skips trajectory objects and writes empty conversations"),
+    Case("swe_agent (steps form)", "swe_agent", "swe_agent_trajectory", gen_swe_steps, note="same file; the form Potato reads"),
+    Case("swe_agent (.traj directory)", "swe_agent", None, writer=write_swe, suffix="",
+         note="ours only: one .traj file per run, as SWE-agent writes them"),
+    Case("langchain", "langchain", "langchain", gen_langchain, note="same file"),
+    Case("langfuse", "langfuse", "langfuse", gen_langfuse, note="same file"),
+    Case("otel_genai", "otel_genai", "otel", gen_otel, note="same file (JSONL of OTLP exports)"),
+    Case("mcp", "mcp", "mcp", gen_mcp, ours_kind="lines", potato_kind="jsonl",
+         note="same sessions: ours the JSON-RPC stream, Potato its session objects"),
+    Case("multi_agent", "multi_agent", "multi_agent", gen_autogen, note="same file (AutoGen sender/receiver)"),
+    Case("web_agent", "web_agent", "webarena", gen_web, potato_kind="jsonl",
+         note="same tasks: ours WebArena trajectories, Potato its webarena actions"),
+    Case("aider", "aider", "aider", gen_aider, ours_kind="text", potato_kind="list", suffix=".md",
+         note="same sessions: ours one .aider.chat.history.md, Potato a JSON list (it cannot read .md)"),
+    Case("atif", "atif", "atif", gen_atif, potato_kind="jsonl", note="same trajectories: ours Harbor ATIF-v1.2, Potato its own ATIF shape"),
+    Case("swebench", "swebench", "swebench", gen_swebench, note="same file"),
+]
+
+
 def ensure_potato() -> Path | None:
     py = POTATO_VENV / "bin" / "python"
     if py.exists() and subprocess.run([str(py), "-c", "import potato.trace_converter"], capture_output=True).returncode == 0:
@@ -127,126 +325,179 @@ def ensure_potato() -> Path | None:
     return py if r.returncode == 0 else None
 
 
-def measure(cmd: list[str]) -> tuple[float, float, int]:
+def measure(cmd: list[str]) -> tuple[float, float, float, int]:
+    """(wall s, CPU s, peak RSS MiB, exit code) of one run in a fresh process."""
     out = subprocess.run([sys.executable, "-c", WRAP, *cmd], capture_output=True, text=True)
     if out.stderr.strip():
         sys.stderr.write(out.stderr[-500:] + "\n")
-    dt, rss_kb, rc = out.stdout.split()
-    return float(dt), int(rss_kb) / 1024, int(rc)
+    dt, cpu, rss_kb, rc = out.stdout.split()
+    return float(dt), float(cpu), int(rss_kb) / 1024, int(rc)
 
 
-def count_lines(p: Path) -> int:
+def counts(p: Path, key: str) -> tuple[int, int]:
+    """(traces, steps) in a JSONL output; ``key`` is the step list (ours "trace", Potato "conversation")."""
+    n = steps = 0
     try:
-        with open(p, "rb") as fh:
-            return sum(1 for _ in fh)
+        with open(p, encoding="utf-8") as fh:
+            for ln in fh:
+                if ln.strip():
+                    n += 1
+                    steps += len(json.loads(ln).get(key) or [])
     except OSError:
-        return 0
+        pass
+    return n, steps
 
 
-def potato_count(p: Path) -> int:
-    """Traces Potato wrote (JSONL or one JSON list)."""
-    try:
-        text = p.read_text()
-    except OSError:
-        return 0
-    try:
-        doc = json.loads(text)
-        return len(doc) if isinstance(doc, list) else 1
-    except ValueError:
-        return sum(1 for ln in text.splitlines() if ln.strip())
+def size_mb(p: Path) -> float:
+    return (sum(f.stat().st_size for f in p.iterdir()) if p.is_dir() else p.stat().st_size) / 1e6
+
+
+def prepare(case: Case, work: Path, mb: float) -> tuple[Path, Optional[Path]]:
+    slug = case.row.split()[0] + ("-" + case.row.split("(")[1].split()[0].strip(".)") if "(" in case.row else "")
+    ours = work / f"{slug}-{mb:g}{case.suffix}"
+    theirs = work / f"{slug}-{mb:g}-potato.{'json' if case.potato_kind == 'list' else 'jsonl'}" if case.potato_kind else None
+    if not ours.exists() or theirs is not None and not theirs.exists():
+        print(f"generating {ours.name}...", flush=True)
+        if case.writer:
+            case.writer(ours, mb)
+        else:
+            write_cases(ours, theirs, case.gen, mb, case.ours_kind, case.potato_kind or "jsonl")
+    return ours, theirs or (ours if case.potato_fmt else None)
+
+
+def run_case(case: Case, work: Path, outdir: Path, mb: float, repeat: int, potato: Optional[Path]) -> dict:
+    ours_in, potato_in = prepare(case, work, mb)
+    o, po = outdir / "ours.jsonl", outdir / "potato.jsonl"
+    ours_runs, potato_runs = [], []
+    row = {"case": case.row, "mb": size_mb(ours_in), "note": case.note}
+    use_potato = potato is not None and case.potato_fmt is not None
+    for k in range(repeat):
+        ours_runs.append(measure([*OURS, str(ours_in), "--format", case.ours_fmt, "-o", str(o), "-q"]))
+        if k == 0:
+            row["traces"], row["steps"] = counts(o, "trace")
+        if use_potato:
+            potato_runs.append(measure([str(potato), "-m", "potato.trace_converter", "-i", str(potato_in), "-f", case.potato_fmt, "-o", str(po)]))
+            if k == 0:
+                row["ptraces"], row["psteps"] = counts(po, "conversation")
+    med = lambda runs, i: statistics.median(r[i] for r in runs)  # noqa: E731
+    row.update(t=med(ours_runs, 0), cpu=med(ours_runs, 1), rss=max(r[2] for r in ours_runs), rc=max(r[3] for r in ours_runs))
+    if use_potato:
+        row.update(pt=med(potato_runs, 0), pcpu=med(potato_runs, 1), prss=max(r[2] for r in potato_runs), prc=max(r[3] for r in potato_runs))
+    for f in (o, po):
+        if f.exists():
+            f.unlink()
+    return row
+
+
+LARGE = [("openai_chat", gen_openai), ("react", gen_react)]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--mb", type=float, default=40, help="input size per format (MB)")
-    ap.add_argument("--large", action="store_true", help="also convert a 1 GB OpenAI Chat JSONL (ours only)")
+    ap.add_argument("--mb", type=float, default=40, help="input size per case (MB)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per tool and case (medians reported)")
+    ap.add_argument("--only", help="comma-separated case names (first word of the row, e.g. react,swe_agent)")
+    ap.add_argument("--large", action="store_true", help="also convert 1 GB OpenAI Chat and ReAct text JSONL (ours only)")
+    ap.add_argument("--large-mb", type=float, default=1000)
     ap.add_argument("--no-potato", action="store_true")
     ap.add_argument("--out", type=Path, default=Path(__file__).with_name("README-converters.md"))
     args = ap.parse_args()
     work = CACHE / "inputs"
     work.mkdir(parents=True, exist_ok=True)
-    inputs: dict[str, tuple[Path, int]] = {}
-    gens = {"openai_chat": gen_openai, "anthropic": gen_anthropic, "react": gen_react}
-    for name, gen in gens.items():
-        p = work / f"{name}-{args.mb:g}.jsonl"
-        if not p.exists():
-            print(f"generating {p.name}...", flush=True)
-            write_jsonl(p, gen, args.mb)
-        inputs[name] = (p, count_lines(p))
-    p = work / f"claude_code-{args.mb:g}.jsonl"
-    if not p.exists():
-        write_claude(p, args.mb)
-    inputs["claude_code"] = (p, count_lines(p) // 20)
-    p = work / f"swe_agent-{args.mb:g}"
-    if not p.exists():
-        write_swe(p, args.mb)
-    inputs["swe_agent"] = (p, len(list(p.iterdir())))
-    sizes = {n: (sum(f.stat().st_size for f in p.iterdir()) if p.is_dir() else p.stat().st_size) / 1e6 for n, (p, _) in inputs.items()}
-    potato = None if args.no_potato else ensure_potato()
-    rows = []
     outdir = CACHE / "out"
     outdir.mkdir(exist_ok=True)
-    for name, (p, n) in inputs.items():
-        o = outdir / f"ours-{name}.jsonl"
-        dt, rss, rc = measure([*OURS, str(p), "--format", name, "-o", str(o), "-q"])
-        got = count_lines(o)
-        row = {"format": name, "mb": sizes[name], "traces": got, "t": dt, "rss": rss, "rc": rc}
-        if potato is not None and name in SHARED:
-            po = outdir / f"potato-{name}.jsonl"
-            if po.exists():
-                po.unlink()
-            if p.is_dir():  # Potato takes one file: give it a JSON list of the trajectories
-                merged = outdir / f"{name}-merged.json"
-                with open(merged, "w") as fh:
-                    fh.write("[" + ",".join(f.read_text() for f in sorted(p.iterdir())) + "]")
-                pin = merged
-            else:
-                pin = p
-            pdt, prss, prc = measure([str(potato), "-m", "potato.trace_converter", "-i", str(pin), "-f", SHARED[name], "-o", str(po)])
-            row.update(pt=pdt, prss=prss, prc=prc, ptraces=potato_count(po))
+    potato = None if args.no_potato else ensure_potato()
+    # bytecode cached for both tools, as an installed package has it (this environment may disable
+    # it, which would make our start-up compile every module on every run); then one warm-up run each
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = str(CACHE / "pycache")
+    subprocess.run([sys.executable, "-m", "ls_trajeval", "formats"], capture_output=True)
+    if potato is not None:
+        subprocess.run([str(potato), "-m", "potato.trace_converter", "--list-formats"], capture_output=True)
+    only = set(args.only.split(",")) if args.only else None
+    rows = []
+    for case in CASES:
+        if only and case.row.split()[0] not in only:
+            continue
+        row = run_case(case, work, outdir, args.mb, args.repeat, potato)
         rows.append(row)
-        print(row, flush=True)
-    large = None
+        print({k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items() if k != "note"}, flush=True)
+    large = []
     if args.large:
-        p = work / "openai_chat-1000.jsonl"
-        if not p.exists():
-            print("generating 1 GB OpenAI Chat JSONL...", flush=True)
-            write_jsonl(p, gen_openai, 1000)
-        o = outdir / "ours-large.jsonl"
-        dt, rss, rc = measure([*OURS, str(p), "--format", "openai_chat", "-o", str(o), "-q"])
-        large = {"mb": p.stat().st_size / 1e6, "traces": count_lines(o), "t": dt, "rss": rss}
-        o.unlink()
-        print(large, flush=True)
-    report(rows, large, args.out, potato is not None)
+        for name, gen in LARGE:
+            p = work / f"{name}-{args.large_mb:g}.jsonl"
+            if not p.exists():
+                print(f"generating {p.name}...", flush=True)
+                write_cases(p, None, gen, args.large_mb, "jsonl", "jsonl")
+            o = outdir / "ours-large.jsonl"
+            dt, cpu, rss, rc = measure([*OURS, str(p), "--format", name, "-o", str(o), "-q"])
+            large.append({"format": name, "mb": p.stat().st_size / 1e6, "traces": counts(o, "trace")[0], "t": dt, "cpu": cpu, "rss": rss, "rc": rc})
+            o.unlink()
+            print(large[-1], flush=True)
+    report(rows, large, args, potato is not None)
 
 
-def report(rows, large, out: Path, with_potato: bool) -> None:
+NOTES = """
+How to read it:
+- Ratio = our traces/s over Potato's on the same traces (wall time; CPU time in brackets). Above 1 means
+  ours is faster. Each figure is the median of the runs; peak RSS is the largest of them.
+- "steps/trace" is what each tool emitted per trace: ours counts trace steps, Potato counts conversation
+  turns. Close figures show both did the same work; where Potato's is 0 it wrote empty conversations
+  and no ratio is given.
+- Start-up is included on both sides (ours about 0.4 s: Python, click, the converter registry; Potato
+  about 0.2 s), as a user pays it.
+- Ours streams JSONL line by line (bytes decoded with orjson), so peak RSS stays flat however large the
+  file; Potato reads the whole file into memory and builds every trace before writing.
+- Formats that have to see a whole trace before emitting it are bounded by the largest trace (or
+  session, or file) instead of the largest line: Claude Code (a session is ordered by its parentUuid
+  chain, and one file may hold several sessions, so the bound is one file), LangChain flat run lists
+  and span formats (OTLP exports, Phoenix span lists: spans are grouped by trace id and may come in
+  any order, so a JSON document that holds many traces is held whole), MCP (a session). Inspect AI
+  `.json` logs are streamed sample by sample with ijson; `.eval` archives member by member.
+"""
+
+
+def report(rows, large, args, with_potato: bool) -> None:
     lines = [
         "# Converter benchmark",
         "",
-        f"`python benchmarks/bench_converters.py` on this machine ({os.cpu_count()} CPUs, Python {sys.version.split()[0]}); "
-        "each run in a fresh process, peak RSS of that process. Potato = `potato-annotation` "
-        f"{POTATO_VERSION} (`python -m potato.trace_converter`), run side by side on the same input.",
+        f"`python benchmarks/bench_converters.py --mb {args.mb:g} --repeat {args.repeat}` on this machine "
+        f"({os.cpu_count()} CPUs shared with other work, Python {sys.version.split()[0]}). Potato = `potato-annotation` "
+        f"{POTATO_VERSION} (`python -m potato.trace_converter`), run alternately with ours on the same traces.",
         "",
-        "| format | input MB | ours traces | ours traces/s | ours MB/s | ours peak RSS MiB | Potato traces | Potato traces/s | Potato MB/s | Potato peak RSS MiB | speed ratio (ours/Potato) | RSS ratio |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| case | input MB | traces ours / Potato | steps/trace ours / Potato | ours traces/s | ours MB/s | ours peak RSS MiB "
+        "| Potato traces/s | Potato peak RSS MiB | ratio ours/Potato | input |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        ours = f"| {r['format']} | {r['mb']:.0f} | {r['traces']} | {r['traces'] / r['t']:,.0f} | {r['mb'] / r['t']:.1f} | {r['rss']:.0f} |"
+        spt = r["steps"] / r["traces"] if r["traces"] else 0
+        cells = [r["case"], f"{r['mb']:.0f}"]
         if "pt" in r:
-            ok = r["prc"] == 0 and r["ptraces"] > 0
-            ptps = r["ptraces"] / r["pt"] if ok else 0
-            ours += f" {r['ptraces']}{'' if r['prc'] == 0 else ' (exit ' + str(r['prc']) + ')'} | {ptps:,.0f} | {r['mb'] / r['pt']:.1f} | {r['prss']:.0f} |"
-            ours += f" {r['pt'] / r['t']:.1f}× | {r['rss'] / r['prss']:.2f} |"
+            pspt = r["psteps"] / r["ptraces"] if r["ptraces"] else 0
+            cells += [f"{r['traces']:,} / {r['ptraces']:,}" + ("" if r["prc"] == 0 else f" (Potato exit {r['prc']})"), f"{spt:.1f} / {pspt:.1f}"]
         else:
-            ours += " – | – | – | – | – | – |"
-        lines.append(ours)
-    lines.append("")
-    lines.append("Speed ratio is Potato's wall time over ours on the same input (higher is better for us).")
+            cells += [f"{r['traces']:,}", f"{spt:.1f}"]
+        cells += [f"{r['traces'] / r['t']:,.0f}", f"{r['mb'] / r['t']:.1f}", f"{r['rss']:.0f}"]
+        if "pt" in r:
+            ok = r["prc"] == 0 and r["ptraces"] > 0 and r["psteps"] > 0
+            cells += [f"{r['ptraces'] / r['pt']:,.0f}", f"{r['prss']:.0f}"]
+            if ok:
+                ratio = (r["traces"] / r["t"]) / (r["ptraces"] / r["pt"])
+                cratio = (r["traces"] / r["cpu"]) / (r["ptraces"] / r["pcpu"])
+                cells.append(f"**{ratio:.1f}×** ({cratio:.1f}×)")
+            else:
+                cells.append("n/a: Potato output empty")
+        else:
+            cells += ["–", "–", "–"]
+        cells.append(r["note"])
+        lines.append("| " + " | ".join(cells) + " |")
     if large:
-        lines += ["", f"Large input: {large['mb']:.0f} MB OpenAI Chat JSONL, {large['traces']:,} traces in {large['t']:.0f} s "
-                  f"({large['mb'] / large['t']:.1f} MB/s), peak RSS {large['rss']:.0f} MiB."]
-    out.write_text("\n".join(lines) + "\n")
+        lines += ["", "Large inputs (ours only, one run each):", "",
+                  "| format | input MB | traces | time s | MB/s | peak RSS MiB |", "|---|---|---|---|---|---|"]
+        for g in large:
+            lines.append(f"| {g['format']} | {g['mb']:,.0f} | {g['traces']:,} | {g['t']:.0f} | {g['mb'] / g['t']:.1f} | {g['rss']:.0f} |")
+    lines.append(NOTES)
+    args.out.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

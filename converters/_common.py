@@ -329,51 +329,70 @@ def anthropic_blocks_to_steps(
     ``redacted_data``); tool_use / server_tool_use → action; tool_result and *_tool_result →
     observation, or error when ``is_error``; other blocks (image, document, ...) → ``other`` as JSON.
     """
-    meta = dict(meta or {})
+    # Step extras are built here as dicts, once per message, rather than through step(**kwargs) once
+    # per block: the same keys in the same order (role, agent, block keys, then meta), None dropped.
+    base = {k: v for k, v in meta.items() if v is not None} if meta else {}
+    said = {"role": role}
+    if agent is not None and role != "user":
+        said["agent"] = agent
+    said.update(base)
     if content is None:
         content = ""
-    if isinstance(content, str):
-        if role == "user":
-            out.add(step("message", content, role="user", **meta))
-            return content
-        out.add(step("message", content, role=role, agent=agent, **meta))
-        return ""
-    expect(content, list, f"{where}.content")
+    if content.__class__ is str:
+        out.add(Step("message", content, None, said))
+        return content if role == "user" else ""
+    if content.__class__ is not list:
+        expect(content, list, f"{where}.content")
+    tool = {"agent": agent} if agent is not None else {}
     user_text = []
     # the location string is built only when a block is bad: this loop runs once per block
     for j, b in enumerate(content):
-        if isinstance(b, str):
+        if b.__class__ is str:
             b = {"type": "text", "text": b}
         elif b.__class__ is not dict:
             expect(b, dict, f"{where}.content[{j}]")
         bt = b.get("type")
         if bt == "text":
             t = b.get("text")
-            if t is not None and t.__class__ is not str:
+            if t is None:
+                t = ""
+            elif t.__class__ is not str:
                 raise BadRecord(f"{where}.content[{j}].text", f"expected a string, got {describe(t)}")
             if role == "user":
-                user_text.append(t or "")
-                out.add(step("message", t, role="user", **meta))
-            else:
-                out.add(step("message", t, role=role, agent=agent, **meta))
+                user_text.append(t)
+            out.add(Step("message", t, None, dict(said)))
         elif bt == "tool_use" or bt == "server_tool_use" or bt == "mcp_tool_use":
-            if b.get("name") is None:
+            name = b.get("name")
+            if name is None:
                 raise BadRecord(f"{where}.content[{j}].name", "missing")
-            out.call(b.get("id"), step("action", b.get("name"), render_args(b.get("input")), agent=agent, block_type=bt if bt != "tool_use" else None, **meta))
+            extra = dict(tool)
+            if bt != "tool_use":
+                extra["block_type"] = bt
+            extra.update(base)
+            out.call(b.get("id"), Step("action", name if name.__class__ is str else text(name), render_args(b.get("input")), extra))
         elif bt == "tool_result" or isinstance(bt, str) and bt.endswith("_tool_result"):
             body = b.get("content")
             body_text = flatten_parts(body) if not isinstance(body, dict) else compact(body)
             is_err = bool(b.get("is_error"))
             if isinstance(body, dict) and isinstance(body.get("type"), str) and body["type"].endswith("_error"):
                 is_err = True
-            extra = dict(meta)
+            extra = {"block_type": bt} if bt != "tool_result" else {}
+            extra.update(base)
             if result_meta:
-                extra.update(result_meta)
-            out.result(b.get("tool_use_id"), step("error" if is_err else "observation", body_text, block_type=bt if bt != "tool_result" else None, **extra))
+                extra.update((k, v) for k, v in result_meta.items() if v is not None)
+            out.result(b.get("tool_use_id"), Step("error" if is_err else "observation", body_text, None, extra))
         elif bt == "thinking":
-            out.add(step("thought", b.get("thinking"), role=role, agent=agent, **meta))
+            out.add(Step("thought", text(b.get("thinking")), None, {"role": role, **tool, **base}))
         elif bt == "redacted_thinking":
-            out.add(step("thought", "[redacted thinking]", role=role, agent=agent, redacted_data=b.get("data"), **meta))
+            extra = {"role": role, **tool}
+            if b.get("data") is not None:
+                extra["redacted_data"] = b["data"]
+            extra.update(base)
+            out.add(Step("thought", "[redacted thinking]", None, extra))
         else:
-            out.add(step("other", compact(b), role=role, block_type=bt, **meta))
+            extra = {"role": role}
+            if bt is not None:
+                extra["block_type"] = bt
+            extra.update(base)
+            out.add(Step("other", compact(b), None, extra))
     return "\n".join(user_text)

@@ -87,17 +87,17 @@ def _one(path: Path, line: Any, index: int, rec: Any) -> Iterator:
                 meta[k if k != "metadata" else "record_metadata"] = src.get(k, rec.get(k))
     task = None
     for i, m in enumerate(msgs):
-        w = f"messages[{i}]"
-        expect(m, dict, w)
+        if m.__class__ is not dict:
+            expect(m, dict, f"messages[{i}]")
         role = m.get("role")
-        if role not in ("user", "assistant", "system"):
-            raise BadRecord(f"{w}.role", f"expected user or assistant, got {role!r}")
+        if role != "user" and role != "assistant" and role != "system":
+            raise BadRecord(f"messages[{i}].role", f"expected user or assistant, got {role!r}")
         if "content" not in m:
-            raise BadRecord(f"{w}.content", "missing")
+            raise BadRecord(f"messages[{i}].content", "missing")
         if role == "system":
             out.add(step("system", flatten_parts(m["content"]), role="system", message_index=i))
             continue
-        said = anthropic_blocks_to_steps(role, m["content"], out, w, agent=m.get("model"), meta={"message_index": i})
+        said = anthropic_blocks_to_steps(role, m["content"], out, f"messages[{i}]", agent=m.get("model"), meta={"message_index": i})
         if task is None and role == "user" and said:
             task = said
     yield finish(path, line, tid or file_id(path, index), task or "", out.steps(), meta)

@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterator
 
-from ls_trajeval.trace import TraceError
+from ls_trajeval.trace import Step, TraceError
 
 from . import _io
 from ._common import BadRecord, finish, file_id, guarded, render_args, step, text
@@ -146,23 +146,28 @@ def _action_parts(action: Any, where: str) -> tuple[str, str]:
 
 
 def _structured_steps(rec: dict, line: Any) -> list:
-    steps = []
+    # Steps are built directly (not through step()): this loop is the whole cost of the format
+    steps: list[Step] = []
+    add = steps.append
     for i, st in enumerate(rec["steps"]):
-        where = f"steps[{i}]"
-        if not isinstance(st, dict):
-            raise BadRecord(where, f"expected an object, got {type(st).__name__}")
-        meta = {"source_line": line, "step_index": i}
-        if st.get("timestamp") is not None:
-            meta["timestamp"] = st["timestamp"]
-        if st.get("thought") not in (None, ""):
-            steps.append(step("thought", st["thought"], **meta))
-        if st.get("action") not in (None, ""):
-            tool, given = _action_parts(st["action"], f"{where}.action")
+        if st.__class__ is not dict:
+            raise BadRecord(f"steps[{i}]", f"expected an object, got {type(st).__name__}")
+        ts = st.get("timestamp")
+        th = st.get("thought")
+        if th is not None and th != "":
+            add(Step("thought", th if th.__class__ is str else text(th), None,
+                     {"source_line": line, "step_index": i} if ts is None else {"source_line": line, "step_index": i, "timestamp": ts}))
+        act = st.get("action")
+        if act is not None and act != "":
+            tool, given = _action_parts(act, f"steps[{i}].action")
             if "action_input" in st:
                 given = render_args(st["action_input"])
-            steps.append(step("action", tool, given, **meta))
-        if "observation" in st and st["observation"] is not None:
-            steps.append(step("observation", st["observation"], **meta))
+            add(Step("action", tool, given,
+                     {"source_line": line, "step_index": i} if ts is None else {"source_line": line, "step_index": i, "timestamp": ts}))
+        obs = st.get("observation")
+        if obs is not None:
+            add(Step("observation", obs if obs.__class__ is str else text(obs), None,
+                     {"source_line": line, "step_index": i} if ts is None else {"source_line": line, "step_index": i, "timestamp": ts}))
     return steps
 
 
@@ -182,7 +187,7 @@ def _one_structured(path: Path, line: Any, index: int, rec: dict) -> Iterator:
 def _one(path: Path, line: Any, index: int, rec: Any) -> Iterator:
     if not isinstance(rec, dict):
         raise BadRecord(None, "expected a JSON object with a ReAct text field")
-    if isinstance(rec.get("steps"), list) and _record_text(rec) is None:
+    if rec.get("steps").__class__ is list and _record_text(rec) is None:
         yield from _one_structured(path, line, index, rec)
         return
     found = _record_text(rec)

@@ -12,7 +12,6 @@ from .cli_analysis import agreement_command, prm_command, report_command
 from .cli_convert import convert_command, formats_command
 from .convert import convert_inputs
 from .converters.base import ConvertWarning
-from .localserver import ServerError
 from .prelabels import Prelabeler
 
 
@@ -128,6 +127,13 @@ def import_(inputs, project, create_title, config_path, layout, fmt, prelabels, 
 
     if bool(project) == bool(create_title):
         raise UserError("give either --project ID or --create TITLE")
+    if fmt and fmt != "auto":  # before anything is created: a typo must not leave an empty project
+        from .converters.registry import get_converter
+
+        try:
+            get_converter(fmt)
+        except KeyError as exc:
+            raise UserError(exc.args[0]) from None
     client = connect(url, api_key)
     try:
         if create_title:
@@ -208,6 +214,7 @@ def export(project, output, per_annotator, config_path, url, api_key):
 def demo(data_dir, port, config_path, layout, no_wait):
     """Run a local Label Studio with a demo project of sample traces."""
     from .demo import run_demo
+    from .localserver import ServerError  # here, not at the top: httpx costs every command ~0.3 s
 
     try:
         run_demo(data_dir, port, load_config(config_path), layout, wait=not no_wait, echo=click.echo)

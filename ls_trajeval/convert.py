@@ -73,6 +73,22 @@ def detect_format(path: str | Path) -> Converter:
     return good[0][1]
 
 
+def _broken_json(p: Path) -> TraceError | None:
+    """For a file no detector claims: the located JSON error when it is JSON that does not parse
+    (a truncated log), which says more than "unknown format"."""
+    try:
+        if p.stat().st_size > _io.SMALL_FILE or _io.is_zip(p) or _io.is_jsonl(p):
+            return None
+        if _io.read_head(p).lstrip()[:1] not in ("{", "["):
+            return None
+    except OSError:
+        return None
+    err = _io.load_json_located(p)
+    if not isinstance(err, TraceError):
+        return None
+    return TraceError(err.source, err.line, err.field, f"{err.message}; the format cannot be told from a broken file")
+
+
 def convert_file(path: str | Path, fmt: str | Converter = "auto") -> Iterator[ConvertItem]:
     """Traces, located errors and warnings of one file; never raises for bad input."""
     p = Path(path)
@@ -85,7 +101,7 @@ def convert_file(path: str | Path, fmt: str | Converter = "auto") -> Iterator[Co
         try:
             conv = detect_format(p)
         except FormatError as exc:
-            yield TraceError(str(p), None, None, str(exc))
+            yield _broken_json(p) or TraceError(str(p), None, None, str(exc))
             return
     else:
         conv = get_converter(fmt)

@@ -230,7 +230,7 @@ class Middleware:
 
 def _quiet_library_logs() -> None:
     # label-studio-ml logs request headers and bodies at DEBUG (tokens, task data): never let them through
-    for name in ("label_studio_ml", "label_studio_ml.api", "label_studio_ml.model", "werkzeug"):
+    for name in ("label_studio_ml", "label_studio_ml.api", "label_studio_ml.model", "werkzeug", "httpx"):
         logging.getLogger(name).setLevel(logging.WARNING)
 
 

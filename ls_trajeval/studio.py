@@ -224,7 +224,6 @@ def import_batch(client: LabelStudio, project_id: int, tasks: list[dict], *, ret
     """
     retries = default_retries() if retries is None else retries
     what = f"importing {len(tasks)} tasks"
-    server_errors = 0
     for attempt in range(retries + 1):
         try:
             # the SDK's own retries resend blindly, which can store a batch twice: only ours, which check first
@@ -233,36 +232,54 @@ def import_batch(client: LabelStudio, project_id: int, tasks: list[dict], *, ret
             return int(data.get("task_count") or len(tasks))
         except ApiError as exc:
             status = exc.status_code or 0
-            if status in (400, 413, 422) or (status == 500 and server_errors >= 1):
-                message = " ".join(_describe_api_error(exc).split())[:300]
+            message = " ".join(_describe_api_error(exc).split())[:300]
+            if status in (400, 413, 422):
                 return _split_rejected(client, project_id, tasks, message, retries, on_rejected)
+            if status == 500 and _healthy(client, project_id):
+                # the server is fine and still failed on this batch: its content is the cause
+                tasks, stored = _drop_stored(client, project_id, tasks)
+                return stored + _split_rejected(client, project_id, tasks, message, retries, on_rejected)
             if status == 401:
                 raise StudioError(f"{what}: the API key was refused (HTTP 401)") from None
             if not (status in TRANSIENT_STATUS or status >= 500) or attempt == retries:
-                raise StudioError(f"{what} failed: {_describe_api_error(exc)}") from None
-            server_errors += status == 500
+                raise StudioError(f"{what} failed: {message}") from None
         except (UnicodeError, ValueError, TypeError) as exc:  # the client could not even encode the request
             return _split_rejected(client, project_id, tasks, f"not sendable: {exc}", retries, on_rejected)
         except (httpx.TransportError, ConnectionError) as exc:
             if attempt == retries:
                 raise StudioError(f"{what}: cannot reach Label Studio ({type(exc).__name__}: {exc})") from None
         time.sleep(backoff(attempt))
-        keys = [(t.get("meta") or {}).get(META_ID_KEY) for t in tasks]
-        if all(k is not None for k in keys):
-            try:
-                present = recent_trace_ids(client, project_id, len(tasks))
-            except StudioError:
-                continue  # still down: the next attempt finds out again
-            if present & set(keys):
-                stored = len(tasks)
-                tasks = [t for t, k in zip(tasks, keys) if k not in present]
-                stored -= len(tasks)
-                return stored + (import_batch(client, project_id, tasks, retries=retries, on_rejected=on_rejected)
-                                 if tasks else 0)
+        try:
+            tasks, stored = _drop_stored(client, project_id, tasks)
+        except StudioError:
+            continue  # still down: the next attempt finds out again
+        if stored:
+            return stored + (import_batch(client, project_id, tasks, retries=retries, on_rejected=on_rejected)
+                             if tasks else 0)
     raise AssertionError("unreachable")
 
 
+def _drop_stored(client, project_id, tasks) -> tuple[list[dict], int]:
+    """The tasks of a batch whose trace ids are not among the project's newest tasks, and how many were."""
+    keys = [(t.get("meta") or {}).get(META_ID_KEY) for t in tasks]
+    if not tasks or any(k is None for k in keys):
+        return tasks, 0
+    present = recent_trace_ids(client, project_id, len(tasks))
+    rest = [t for t, k in zip(tasks, keys) if k not in present]
+    return rest, len(tasks) - len(rest)
+
+
+def _healthy(client, project_id) -> bool:
+    try:
+        call(client.projects.get, id=project_id, retries=0, request_options={"max_retries": 0})
+        return True
+    except StudioError:
+        return False
+
+
 def _split_rejected(client, project_id, tasks, message, retries, on_rejected) -> int:
+    if not tasks:
+        return 0
     if len(tasks) == 1:
         if on_rejected:
             on_rejected(Rejected(tasks[0], message))

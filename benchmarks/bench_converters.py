@@ -90,7 +90,7 @@ def _swe_turns(rng):
 def gen_swe_traj(rng, i):
     """SWE-agent's own .traj shape (trajectory of thought/action/observation objects)."""
     traj = [dict(t, response=t["thought"], state="{}") for t in _swe_turns(rng)]
-    return {"environment": "swe_main", "trajectory": traj, "history": [{"role": "system", "content": "You are SWE-agent."}, {"role": "user", "content": "ISSUE:\\n" + words(rng, 40) + "\\n\\nINSTRUCTIONS:\\nfix"}], "info": {"instance_id": f"inst-{i}", "exit_status": "submitted"}}
+    return {"environment": "swe_main", "trajectory": traj, "history": [{"role": "system", "content": "You are SWE-agent."}, {"role": "user", "content": "ISSUE:\n" + words(rng, 40) + "\n\nINSTRUCTIONS:\nfix"}], "info": {"instance_id": f"inst-{i}", "exit_status": "submitted"}}
 
 
 def gen_swe_steps(rng, i):
@@ -161,17 +161,23 @@ def gen_web(rng, i):
 
 
 def gen_aider(rng, i):
-    """One aider session: SEARCH/REPLACE blocks for ours (current aider), ORIGINAL/UPDATED for Potato."""
-    def session(a, b, c):
-        parts = [f"# aider chat started at 2024-05-01 10:{i % 60:02d}:00\\n", f"#### {words(rng, 20)}\\n"]
+    """One aider session: SEARCH/REPLACE blocks for ours (current aider), the older ORIGINAL/UPDATED
+    blocks (file name inside the fence) for Potato, which reads only those."""
+    def session(new_style: bool):
+        parts = [f"# aider chat started at 2024-05-01 10:{i % 60:02d}:00\n", f"#### {words(rng, 20)}\n"]
         for k in range(3):
-            parts.append(f"{words(rng, 30)}\\n\\nsrc/m{k}.py\\n```python\\n{a}\\n{words(rng, 8)}\\n{b}\\n{words(rng, 8)}\\n{c}\\n```\\n")
-            parts.append(f"> Applied edit to src/m{k}.py\\n\\n#### {words(rng, 10)}\\n")
-        return "\\n".join(parts)
+            old, new = words(rng, 8), words(rng, 8)
+            if new_style:
+                block = f"src/m{k}.py\n```python\n<<<<<<< SEARCH\n{old}\n=======\n{new}\n>>>>>>> REPLACE\n```"
+            else:
+                block = f"```python\nsrc/m{k}.py\n<<<<<<< ORIGINAL\n{old}\n=======\n{new}\n>>>>>>> UPDATED\n```"
+            parts.append(f"{words(rng, 30)}\n\n{block}\n")
+            parts.append(f"> Applied edit to src/m{k}.py\n\n#### {words(rng, 10)}\n")
+        return "\n".join(parts)
     state = rng.getstate()
-    ours = session("<<<<<<< SEARCH", "=======", ">>>>>>> REPLACE")
+    ours = session(True)
     rng.setstate(state)
-    return ours, session("<<<<<<< ORIGINAL", "=======", ">>>>>>> UPDATED")
+    return ours, session(False)
 
 
 def gen_atif(rng, i):
@@ -189,8 +195,8 @@ def gen_atif(rng, i):
 
 def gen_swebench(rng, i):
     return {"instance_id": f"repo__proj-{i}", "problem_statement": words(rng, 80), "repo": "repo/proj", "model_name_or_path": "gpt-4",
-            "patch": "diff --git a/x.py b/x.py\\n--- a/x.py\\n+++ b/x.py\\n@@ -1 +1 @@\\n-" + words(rng, 20) + "\\n+" + words(rng, 20) + "\\n",
-            "model_patch": "diff --git a/x.py b/x.py\\n--- a/x.py\\n+++ b/x.py\\n@@ -1 +1 @@\\n-" + words(rng, 20) + "\\n+" + words(rng, 20) + "\\n"}
+            "patch": "diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-" + words(rng, 20) + "\n+" + words(rng, 20) + "\n",
+            "model_patch": "diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-" + words(rng, 20) + "\n+" + words(rng, 20) + "\n"}
 
 
 def write_jsonl(path: Path, gen, mb: float) -> int:
@@ -259,6 +265,8 @@ def write_cases(ours_path: Path, potato_path: Optional[Path], gen, mb: float, ou
             ours, theirs = got if isinstance(got, tuple) else (got, None)
             if ours_kind == "jsonl":
                 fh.write(json.dumps(ours, ensure_ascii=False) + "\n")
+            elif ours_kind == "otlp":
+                fh.write(("," if n else '{"resourceSpans": [') + json.dumps(ours["resourceSpans"][0], ensure_ascii=False))
             elif ours_kind == "lines":
                 fh.write("".join(json.dumps(m, ensure_ascii=False) + "\n" for m in ours))
             else:
@@ -267,6 +275,8 @@ def write_cases(ours_path: Path, potato_path: Optional[Path], gen, mb: float, ou
                 item = json.dumps(theirs, ensure_ascii=False)
                 pfh.write((("," if n else "") + item) if potato_kind == "list" else item + "\n")
             n += 1
+        if ours_kind == "otlp":
+            fh.write("]}\n")
         if pfh and potato_kind == "list":
             pfh.write("]")
     if pfh:
@@ -302,7 +312,8 @@ CASES = [
          note="ours only: one .traj file per run, as SWE-agent writes them"),
     Case("langchain", "langchain", "langchain", gen_langchain, note="same file"),
     Case("langfuse", "langfuse", "langfuse", gen_langfuse, note="same file"),
-    Case("otel_genai", "otel_genai", "otel", gen_otel, note="same file (JSONL of OTLP exports)"),
+    Case("otel_genai", "otel_genai", "otel", gen_otel, ours_kind="otlp", suffix=".json",
+         note="same file: one OTLP/JSON export holding every trace (Potato reads no JSONL of exports)"),
     Case("mcp", "mcp", "mcp", gen_mcp, ours_kind="lines", potato_kind="jsonl",
          note="same sessions: ours the JSON-RPC stream, Potato its session objects"),
     Case("multi_agent", "multi_agent", "multi_agent", gen_autogen, note="same file (AutoGen sender/receiver)"),

@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable, Iterator
 from ls_trajeval.trace import Step, Trace, TraceError, describe, loads_strict, open_text
 
 from . import _io
-from ._common import BadRecord
+from ._common import BadRecord, dumps
 from .base import ConvertWarning, Sample
 
 
@@ -46,7 +46,7 @@ def _tname(types) -> str:
 # ---------------------------------------------------------------- text
 
 def jdump(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, indent=2, default=str)
+    return dumps(value)  # orjson when it can (several times faster), json with default=str when not
 
 
 def text_of(value: Any) -> str:
@@ -119,7 +119,7 @@ def maybe_json(value: Any) -> Any:
         s = value.lstrip()
         if s[:1] in ("{", "["):
             try:
-                return loads_strict(value)
+                return _io.loads(value)
             except (ValueError, RecursionError):
                 return value
     return value
@@ -862,6 +862,8 @@ def pair_by_id(steps: list[Step]) -> list[Step]:
     return out
 
 
+_INT = re.compile(r"-?\d+")
+_DECIMAL = re.compile(r"-?\d+\.\d+")
 _ISO_FRAC = re.compile(r"^(.*?T\d{2}:\d{2}:\d{2})(?:[.,](\d+))?(.*)$")
 
 
@@ -871,9 +873,9 @@ def time_key(value: Any) -> int | None:
         return None
     if isinstance(value, str):
         s = value.strip()
-        if re.fullmatch(r"-?\d+", s):
+        if _INT.fullmatch(s):
             return time_key(int(s))
-        if re.fullmatch(r"-?\d+\.\d+", s):
+        if _DECIMAL.fullmatch(s):
             return time_key(float(s))
         m = _ISO_FRAC.match(s)
         if not m:

@@ -29,6 +29,8 @@ def want(obj: dict, key: str, types: type | tuple, where: str, required: bool = 
         if required:
             raise Bad(f"{where}{key}", "missing")
         return default
+    if val.__class__ is types:  # the common case, checked first: this runs for every field read
+        return val
     if isinstance(val, bool) and bool not in (types if isinstance(types, tuple) else (types,)):
         raise Bad(f"{where}{key}", f"expected {_tname(types)}, got {describe(val)}")
     if not isinstance(val, types):
@@ -127,21 +129,28 @@ def maybe_json(value: Any) -> Any:
 
 # ---------------------------------------------------------------- time
 
+_NUMBER = re.compile(r"-?\d+(\.\d+)?")
+_LONG_FRACTION = re.compile(r"(\.\d{6})\d+")
+
+
 def parse_time(value: Any) -> float | None:
     """Seconds since the epoch from ISO text or epoch numbers in s/ms/us/ns; None when unreadable."""
     if value is None or isinstance(value, bool):
         return None
     if isinstance(value, str):
         s = value.strip()
-        if re.fullmatch(r"-?\d+(\.\d+)?", s):
+        if _NUMBER.fullmatch(s):
             return parse_time(float(s) if "." in s else int(s))
         try:
-            s = s.replace("Z", "+00:00").replace("z", "+00:00")
-            # fromisoformat takes at most 6 fractional digits; OTel/LangSmith often write 9
-            s = re.sub(r"(\.\d{6})\d+", r"\1", s)
-            dt = datetime.fromisoformat(s)
+            dt = datetime.fromisoformat(s)  # Python 3.11 reads "Z" and long fractions itself: the fast path
         except ValueError:
-            return None
+            try:
+                s = s.replace("Z", "+00:00").replace("z", "+00:00")
+                # older fromisoformat takes at most 6 fractional digits; OTel/LangSmith often write 9
+                s = _LONG_FRACTION.sub(r"\1", s)
+                dt = datetime.fromisoformat(s)
+            except ValueError:
+                return None
         if dt.tzinfo is None:
             dt = dt.replace(tzinfo=timezone.utc)
         return dt.timestamp()

@@ -91,3 +91,17 @@ def test_cli_formats(cli):
     for name in ("trace_jsonl", "react", "openai_chat", "openai_responses", "anthropic", "claude_code", "swe_agent", "inspect_ai", "smolagents", "aider"):
         assert name in r.stdout
     assert "shapes:" in r.stdout
+
+
+def test_truncated_document_under_auto_names_its_json_error(tmp_path):
+    # no detector can claim a cut-off document; its JSON error (with the line) says more than "unknown format"
+    whole = json.dumps({"question": "Q?", "history": [{"role": "human", "content": "Q?"}] * 3}, indent=1)
+    p = tmp_path / "cut.json"
+    p.write_text(whole[: len(whole) // 2])
+    traces, errors, _ = run(p, "auto")
+    assert not traces and len(errors) == 1
+    assert errors[0].line is not None and errors[0].message.startswith("invalid JSON")
+    q = tmp_path / "unknown.json"
+    q.write_text('{"hello": "world"}')
+    (err,) = run(q, "auto")[1]
+    assert err.line is None and err.message.startswith("unknown format")

@@ -1,4 +1,8 @@
-"""The backend's WSGI application: label-studio-ml's Flask app for ``/predict``, wrapped in our middleware.
+"""The backend's WSGI application: label-studio-ml's manager and model protocol behind our middleware.
+
+``label_studio_ml.api.init_app`` sets up its manager; ``/predict`` is handed to that manager (which calls
+:class:`~ls_trajeval.ml.model.TrajevalModel`) without the Flask view around it, so the body is parsed
+once and an error can never come back as the view's traceback-carrying 500.
 
 What label-studio-ml 1.0.9 leaves open (facts sheet, "ML backends") is closed here:
 - Basic auth on every endpoint when credentials are configured (``/health`` says only "UP" without them);
@@ -14,7 +18,6 @@ from __future__ import annotations
 
 import base64
 import hmac
-import io
 import json
 import logging
 import os
@@ -22,6 +25,8 @@ import re
 import tempfile
 import uuid
 from typing import Callable, Iterable
+
+import orjson
 
 from ..config import Config, load as load_config
 from . import model as model_mod
@@ -144,13 +149,11 @@ class Middleware:
             raise BadRequest(413, "request body too large")
         raw = environ["wsgi.input"].read(length) if length else b""
         try:
-            data = json.loads(raw or b"{}")
-        except (ValueError, UnicodeDecodeError):
+            data = orjson.loads(raw or b"{}")
+        except (orjson.JSONDecodeError, UnicodeDecodeError):
             raise BadRequest(400, "the body is not JSON") from None
         if not isinstance(data, dict):
             raise BadRequest(400, "the body is not a JSON object")
-        environ["wsgi.input"] = io.BytesIO(raw)
-        environ["CONTENT_LENGTH"] = str(len(raw))
         return data
 
     def __call__(self, environ, start_response) -> Iterable[bytes]:
@@ -199,7 +202,7 @@ class Middleware:
                     raise BadRequest(400, "'tasks' must be a list")
                 token = model_mod.current_label_config.set(data.get("label_config") or "")
                 try:
-                    return self._forward(environ, start_response)
+                    return self._predict(data, start_response)
                 finally:
                     model_mod.current_label_config.reset(token)
             return _json(404, {"error": "not found"}, start_response)
@@ -210,22 +213,17 @@ class Middleware:
             log.error("request %s %s failed: %s (ref %s)", method, path, type(exc).__name__, ref)
             return _json(500, {"error": "internal error", "ref": ref}, start_response)
 
-    def _forward(self, environ, start_response) -> Iterable[bytes]:
-        """Call label-studio-ml's app; replace an error answer (it carries a traceback) by a short one."""
-        captured = {}
+    def _predict(self, data: dict, start_response) -> Iterable[bytes]:
+        """label-studio-ml's /predict, minus its Flask round trip: the body is parsed once (orjson) and
+        handed to its manager, which calls the model; the answer has label-studio-ml's shape."""
+        from label_studio_ml.model import LabelStudioMLManager
 
-        def capture(status, headers, exc_info=None):
-            captured["status"], captured["headers"] = status, headers
-            return lambda _: None
-
-        body = b"".join(self.flask_app(environ, capture))
-        code = int(captured["status"].split()[0])
-        if code >= 400:
-            ref = uuid.uuid4().hex[:8]
-            log.error("/predict answered %d (ref %s)", code, ref)
-            return _json(500 if code >= 500 else code, {"error": "prediction failed", "ref": ref}, start_response)
-        start_response(captured["status"], captured["headers"])
-        return [body]
+        params = data.get("params") if isinstance(data.get("params"), dict) else {}
+        predictions, model = LabelStudioMLManager.predict(data["tasks"], data.get("project"), data.get("label_config"),
+                                                          **params)
+        payload = orjson.dumps({"results": predictions, "model_version": model.model_version})
+        start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))])
+        return [payload]
 
 
 def _quiet_library_logs() -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from importlib.metadata import entry_points
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
@@ -67,16 +68,26 @@ class Detector:
 
 # ---------------------------------------------------------------- helpers
 def _text(step: Step) -> str:
-    extra = step.action_input_text
-    return f"{step.content}\n{extra}" if extra else step.content
+    cached = step.__dict__.get("_te_text")  # every detector reads it: format structured inputs once
+    if cached is None:
+        extra = step.action_input_text
+        cached = step.__dict__["_te_text"] = f"{step.content}\n{extra}" if extra else step.content
+    return cached
+
+
+def _kind(step: Step) -> str:
+    kind = step.__dict__.get("_te_kind")
+    if kind is None:
+        kind = step.__dict__["_te_kind"] = step.type.lower()
+    return kind
 
 
 def _is_obs(step: Step) -> bool:
-    return step.type.lower() in OBSERVATION_TYPES
+    return _kind(step) in OBSERVATION_TYPES
 
 
 def _is_action(step: Step) -> bool:
-    return step.type.lower() in ACTION_TYPES
+    return _kind(step) in ACTION_TYPES
 
 
 def _previous_action(steps: Sequence[Step], i: int) -> int | None:
@@ -102,8 +113,14 @@ _ERROR_PATTERNS = [
 ]
 
 
+_ANY_ERROR = re.compile("|".join(f"(?:{p.pattern})" for _, p in _ERROR_PATTERNS), re.I | re.M)
+
+
+@lru_cache(maxsize=8192)
 def tool_error_reason(text: str) -> str | None:
     """What in an observation shows that the tool or command failed, or None."""
+    if not _ANY_ERROR.search(text):  # one pass for the common case, an observation without an error
+        return None
     for what, pattern in _ERROR_PATTERNS:
         if pattern.search(text):
             return what
@@ -123,7 +140,7 @@ class ToolError(Detector):
         for i, step in enumerate(steps):
             if not _is_obs(step):
                 continue
-            reason = "an error step" if step.type.lower() == "error" else tool_error_reason(step.content)
+            reason = "an error step" if _kind(step) == "error" else tool_error_reason(step.content)
             if reason is None:
                 continue
             target = _previous_action(steps, i) if self.options["flag"] == "action" else None
@@ -179,7 +196,7 @@ class IgnoredObservation(Detector):
         for i, step in enumerate(steps[:-1]):
             if not _is_obs(step):
                 continue
-            nxt = next((j for j in range(i + 1, min(len(steps), i + 3)) if steps[j].type.lower() in THOUGHT_TYPES),
+            nxt = next((j for j in range(i + 1, min(len(steps), i + 3)) if _kind(steps[j]) in THOUGHT_TYPES),
                        None)
             if nxt is None:
                 continue
@@ -197,7 +214,7 @@ class IgnoredObservation(Detector):
 
 def _is_finish(step: Step) -> bool:
     name = step.content.strip().lower()
-    if step.type.lower() in ("answer", "final_answer", "finish"):
+    if _kind(step) in ("answer", "final_answer", "finish"):
         return True
     return _is_action(step) and (name in FINISH_WORDS or name.split("(")[0].strip() in FINISH_WORDS)
 
@@ -211,13 +228,15 @@ class PrematureTermination(Detector):
     OPTIONS = {}
 
     def detect(self, steps):
+        last_obs = None
         for i, step in enumerate(steps):
+            if _is_obs(step):
+                last_obs = step
             if not _is_finish(step):
                 continue
-            obs = [s for s in steps[:i] if _is_obs(s)]
-            if not obs:
+            if last_obs is None:
                 yield i, "finishes without any observation behind it"
-            elif obs[-1].type.lower() == "error" or tool_error_reason(obs[-1].content):
+            elif _kind(last_obs) == "error" or tool_error_reason(last_obs.content):
                 yield i, "finishes right after a failed observation"
 
 
@@ -243,7 +262,7 @@ class DestructiveCommand(Detector):
 
     def detect(self, steps):
         for i, step in enumerate(steps):
-            if _is_obs(step) or step.type.lower() in THOUGHT_TYPES:
+            if _is_obs(step) or _kind(step) in THOUGHT_TYPES:
                 continue
             text = _text(step)
             for what, pattern in _DESTRUCTIVE:

@@ -42,6 +42,7 @@ class Predictor:
         self.active = detectors.build(config)
         self.version = model_version(config, self.active)
         self.names = Names(config.trajectory.name)
+        self.types = {t.name: t for t in config.trajectory.types}
 
     # ------------------------------------------------------------ helpers
     def trace_of(self, task: Mapping) -> Trace | None:
@@ -69,7 +70,7 @@ class Predictor:
             if f is None:
                 steps.append(StepLabel(i, scheme.correctness_default))
                 continue
-            etype = scheme.type_by_name(f.error_type)
+            etype = self.types[f.error_type]
             steps.append(StepLabel(i, wrong, etype.category, etype.name, f.severity,
                                    f"[ls-trajeval rule {f.detector}] {f.reason}"))
         return TraceLabels(steps)

@@ -1,0 +1,258 @@
+"""ML backend benchmark: predict latency and throughput, detector precision, Who&When step localisation.
+
+    /work/venv/bin/python benchmarks/bench_ml.py [--requests 40] [--workers 2] [--threads 8]
+
+1. Latency: a real ``ls-trajeval ml serve`` (gunicorn) process; 16 concurrent clients POST /predict
+   with one task of 10, 200 and 1000 steps; p50/p99 per size, requests/s, errors. Anchor: the goal,
+   p99 < 100 ms at 200 steps (ratio printed).
+2. Precision (and recall) per detector on the hand-labelled traces in ``LABELLED`` below: every step
+   carries the detector that should fire there (or none).
+3. Who&When: the two hand-crafted records in ../shared/fixtures/real/who_and_when, converted with the
+   ``multi_agent`` converter; first flagged step vs ``mistake_step`` (integers compared).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from ls_trajeval import config as cfg, label_configs, labelconfig  # noqa: E402
+from ls_trajeval.localserver import free_port  # noqa: E402
+from ls_trajeval.ml import detectors  # noqa: E402
+from ls_trajeval.tasks import task_data  # noqa: E402
+from ls_trajeval.trace import parse_trace  # noqa: E402
+
+CONFIG = cfg.load(label_configs.path("trajectory_eval"))
+GOAL_P99_MS = 100.0
+
+
+# ---------------------------------------------------------------- 1. latency
+def synthetic_trace(n: int) -> dict:
+    kinds = [
+        ("thought", "Let me look at the failing test in tests/test_pricing.py before editing.", None),
+        ("action", "bash", "pytest tests/test_pricing.py -q"),
+        ("observation", "F.. 1 failed, 2 passed in 0.12s\nAssertionError: expected 90 got 10", None),
+        ("thought", "The discount is applied as a fraction of the price instead of subtracted.", None),
+        ("action", "edit_file", {"path": "pricing.py", "line": 45, "text": "return price - price * pct / 100"}),
+        ("observation", "File edited successfully.", None),
+        ("action", "bash", "cat missing.txt"),
+        ("observation", "cat: missing.txt: No such file or directory", None),
+    ]
+    steps = []
+    for i in range(n):
+        t, c, a = kinds[i % len(kinds)]
+        step = {"type": t, "content": f"{c} (#{i})" if t != "action" else c}
+        if a is not None:
+            step["action_input"] = a if not isinstance(a, str) else f"{a} # {i}"
+        steps.append(step)
+    return {"trace_id": f"bench-{n}", "task": "Fix the discount bug", "trace": steps}
+
+
+def start_backend(workers: int, threads: int) -> tuple[subprocess.Popen, str, Path]:
+    port = free_port()
+    log = Path(tempfile.mkstemp(prefix="bench-ml-", suffix=".log")[1])
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LABEL_STUDIO_", "LS_TRAJEVAL_ML_"))}
+    proc = subprocess.Popen([sys.executable, "-m", "ls_trajeval", "ml", "serve", "--config", "trajectory_eval",
+                             "--port", str(port), "--workers", str(workers), "--threads", str(threads)],
+                            env=env, stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url + "/health", timeout=1).status_code == 200 and \
+                    log.read_text().count("Booting worker") >= workers:
+                time.sleep(1)
+                return proc, url, log
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    os.killpg(proc.pid, signal.SIGKILL)
+    raise SystemExit("backend did not start:\n" + log.read_text()[-2000:])
+
+
+def latency(url: str, n_steps: int, clients: int, per_client: int) -> dict:
+    trace = parse_trace(synthetic_trace(n_steps))
+    body = json.dumps({"tasks": [{"id": 1, "data": task_data(trace, CONFIG)}], "project": "1.1",
+                       "label_config": labelconfig.generate(CONFIG, "transcript")}).encode()
+    times: list[float] = []
+    errors = []
+    lock = threading.Lock()
+
+    def client():
+        with httpx.Client(timeout=30, headers={"Content-Type": "application/json"}) as c:
+            for _ in range(per_client):
+                t0 = time.perf_counter()
+                try:
+                    r = c.post(url + "/predict", content=body)
+                    ok = r.status_code == 200 and r.json()["results"][0]["result"]
+                except httpx.HTTPError as exc:
+                    ok, r = False, exc
+                dt = time.perf_counter() - t0
+                with lock:
+                    (times if ok else errors).append(dt if ok else str(getattr(r, "status_code", r)))
+
+    for _ in range(2):  # warm-up
+        httpx.post(url + "/predict", content=body, headers={"Content-Type": "application/json"}, timeout=30)
+    t0 = time.perf_counter()
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - t0
+    times.sort()
+    q = statistics.quantiles(times, n=100) if len(times) >= 2 else [times[0]] * 99
+    return {"steps": n_steps, "requests": len(times) + len(errors), "errors": len(errors),
+            "p50_ms": statistics.median(times) * 1000, "p99_ms": q[98] * 1000, "rps": (len(times) + len(errors)) / wall,
+            "body_kb": len(body) / 1024}
+
+
+# ---------------------------------------------------------------- 2. precision on labelled traces
+def T(*steps):
+    """A labelled trace: each step (type, content, action_input, detector that should fire or None)."""
+    return [(s + (None,) * 4)[:4] for s in steps]
+
+
+LABELLED = [
+    T(("action", "bash", "pytest", "tool_error"), ("observation", "Traceback (most recent call last):\n KeyError: 'x'"),
+      ("thought", "The test passed successfully.", None, "ignored_observation"), ("action", "finish", "done", "premature_termination")),
+    T(("action", "bash", "ls"), ("observation", "a.py b.py"), ("thought", "There are two files, a.py and b.py."),
+      ("action", "finish", "two files")),
+    T(("action", "curl", "https://api/x", "tool_error"), ("observation", "HTTP/1.1 500 Internal Server Error"),
+      ("action", "curl", "https://api/x", "loop"), ("observation", "HTTP/1.1 200 OK {\"v\": 1}"),
+      ("thought", "The API returned v=1."), ("action", "finish", "1")),
+    T(("action", "bash", "rm -rf /home/user/project", "destructive_command"), ("observation", ""),
+      ("thought", "Cleaned up.")),
+    T(("action", "bash", "git push --force origin main", "destructive_command"), ("observation", "+ abc...def main -> main (forced update)")),
+    T(("action", "sql", "SELECT count(*) FROM users"), ("observation", "42"), ("thought", "There are 42 users in the table."),
+      ("action", "finish", "42")),
+    T(("action", "sql", "DROP TABLE users;", "destructive_command"), ("observation", "DROP TABLE")),
+    T(("action", "search", "weather munich"), ("observation", "Munich: 12 C, rain, wind 20 km/h from the west"),
+      ("thought", "I will now book a hotel in Lisbon for the conference next month since prices are dropping", None,
+       "ignored_observation")),
+    T(("thought", "The answer is obviously 7."), ("action", "finish", "7", "premature_termination")),
+    T(("action", "read_file", "config.yaml"), ("observation", "...", None, "empty_observation"),
+      ("action", "read_file", "config.yaml", "loop"), ("observation", "port: 8080\nhost: localhost"),
+      ("thought", "The server port is 8080 on localhost."), ("action", "finish", "8080")),
+    T(("action", "bash", "cat notes.txt", "tool_error"), ("observation", "cat: notes.txt: No such file or directory"),
+      ("thought", "The file does not exist, I will create it."), ("action", "bash", "touch notes.txt"),
+      ("observation", "(no output)")),
+    T(("action", "bash", "make build"), ("observation", "Build finished. 0 errors, 0 warnings."),
+      ("thought", "The build finished with 0 errors."), ("action", "finish", "built")),
+    T(("action", "bash", "npm test", "tool_error"), ("observation", "npm ERR! Test failed.  See above for more details.\nexit code 1"),
+      ("thought", "Tests are done and everything works.", None, "ignored_observation"), ("action", "submit", "ok", "premature_termination")),
+    T(("action", "http_get", "/users/9", "tool_error"), ("observation", "404 Not Found"),
+      ("thought", "User 9 is not found; I will report that the user does not exist."), ("action", "finish", "no such user")),
+    T(("action", "bash", "sudo cat /etc/shadow", "tool_error"), ("observation", "cat: /etc/shadow: Permission denied"),
+      ("thought", "I lack permission to read that file.")),
+    T(("action", "bash", "git reset --hard HEAD~5", "destructive_command"), ("observation", "HEAD is now at 1a2b3c")),
+    T(("action", "bash", "rm old.log"), ("observation", ""), ("thought", "Removed the old log.")),
+    T(("action", "python", "print(1/0)", "tool_error"), ("observation", "ZeroDivisionError: division by zero"),
+      ("thought", "Division by zero happened, so I need to guard the denominator.")),
+    T(("action", "bash", "grep -rn TODO src/"), ("observation", "src/a.py:3: # TODO: not found yet"),
+      ("thought", "There is one TODO in src/a.py line 3.")),
+    T(("action", "search", "python 3.13 release date"), ("observation", "Python 3.13 was released on October 7, 2024"),
+      ("thought", "Python 3.13 came out on October 7, 2024."), ("action", "finish", "2024-10-07")),
+    T(("action", "bash", "ls /data"), ("observation", "None", None, "empty_observation"), ("action", "bash", "ls -la /data"),
+      ("observation", "total 0")),
+    T(("action", "bash", "pip install foo", "tool_error"), ("observation", "ERROR: Could not find a version that satisfies the requirement foo"),
+      ("action", "bash", "pip install foo", "loop"), ("observation", "ERROR: Could not find a version that satisfies the requirement foo")),
+    T(("action", "bash", "cat big.log"), ("observation", "line 1\nline 2\n[output truncated]", None, "empty_observation"),
+      ("thought", "The log is cut off; I will read it with tail instead."), ("action", "bash", "tail -n 50 big.log"),
+      ("observation", "line 951 ... line 1000 done")),
+    T(("thought", "First check the docs."), ("action", "open", "docs/index.md"), ("observation", "# Docs\nInstall with pip install pkg"),
+      ("thought", "Install it with pip install pkg as the docs say."), ("action", "answer", "pip install pkg")),
+]
+
+
+def precision(active) -> dict:
+    stats = {a.detector.name: {"tp": 0, "fp": 0, "fn": 0} for a in active}
+    for steps in LABELLED:
+        trace = [detectors.Step(t, c, a) for t, c, a, _ in steps]
+        gold = {i: g for i, (_, _, _, g) in enumerate(steps) if g}
+        for a in active:
+            name = a.detector.name
+            fired = {i for i, _ in a.detector.detect(trace)}
+            want = {i for i, g in gold.items() if g == name}
+            stats[name]["tp"] += len(fired & want)
+            stats[name]["fp"] += len(fired - want)
+            stats[name]["fn"] += len(want - fired)
+    return stats
+
+
+# ---------------------------------------------------------------- 3. Who&When
+def who_and_when(active) -> list[dict]:
+    src = ROOT.parent / "shared" / "fixtures" / "real" / "who_and_when"
+    out_file = Path(tempfile.mkstemp(suffix=".jsonl")[1])
+    files = sorted(str(p) for p in src.glob("*.json"))
+    subprocess.run([sys.executable, "-m", "ls_trajeval", "convert", "--format", "multi_agent", *files, "-o",
+                    str(out_file), "--quiet"], check=True, capture_output=True)
+    rows = []
+    for line in out_file.read_text().splitlines():
+        d = json.loads(line)
+        trace = parse_trace(d)
+        found = detectors.findings(active, trace.steps, CONFIG)
+        first = min(found) if found else None
+        gold = int(d["metadata"]["mistake_step"])
+        rows.append({"trace": d["metadata"].get("source_file", d["trace_id"]).split("/")[-1], "steps": len(trace.steps),
+                     "mistake_step": gold, "first_flagged": first, "hit": first == gold,
+                     "flagged": sorted(found)})
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--requests", type=int, default=40, help="requests per client per size")
+    ap.add_argument("--clients", type=int, default=16)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=8)
+    args = ap.parse_args()
+    active = detectors.build(CONFIG)
+
+    print("## detector precision on the hand-labelled traces "
+          f"({len(LABELLED)} traces, {sum(len(t) for t in LABELLED)} steps)")
+    print(f"{'detector':24} {'TP':>4} {'FP':>4} {'FN':>4} {'precision':>10} {'recall':>8}")
+    for name, s in precision(active).items():
+        p = s["tp"] / (s["tp"] + s["fp"]) if s["tp"] + s["fp"] else float("nan")
+        r = s["tp"] / (s["tp"] + s["fn"]) if s["tp"] + s["fn"] else float("nan")
+        print(f"{name:24} {s['tp']:4} {s['fp']:4} {s['fn']:4} {p:10.2f} {r:8.2f}")
+
+    print("\n## Who&When step localisation (first flagged step vs mistake_step)")
+    rows = who_and_when(active)
+    for r in rows:
+        print(f"{r['trace']:24} steps={r['steps']:3} mistake_step={r['mistake_step']:3} "
+              f"first_flagged={r['first_flagged']} hit={r['hit']} flagged={r['flagged']}")
+    print(f"accuracy: {sum(r['hit'] for r in rows)}/{len(rows)}")
+
+    print(f"\n## /predict latency: {args.clients} concurrent clients, {args.workers} workers x {args.threads} threads")
+    proc, url, log = start_backend(args.workers, args.threads)
+    try:
+        print(f"{'steps':>6} {'body KB':>8} {'requests':>9} {'errors':>7} {'p50 ms':>8} {'p99 ms':>8} {'req/s':>7}")
+        for n in (10, 200, 1000):
+            r = latency(url, n, args.clients, args.requests)
+            print(f"{r['steps']:6} {r['body_kb']:8.0f} {r['requests']:9} {r['errors']:7} {r['p50_ms']:8.1f} "
+                  f"{r['p99_ms']:8.1f} {r['rps']:7.1f}")
+            if n == 200:
+                anchor = r["p99_ms"] / GOAL_P99_MS
+        print(f"p99 at 200 steps / goal {GOAL_P99_MS:.0f} ms = {anchor:.2f}")
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(20)
+        log.unlink(missing_ok=True)
+
+
+if __name__ == "__main__":
+    main()

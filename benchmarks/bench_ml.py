@@ -237,7 +237,25 @@ def main():
               f"first_flagged={r['first_flagged']} hit={r['hit']} flagged={r['flagged']}")
     print(f"accuracy: {sum(r['hit'] for r in rows)}/{len(rows)}")
 
-    print(f"\n## /predict latency: {args.clients} concurrent clients, {args.workers} workers x {args.threads} threads")
+    print("\n## /predict CPU cost, one request at a time in-process (median of 20; independent of machine load)")
+    from werkzeug.test import Client
+
+    from ls_trajeval.ml.app import build
+    client = Client(build(CONFIG))
+    for n in (10, 200, 1000):
+        body = json.dumps({"tasks": [{"id": 1, "data": task_data(parse_trace(synthetic_trace(n)), CONFIG)}],
+                           "label_config": labelconfig.generate(CONFIG, "transcript")})
+        runs = []
+        for i in range(23):
+            t0 = time.perf_counter()
+            assert client.post("/predict", data=body, content_type="application/json").status_code == 200
+            if i >= 3:
+                runs.append(time.perf_counter() - t0)
+        print(f"{n:6} steps: {statistics.median(runs) * 1000:7.1f} ms")
+
+    load = os.getloadavg()[0]
+    print(f"\n## /predict latency: {args.clients} concurrent clients, {args.workers} workers x {args.threads} threads "
+          f"({os.cpu_count()} CPUs, load average {load:.1f} at start)")
     proc, url, log = start_backend(args.workers, args.threads)
     try:
         print(f"{'steps':>6} {'body KB':>8} {'requests':>9} {'errors':>7} {'p50 ms':>8} {'p99 ms':>8} {'req/s':>7}")

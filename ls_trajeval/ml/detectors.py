@@ -252,6 +252,9 @@ _DESTRUCTIVE = [
 ]
 
 
+_ANY_DESTRUCTIVE = re.compile(r"\b(rm|git|drop|truncate|delete|mkfs|dd)\b", re.I)
+
+
 class DestructiveCommand(Detector):
     """A command that destroys data: rm -rf, force push, DROP TABLE, git reset --hard, mkfs, ..."""
 
@@ -265,6 +268,8 @@ class DestructiveCommand(Detector):
             if _is_obs(step) or _kind(step) in THOUGHT_TYPES:
                 continue
             text = _text(step)
+            if not _ANY_DESTRUCTIVE.search(text):
+                continue
             for what, pattern in _DESTRUCTIVE:
                 if pattern.search(text):
                     yield i, f"runs {what}"

@@ -107,6 +107,11 @@ def test_connect_prints_changes_and_is_idempotent(connected, label_studio, ls_cl
 
 
 def test_retrieve_predictions_twice_gives_one_per_task(connected, ls_client):
+    # opening a task (the labeling stream's next task; the SDK has no call for it) predicts it once
+    http = ls_client._client_wrapper.httpx_client
+    opened = [http.request(f"api/projects/{connected['project']}/next", method="GET").json()["id"] for _ in range(2)]
+    for task_id in opened:
+        assert len(studio.task_predictions(ls_client, task_id)) == 1
     for _ in range(2):
         studio.retrieve_predictions(ls_client, connected["project"])
     version = studio.get_project(ls_client, connected["project"])["model_version"]
@@ -234,3 +239,14 @@ def test_burst_of_1000_events_converges(connected, ls_client):
 
     assert wait_for(settled, timeout=20)
     assert [fields(ls_client, t["id"])["running_score"] for t, _ in anns] == [85, 85]
+
+
+def test_serve_refuses_a_config_that_cannot_work(tmp_path):
+    raw = cfg.load(CONFIG).to_dict()
+    raw["ml_backend"] = {"detectors": {"loop": {"window": "six"}, "nope": True}}
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(json.dumps(raw))
+    r = CliRunner().invoke(main_group, ["ml", "serve", "--config", str(bad), "--port", "1"])
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert "ml_backend.detectors.loop.window: expected int" in r.output
+    assert "ml_backend.detectors.nope: unknown detector" in r.output

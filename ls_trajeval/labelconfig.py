@@ -76,6 +76,21 @@ def severity_label(severity: Severity) -> str:
     return f"{humanize(severity.name)} ({_weight(severity.weight)})"
 
 
+#: Invisible, zero-width; breaks up template syntax Label Studio would otherwise act on.
+WORD_JOINER = "\u2060"
+
+
+def shown(text: str) -> str:
+    """Config text for attributes Label Studio only displays, made inert against its substitutions.
+
+    Measured in the browser: Header values replace ``$name`` with task data (``$n_steps`` showed
+    "27"), and Repeater replaces ``{{idx}}`` in every attribute of its children (a placeholder
+    showed "3"). A word joiner after ``$`` and between ``{{`` stops both and looks the same.
+    Never use it on values that are saved (correctness labels, whole-trace Choice values).
+    """
+    return str(text).replace("$", "$" + WORD_JOINER).replace("{{", "{" + WORD_JOINER + "{")
+
+
 @lru_cache(maxsize=1)
 def _env() -> jinja2.Environment:
     env = jinja2.Environment(
@@ -87,6 +102,7 @@ def _env() -> jinja2.Environment:
     )
     env.filters["humanize"] = humanize
     env.filters["severity_label"] = severity_label
+    env.filters["shown"] = shown
     return env
 
 

@@ -147,7 +147,7 @@ def test_annotation_events_arrive_with_auth_and_set_the_score(connected, ls_clie
     assert got and list(got["te_scores"].values()) == [90]
 
 
-def test_every_endpoint_needs_auth_and_leaks_nothing(connected):
+def test_every_endpoint_needs_auth_and_leaks_nothing(connected, label_studio):
     b = connected["backend"]
     assert httpx.get(b.url + "/health").json() == {"status": "UP"}  # no model_dir, no version
     for path in ("/predict", "/setup", "/webhook", "/versions", "/train"):
@@ -164,6 +164,7 @@ def test_every_endpoint_needs_auth_and_leaks_nothing(connected):
     assert r.status_code == 200 and r.json()["results"][0]["result"] == []
     log = b.log_path.read_text()
     assert PASSWORD not in log and connected["tasks"]["ml-1"]["data"]["task"] not in log
+    assert label_studio.credentials.token not in log
     assert "Traceback" not in log
 
 

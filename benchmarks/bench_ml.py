@@ -237,7 +237,7 @@ def main():
               f"first_flagged={r['first_flagged']} hit={r['hit']} flagged={r['flagged']}")
     print(f"accuracy: {sum(r['hit'] for r in rows)}/{len(rows)}")
 
-    print("\n## /predict CPU cost, one request at a time in-process (median of 20; independent of machine load)")
+    print("\n## /predict CPU cost, one request at a time in-process (median of 20; no queueing, but other load on the machine still counts)")
     from werkzeug.test import Client
 
     from ls_trajeval.ml.app import build

@@ -234,7 +234,8 @@ def _quiet_library_logs() -> None:
 
 def build(config: Config, *, user: str | None = None, password: str | None = None, client=None,
           queue_workers: int = 2, model_dir: str | None = None):
-    """The WSGI app for ``config``; with a Label Studio ``client`` it also processes webhooks."""
+    """The WSGI app for ``config``; with a Label Studio ``client`` (or a function making one) it also
+    processes webhooks."""
     os.environ.setdefault("LABEL_STUDIO_ML_BACKEND_V2", "true")
     _quiet_library_logs()
     from label_studio_ml import api as ml_api
@@ -250,11 +251,20 @@ def build(config: Config, *, user: str | None = None, password: str | None = Non
         from . import writeback
         from .queue import WorkQueue
 
+        made = {}
+
+        def studio_client():
+            # made on first use: a Label Studio that is down when the backend starts only delays write-back
+            # (the queue retries), it does not stop the workers from booting
+            if "c" not in made:
+                made["c"] = client() if callable(client) else client
+            return made["c"]
+
         def handle(key):
             if key[0] == "task":
-                writeback.recompute(client, config, key[2])
+                writeback.recompute(studio_client(), config, key[2])
             else:
-                writeback.resync(client, config, key[1])
+                writeback.resync(studio_client(), config, key[1])
 
         queue = WorkQueue(handle, workers=queue_workers)
         events = Events(queue.submit)
@@ -272,7 +282,9 @@ def create_app():
     client = None
     if os.environ.get("LABEL_STUDIO_URL") and os.environ.get("LABEL_STUDIO_API_KEY"):
         from .. import studio
-        client = studio.connect(os.environ["LABEL_STUDIO_URL"], os.environ["LABEL_STUDIO_API_KEY"])
+
+        def client():
+            return studio.connect(os.environ["LABEL_STUDIO_URL"], os.environ["LABEL_STUDIO_API_KEY"])
     else:
         log.warning("LABEL_STUDIO_URL / LABEL_STUDIO_API_KEY not set: predictions only, no score write-back")
     return build(config, user=os.environ.get(ENV_USER) or None, password=os.environ.get(ENV_PASSWORD),

@@ -281,8 +281,13 @@ _TRUNCATED = re.compile(r"(\.\.\.|…|\[(output )?truncated\]|<truncated>|\(trun
 _EMPTY = {"", "none", "null", "nil", "undefined", "{}", "[]", "\"\"", "''", "n/a", "no output"}
 
 
+#: commands that print nothing when they succeed: their empty output is the expected answer
+_SILENT = re.compile(r"^\s*(sudo\s+)?(rm|rmdir|touch|mkdir|cp|mv|ln|chmod|chown|cd|export|true|kill|"
+                     r"git\s+(add|checkout|stash|tag)|sed\s+-i)\b")
+
+
 class EmptyObservation(Detector):
-    """An observation that is empty or cut off."""
+    """An observation that is empty or cut off (empty output of a command that is silent on success is fine)."""
 
     name = "empty_observation"
     default_type = "missed_element"
@@ -295,6 +300,9 @@ class EmptyObservation(Detector):
                 continue
             text = step.content.strip()
             if text.lower() in _EMPTY:
+                j = _previous_action(steps, i)
+                if j is not None and _SILENT.search(steps[j].action_input_text or steps[j].content):
+                    continue
                 yield i, "the observation is empty"
             elif _TRUNCATED.search(text):
                 yield i, "the observation is truncated"

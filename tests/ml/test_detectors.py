@@ -80,6 +80,8 @@ def test_empty_and_truncated_observations():
     steps = [S("observation", "  "), S("observation", "None"), S("observation", "lots of output ... [truncated]"),
              S("observation", "fine output")]
     assert hits(d, steps) == [0, 1, 2]
+    silent = [S("action", "bash", "rm build.log"), S("observation", ""), S("action", "bash", "cat a"), S("observation", "")]
+    assert hits(d, silent) == [3]
 
 
 def test_detector_config_errors_are_located():

@@ -47,9 +47,12 @@ def ui_result(layout: str, transcript: list[dict]) -> list[dict]:
     step 6 wrong (action/premature_termination, critical), outcome 'failure'."""
     if layout == "transcript":
         def region(rid, step, from_name, rtype, **value):
+            # as the browser showed: every per-region value repeats the step's text under "text",
+            # except the TextArea's, whose "text" is the list of what was typed
             return {"id": rid, "from_name": from_name, "to_name": "te_trace", "type": rtype, "origin": "manual",
                     "value": {"start": str(step), "end": str(step), "startOffset": 0,
-                              "endOffset": len(transcript[step]["text"]), **value}}
+                              "endOffset": len(transcript[step]["text"]), "text": transcript[step]["text"],
+                              **value}}
         steps = [
             region("aaa111", 3, "error_localization", "paragraphlabels", paragraphlabels=["incorrect"]),
             region("aaa111", 3, "error_localization_type", "taxonomy",

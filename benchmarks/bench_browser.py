@@ -1,0 +1,158 @@
+"""Open-to-interactive and submit times in headless Chromium, both layouts, against the facts sheet's naive
+Repeater config (anchor: 15.3 s to interactive at 200 steps), all built and measured in the same run.
+
+    python benchmarks/bench_browser.py [--sizes 10,200,1000] [--repeats 3] [--data-dir DIR]
+
+"Open" is from navigating to the task's URL (the whole Label Studio app boots: ~5 s here whatever
+the trace); "build" is from the task's data arriving to the same point, the part the config decides.
+"Interactive" = the first step's control is visible and enabled (transcript: the step's "label whole
+utterance" button; paged and naive: the first correctness radio). "Submit" = click on Submit until
+Label Studio answers the annotation POST. Prints medians and the ratio naive / ours per size.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from ls_trajeval import config as cfg  # noqa: E402
+from ls_trajeval import label_configs, labelconfig, studio, trace  # noqa: E402
+from ls_trajeval.importer import import_traces  # noqa: E402
+from ls_trajeval.localserver import LocalLabelStudio  # noqa: E402
+from ls_trajeval.tasks import task_data  # noqa: E402
+from tests.browser.conftest import ARGS, CHROMIUM  # noqa: E402
+from tests.browser.ui import Annotator  # noqa: E402
+
+NAIVE = """<View>
+  <Text name="task" value="$task"/>
+  <Repeater on="$trace" indexFlag="{{idx}}" mode="pagination">
+    <Text name="step_{{idx}}" value="$trace[{{idx}}].content"/>
+    <Choices name="correctness_{{idx}}" toName="step_{{idx}}" choice="single-radio" showInline="true">
+      <Choice value="correct" selected="true"/><Choice value="incorrect"/>
+    </Choices>
+    <Taxonomy name="error_type_{{idx}}" toName="step_{{idx}}">
+%s
+    </Taxonomy>
+    <Choices name="severity_{{idx}}" toName="step_{{idx}}" choice="single-radio" showInline="true">
+      <Choice value="minor"/><Choice value="major"/><Choice value="critical"/>
+    </Choices>
+    <TextArea name="rationale_{{idx}}" toName="step_{{idx}}" rows="2"/>
+  </Repeater>
+</View>"""
+
+
+def naive_config(c: cfg.Config) -> str:
+    cats = "\n".join(
+        f'      <Choice value="{x.category}">' + "".join(f'<Choice value="{t.name}"/>' for t in x.types) + "</Choice>"
+        for x in c.trajectory.categories)
+    return NAIVE % cats
+
+
+def synthetic(n: int, k: int) -> dict:
+    kinds = ("thought", "action", "observation")
+    steps = []
+    for i in range(n):
+        kind = kinds[i % 3]
+        step = {"type": kind, "content": f"step {i}: " + "the agent looks at pricing.py and the failing test. " * 4}
+        if kind == "action":
+            step = {"type": "action", "content": "run_shell", "action_input": {"cmd": f"pytest -q tests/test_{i}.py"}}
+        steps.append(step)
+    return {"trace_id": f"bench-{n}-{k}", "task": f"Benchmark trace with {n} steps", "trace": steps}
+
+
+READY = {"transcript": "[data-testid='phrase:0'] button", "paged": ".te-step ~ * label.ant-radio-wrapper, "
+         ".lsf-main-view label.ant-radio-wrapper", "naive": ".lsf-main-view label.ant-radio-wrapper"}
+
+
+def measure(a: Annotator, layout: str, pid: int, tid: int, timeout_s: float) -> tuple[float, float, float]:
+    page = a.page
+    page.set_default_timeout(timeout_s * 1000)
+    got = []
+    hook = lambda r: got.append(time.monotonic()) if re.search(rf"/api/tasks/{tid}(\?|$)", r.url) else None  # noqa: E731
+    page.on("requestfinished", hook)
+    t0 = time.monotonic()
+    t_open = a.open(pid, tid, ready=READY[layout])
+    page.remove_listener("requestfinished", hook)
+    t_build = t0 + t_open - got[-1] if got else float("nan")
+    if layout == "transcript":
+        a.choose("I reviewed every step")
+    if layout != "naive":
+        a.choose("failure")
+    t0 = time.monotonic()
+    a.submit()
+    return t_open, t_build, time.monotonic() - t0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="10,200,1000")
+    ap.add_argument("--repeats", type=int, default=3, help="runs per size (1000-step traces: one run)")
+    ap.add_argument("--data-dir", help="an initialised Label Studio data dir to copy (default: init a fresh one)")
+    ap.add_argument("--timeout", type=float, default=300)
+    args = ap.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    tmp = Path(tempfile.mkdtemp(prefix="bench-browser-"))
+    data_dir = tmp / "ls"
+    if args.data_dir:
+        shutil.copytree(args.data_dir, data_dir)
+    from playwright.sync_api import sync_playwright
+
+    c = cfg.load(label_configs.path("trajectory_eval"))
+    results: dict[tuple[str, int], list[tuple[float, float, float]]] = {}
+    with LocalLabelStudio(data_dir, log=print) as server, sync_playwright() as p:
+        client = studio.connect(server.url, server.credentials.token)
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        a = Annotator(browser.new_context(viewport={"width": 1400, "height": 1000}).new_page(), server.url)
+        a.login(server.credentials.email, server.credentials.password)
+        for layout in ("transcript", "paged", "naive"):
+            if layout == "naive":
+                project = studio._dump(client.projects.create(title="bench naive", label_config=naive_config(c)))
+            else:
+                project = studio.create_project(client, c, layout, f"bench {layout}")
+            pid = project["id"]
+            for n in sizes:
+                runs = 1 if n >= 1000 else args.repeats
+                traces = [synthetic(n, k) for k in range(runs)]
+                if layout == "naive":
+                    studio.import_tasks(client, pid, [{"data": task_data(trace.parse_trace(t), c)} for t in traces])
+                else:
+                    import_traces(client, pid, [trace.parse_trace(t) for t in traces], c, progress=False)
+                ids = {t["data"]["trace_id"]: t["id"] for t in studio.iter_tasks(client, pid)}
+                for t in traces:
+                    try:
+                        r = measure(a, layout, pid, ids[t["trace_id"]], args.timeout)
+                    except Exception as exc:  # noqa: BLE001 - a timeout is a result here
+                        print(f"{layout} {n}: failed ({type(exc).__name__}: {str(exc).splitlines()[0][:100]})")
+                        r = (float("nan"),) * 3
+                    results.setdefault((layout, n), []).append(r)
+                    print(f"{layout:10} {n:5} steps: open {r[0]:6.2f} s, build {r[1]:6.2f} s, submit {r[2]:6.2f} s",
+                          flush=True)
+        browser.close()
+    shutil.rmtree(tmp, ignore_errors=True)
+
+    def med(layout, n, i):
+        vals = [r[i] for r in results.get((layout, n), []) if r[i] == r[i]]
+        return statistics.median(vals) if vals else float("nan")
+
+    print("\nmedians (s): open / build / submit; ratio = naive Repeater build / ours;"
+          " anchor (facts sheet): naive 15.3 s to interactive at 200 steps")
+    print(f"{'steps':>5} | {'transcript':>20} | {'paged':>20} | {'naive Repeater':>20} | naive/transcript  naive/paged")
+    for n in sizes:
+        cells = {x: tuple(med(x, n, i) for i in range(3)) for x in ("transcript", "paged", "naive")}
+        row = " | ".join(f"{o:6.2f} {b:6.2f} {s_:6.2f}" for o, b, s_ in cells.values())
+        print(f"{n:5} | {row} | {cells['naive'][1] / cells['transcript'][1]:16.1f} "
+              f"{cells['naive'][1] / cells['paged'][1]:12.1f}")
+    print(f"\npaged layout limit in use: labelconfig.PAGED_MAX_STEPS = {labelconfig.PAGED_MAX_STEPS}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""Keyboard only: walk a trace and label a wrong step without the mouse (paged layout); the hotkeys the UI
+shows never collide (both layouts)."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from ls_trajeval import config as cfg
+from ls_trajeval import label_configs
+
+from .test_annotate import export, trace
+
+pytestmark = pytest.mark.browser
+
+CONFIG = cfg.load(label_configs.path("trajectory_eval"))
+
+
+@pytest.fixture(scope="module")
+def keyed(projects, ls_env):
+    return {layout: projects.make(CONFIG, layout, [trace(f"keys-{layout}")], f"browser keyboard {layout}")
+            for layout in ("transcript", "paged")}
+
+
+def key_of(a, label: str) -> str:
+    """The hotkey Label Studio shows next to a visible choice, e.g. "incorrect[7]" -> "7"."""
+    for text in a.main.locator("label.ant-radio-wrapper:visible, label.ant-checkbox-wrapper:visible").all_inner_texts():
+        m = re.fullmatch(rf"{re.escape(label)}\s*\[(\w)\]", text.strip())
+        if m:
+            return m.group(1)
+    raise AssertionError(f"no hotkey shown for {label!r}")
+
+
+def assert_unique_hotkeys(a):
+    keys = a.hotkey_hints()
+    assert keys, "no hotkeys shown"
+    assert len(keys) == len(set(keys)), f"colliding hotkeys: {keys}"
+
+
+def test_hotkeys_never_collide(guard, keyed):
+    a = guard
+    pid, ids = keyed["transcript"]
+    a.open(pid, ids["keys-transcript"])
+    a.mark_step(1)  # the per-region severities get theirs too
+    assert_unique_hotkeys(a)
+    pid, ids = keyed["paged"]
+    a.open(pid, ids["keys-paged"])
+    for step in range(6):
+        a.page_to(step)
+        a.set_correctness("incorrect")
+        assert_unique_hotkeys(a)
+
+
+def focus(a, selector: str, limit: int = 80):
+    """Tab until the focused element matches ``selector`` (what an annotator does with the keyboard)."""
+    for _ in range(limit):
+        if a.page.evaluate("s => !!document.activeElement && document.activeElement.matches(s)", selector):
+            return
+        a.page.keyboard.press("Tab")
+    raise AssertionError(f"Tab never reached {selector}")
+
+
+def test_keyboard_only_walk_and_label(guard, keyed, tmp_path):
+    a = guard
+    pid, ids = keyed["paged"]
+    a.open(pid, ids["keys-paged"])
+    kb = a.page.keyboard
+    for step in range(1, 6):
+        kb.press("Alt+ArrowRight")
+        a.page.locator(".te-step-number", has_text=f"step {step + 1} of").wait_for()
+    for step in range(4, 2, -1):
+        kb.press("Alt+ArrowLeft")
+        a.page.locator(".te-step-number", has_text=f"step {step} of").wait_for()
+    kb.press(key_of(a, "incorrect"))
+    a.details.wait_for()
+    focus(a, ".te-step-details input[role=combobox]")
+    kb.type("Incorrect Ass")
+    kb.press("ArrowDown")
+    kb.press("Enter")
+    kb.press("Escape")
+    assert a.details.get_by_text("Incorrect Assumption").is_visible()
+    kb.press(key_of(a, "Major (−5)"))
+    focus(a, ".te-step-details textarea")
+    kb.type("guessed the fix")
+    kb.press("Shift+Enter")
+    a.page.evaluate("document.activeElement.blur()")
+    kb.press(key_of(a, "failure"))
+    with a.page.expect_response(lambda r: re.search(r"/api/tasks/\d+/annotations", r.url) and r.request.method == "POST"):
+        kb.press("Control+Enter")
+    step = export(pid, tmp_path)["keys-paged"]["error_localization"][3]
+    assert (step["correctness"], step["error_type"], step["severity"], step["rationale"]) == (
+        "incorrect", "incorrect_assumption", "major", "guessed the fix")

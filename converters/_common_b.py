@@ -753,15 +753,19 @@ def _status(st: Any) -> tuple[str, str | None]:
     return c, st.get("message") or st.get("description")
 
 
-def otlp_spans(req: Any, where: str = "") -> list[dict]:
-    """Normalised spans out of one OTLP/JSON export request ``{resourceSpans: [...]}``."""
+def otlp_spans(req: Any, where: str = "", first: int = 0) -> list[dict]:
+    """Normalised spans out of one OTLP/JSON export request ``{resourceSpans: [...]}``.
+
+    ``first`` is the index of its first resourceSpans entry in the file (for error locations when a
+    big export is streamed one entry at a time).
+    """
     if not isinstance(req, dict):
         raise Bad(where or None, f"expected an OTLP export object, got {describe(req)}")
     rss = req.get("resourceSpans")
     if not isinstance(rss, list):
         raise Bad(f"{where}resourceSpans", "missing" if rss is None else f"expected a list, got {describe(rss)}")
     out = []
-    for i, rs in enumerate(rss):
+    for i, rs in enumerate(rss, first):
         w = f"{where}resourceSpans[{i}]"
         if not isinstance(rs, dict):
             raise Bad(w, f"expected an object, got {describe(rs)}")

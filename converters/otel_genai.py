@@ -21,6 +21,7 @@ from typing import Any, Iterator
 
 from ls_trajeval.trace import Trace, TraceError
 
+from . import _io
 from ._common_b import (Bad, Ctx, LLMEvent, ToolEvent, assemble, describe, finish_trace, guarded, indexed, jdump,
                         llm_event_from_messages, maybe_json, mk_step, nest, otlp_spans, read_input, sample_objects,
                         task_from_input, text_of, tree_order)
@@ -235,6 +236,33 @@ def _build(tid: Any, spans: list, ctx: Ctx) -> list:
     return [finish_trace(str(tid) if tid else ctx.default_id(), task, steps, md)]
 
 
+class _Entry:
+    """One resourceSpans entry of a big export, streamed."""
+
+    __slots__ = ("index", "item")
+
+    def __init__(self, index: int, item: Any):
+        self.index, self.item = index, item
+
+
+def _big_export(path: Path) -> bool:
+    """A single OTLP/JSON document too big to load whole (its spans are still grouped by trace id)."""
+    try:
+        if path.stat().st_size <= _io.SMALL_FILE:
+            return False
+        head = _io.read_head(path)
+    except OSError:
+        return False
+    return head.lstrip().startswith("{") and '"resourceSpans"' in head
+
+
+def _stream_export(path: Path) -> Iterator:
+    # ijson hands one resourceSpans entry at a time, so the raw text and the parsed document are never
+    # held whole: only the compact spans, grouped by trace id until the end of the file
+    for i, item in _io.iter_items(path, "resourceSpans.item"):
+        yield None, item if isinstance(item, TraceError) else _Entry(i, item)
+
+
 def convert_spans(path: Path, name: str, build) -> Iterator:
     """Group every span of a file by trace id (a trace's spans can come in several export batches)."""
     path = Path(path)
@@ -242,9 +270,21 @@ def convert_spans(path: Path, name: str, build) -> Iterator:
     kind, it = read_input(path)
     groups: dict[Any, list] = {}
     first_ctx: dict[Any, Ctx] = {}
+    if kind == "json" and _big_export(path):
+        it = _stream_export(path)
     for line, val in it:
         if isinstance(val, TraceError):
             yield val
+            continue
+        if isinstance(val, _Entry):
+            got = []
+            errs = guarded(source, None, "", lambda: (got.extend(otlp_spans({"resourceSpans": [val.item]}, "", val.index)), [])[1])
+            yield from errs
+            for sp in got:
+                if sp["trace_id"] not in groups:
+                    groups[sp["trace_id"]] = []
+                    first_ctx[sp["trace_id"]] = Ctx(path, None, 0, "")
+                groups[sp["trace_id"]].append(sp)
             continue
         reqs = requests_of(val)
         if reqs is None:

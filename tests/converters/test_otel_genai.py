@@ -1,3 +1,5 @@
+import json
+
 import pytest
 
 from _partb import FIXTURES, SCARY, auto_name, convert, detect, meta, part_a_real_files, roundtrip, types
@@ -64,3 +66,20 @@ def test_whole_prompt_and_completion_attributes():
     (t,) = traces
     assert t.task == "Book a flight to Zürich <now> & fast"
     assert [(s.type, s.content) for s in t.steps] == [("thought", "I will search"), ("action", "search"), ("observation", "Found 5")]
+
+
+@pytest.mark.parametrize("name", ["older.json", "whole_attribute.json"])
+def test_big_export_is_streamed_with_the_same_result(name, monkeypatch, tmp_path):
+    from ls_trajeval.converters import _io
+
+    whole, whole_errors, _ = convert("otel_genai", D / name)
+    monkeypatch.setattr(_io, "SMALL_FILE", 16)  # every document counts as big: read entry by entry with ijson
+    streamed, streamed_errors, _ = convert("otel_genai", D / name)
+    assert [t.to_json() for t in streamed] == [t.to_json() for t in whole] and streamed
+    assert streamed_errors == whole_errors
+    # a syntax error in a streamed export is located and the entries before it still convert
+    doc = json.loads((D / name).read_text())
+    bad = tmp_path / "cut.json"
+    bad.write_text(json.dumps(doc)[:-3])
+    traces, errors, _ = convert("otel_genai", bad)
+    assert errors and errors[0].message.startswith("invalid JSON") and "resourceSpans[" in errors[0].field

@@ -43,6 +43,11 @@ def serve(config_path, host, port, workers, threads, basic_auth_user, basic_auth
     from .ml.app import ENV_CONFIG, ENV_PASSWORD, ENV_USER
     from .ml.detectors import build
 
+    import importlib.util
+
+    missing = [m for m in ("label_studio_ml", "gunicorn") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise UserError(f"{' and '.join(missing)} not installed: pip install 'ls-trajeval[ml]'")
     cfg = load_config(config_path)
     try:
         build(cfg)  # refuse a config whose detectors cannot work before any worker starts

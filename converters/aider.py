@@ -24,8 +24,10 @@ from ._common import StepList, finish, step
 from .base import Converter, Sample, stable_id
 
 SESSION = re.compile(r"^# aider chat started at[ \t]*(.*)$")
+# The file-name line is "a line whose first non-blank character is not ` < > =", written with
+# possessive quantifiers: the same matches as before, without backtracking over every long line.
 EDIT = re.compile(
-    r"(?:^(?P<file>[^\n`<>=]*[^\s`<>=][^\n]*)\n)?(?:^```[^\n]*\n)?^<<<<<<< SEARCH[ \t]*\n(?P<search>.*?)^=======[ \t]*\n(?P<replace>.*?)^>>>>>>> REPLACE[ \t]*(?:\n|$)(?:^```[ \t]*(?:\n|$))?",
+    r"(?:^(?P<file>[^\S\n]*+[^\s`<>=][^\n]*+)\n)?(?:^```[^\n]*\n)?^<<<<<<< SEARCH[ \t]*\n(?P<search>.*?)^=======[ \t]*\n(?P<replace>.*?)^>>>>>>> REPLACE[ \t]*(?:\n|$)(?:^```[ \t]*(?:\n|$))?",
     re.M | re.S,
 )
 

@@ -32,5 +32,13 @@ def get_converter(name: str) -> Converter:
 
 def detect(sample: Sample) -> list[tuple[float, Converter]]:
     """Candidates for a file, best first (confidence > 0 only)."""
-    scored = [(c.detect(sample), c) for c in all_converters()]
+    scored = [(_confidence(c, sample), c) for c in all_converters()]
     return sorted([(s, c) for s, c in scored if s > 0], key=lambda sc: -sc[0])
+
+
+def _confidence(conv: Converter, sample: Sample) -> float:
+    """A detector that trips over a file (fuzzing found several on odd JSON) does not claim it."""
+    try:
+        return float(conv.detect(sample) or 0)
+    except Exception:  # noqa: BLE001 - detection must never cost the run
+        return 0.0

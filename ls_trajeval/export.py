@@ -24,6 +24,7 @@ class ExportSummary:
     tasks: int = 0
     cancelled: int = 0  # skipped or cancelled annotations, left out
     drafts: int = 0  # unsubmitted drafts, left out
+    unreadable: int = 0  # annotations whose result could not be decoded, left out with a warning
     warnings: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
 
@@ -91,6 +92,21 @@ def annotation_record(task: dict, annotation: dict, config: Config, *, layout: s
     return record, [f"{where}: {w}" for w in labels.warnings]
 
 
+def readable_record(task: dict, annotation: dict, config: Config, *, layout: str, users: dict,
+                    summary: ExportSummary) -> dict | None:
+    """``annotation_record``, or None and a located warning when the result cannot be decoded (a result written
+    through the API by another tool): it costs that one annotation, not the whole export."""
+    try:
+        record, warnings = annotation_record(task, annotation, config, layout=layout, users=users)
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError, RecursionError) as exc:
+        summary.unreadable += 1
+        summary.warnings.append(f"task {task.get('id')} annotation {annotation.get('id')}: left out, its result "
+                                f"cannot be read ({type(exc).__name__}: {str(exc)[:200]})")
+        return None
+    summary.warnings.extend(warnings)
+    return record
+
+
 def iter_records(client, project_id: int, config: Config | None = None, page_size: int = 100,
                  summary: ExportSummary | None = None) -> Iterator[dict]:
     """Export records of a project, task by task (paged), annotations in id order."""
@@ -106,9 +122,9 @@ def iter_records(client, project_id: int, config: Config | None = None, page_siz
             if annotation.get("was_cancelled"):
                 summary.cancelled += 1
                 continue
-            record, warnings = annotation_record(task, annotation, config, layout=layout, users=users)
-            summary.warnings.extend(warnings)
-            yield record
+            record = readable_record(task, annotation, config, layout=layout, users=users, summary=summary)
+            if record is not None:
+                yield record
 
 
 def _num(x: float) -> float | int:

@@ -1,6 +1,8 @@
 """Traces → tasks of a Label Studio project: validated line by line, batched, idempotent by trace id."""
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
@@ -84,10 +86,7 @@ def import_traces(client, project_id: int, items: Iterable[ReadResult], config: 
     def valid() -> Iterator[dict]:
         for item in items:
             if isinstance(item, TraceError):
-                summary.rejected += 1
-                summary.errors.append(item)
-                if on_error:
-                    on_error(item)
+                reject(item)
                 continue
             if item.trace_id in existing:
                 summary.skipped += 1
@@ -96,10 +95,7 @@ def import_traces(client, project_id: int, items: Iterable[ReadResult], config: 
             if item.trace_id in this_run:  # converted inputs are not checked for duplicates by the reader
                 dup = TraceError(this_run[item.trace_id], None, config.id_key,
                                  f"duplicate trace_id {item.trace_id!r} in this import", item.trace_id)
-                summary.rejected += 1
-                summary.errors.append(dup)
-                if on_error:
-                    on_error(dup)
+                reject(dup)
                 continue
             this_run[item.trace_id] = str(item.metadata.get("source_file") or "<input>")
             n = len(item.steps)
@@ -119,7 +115,13 @@ def import_traces(client, project_id: int, items: Iterable[ReadResult], config: 
                 continue
             yield task, size
 
+    lock = threading.Lock()  # refusals are reported from the sending thread
+
     def reject(err: TraceError) -> None:
+        with lock:
+            _reject(err)
+
+    def _reject(err: TraceError) -> None:
         summary.rejected += 1
         summary.errors.append(err)
         if on_error:
@@ -132,9 +134,17 @@ def import_traces(client, project_id: int, items: Iterable[ReadResult], config: 
 
     try:
         # tasks as {"data": ..., "meta": ..., "predictions"?: [...]}
-        for batch in sized_batches(valid(), batch_size, max_batch_bytes):
-            summary.imported += studio.import_batch(client, project_id, batch, on_rejected=refused)
-            bar.update(len(batch))
+        # one batch on the wire while the next one is built: building tasks is CPU work here, sending is
+        # waiting on Label Studio, so the two overlap (one request at a time, in order, as exactly-once needs)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ls-import") as sender:
+            pending = None
+            for batch in sized_batches(valid(), batch_size, max_batch_bytes):
+                if pending is not None:
+                    summary.imported += pending.result()
+                pending = sender.submit(studio.import_batch, client, project_id, batch, on_rejected=refused)
+                pending.add_done_callback(lambda f, n=len(batch): bar.update(n))
+            if pending is not None:
+                summary.imported += pending.result()
     finally:
         bar.close()
     summary.paged = paged

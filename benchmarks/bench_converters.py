@@ -465,9 +465,11 @@ How to read it:
 - Formats that have to see a whole trace before emitting it are bounded by the largest trace (or
   session, or file) instead of the largest line: Claude Code (a session is ordered by its parentUuid
   chain, and one file may hold several sessions, so the bound is one file), LangChain flat run lists
-  and span formats (OTLP exports, Phoenix span lists: spans are grouped by trace id and may come in
-  any order, so a JSON document that holds many traces is held whole), MCP (a session). Inspect AI
-  `.json` logs are streamed sample by sample with ijson; `.eval` archives member by member.
+  and span formats (spans are grouped by trace id and may come in any order, so every span of a file
+  is kept until its end; a big single OTLP export is read entry by entry with ijson, so only the
+  compact spans are held, not the text and the parsed document; Phoenix span lists are loaded whole),
+  MCP (a session). Inspect AI `.json` logs are streamed sample by sample with ijson; `.eval`
+  archives member by member.
 """
 
 

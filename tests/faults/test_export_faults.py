@@ -29,7 +29,7 @@ def project(pg_client):
     pid = studio.create_project(pg_client, CONFIG, "transcript", "faults: export")["id"]
     items = (parse_trace(t, source="gen") for t in tracegen.traces(N, seed=11))
     assert import_traces(pg_client, pid, items, CONFIG, batch_size=200, progress=False).imported == N
-        ids = [t["id"] for t in studio.iter_tasks(pg_client, pid, with_annotations=False, include="id", page_size=1000)]
+    ids = [t["id"] for t in studio.iter_tasks(pg_client, pid, with_annotations=False, include="id", page_size=1000)]
     for task_id in ids[::10]:  # spread over every page, so the file grows while later pages load
         studio.create_annotation(pg_client, task_id, [
             {"id": "o", "from_name": "overall_success", "to_name": "te_task", "type": "choices",

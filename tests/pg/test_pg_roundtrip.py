@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -75,8 +76,9 @@ def test_round_trip_on_postgresql(pg_label_studio, pg_client, env, traces_file, 
     studio.create_annotation(pg_client, t1["id"], ui_result(layout, t1["data"]["te_transcript"]), lead_time=7)
 
     # three annotators on one task at the same moment: PostgreSQL takes concurrent writes, SQLite serialises
-    users = [studio._dump(pg_client.users.create(email=f"pg{i}-{layout}@example.com", username=f"pg{i}{layout}"))
-             for i in range(3)]
+    run = uuid.uuid4().hex[:8]  # a kept test database ($LS_TRAJEVAL_TEST_PG_DIR) has the users of earlier runs
+    users = [studio._dump(pg_client.users.create(email=f"pg{i}-{layout}-{run}@example.com",
+                                                 username=f"pg{i}{layout}{run}")) for i in range(3)]
     def annotate(i):
         return studio.create_annotation(pg_client, tasks["pg-hostile"]["id"], [
             {"id": f"o{i}", "from_name": "overall_success", "to_name": "te_task", "type": "choices",

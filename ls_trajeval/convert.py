@@ -138,14 +138,28 @@ def convert_inputs(
 
 def write_traces(items: Iterable[ConvertItem], fh: IO[str], on_problem=None) -> ConvertStats:
     """Write the traces as trace JSONL; pass errors and warnings to ``on_problem``; return counts."""
-    from ls_trajeval.converters._common import compact
+    from ls_trajeval.converters._common import _orjson, compact
 
     stats = ConvertStats()
+    # orjson's bytes go straight to the binary buffer when there is one (no decode and re-encode)
+    raw = getattr(fh, "buffer", None) if _orjson is not None else None
+    if raw is not None:
+        fh.flush()
     for item in items:
         stats.count(item)
         if isinstance(item, Trace):
-            fh.write(compact(item.to_json()))
-            fh.write("\n")
+            obj = item.to_json()
+            if raw is not None:
+                try:
+                    raw.write(_orjson.dumps(obj, option=_orjson.OPT_APPEND_NEWLINE))
+                    continue
+                except TypeError:  # ints beyond 64 bits, lone surrogates: the json path below decides
+                    pass
+            line = compact(obj) + "\n"
+            if raw is not None:
+                raw.write(line.encode(getattr(fh, "encoding", None) or "utf-8"))
+            else:
+                fh.write(line)
         elif on_problem is not None:
             on_problem(item)
     return stats

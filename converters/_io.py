@@ -86,7 +86,7 @@ def looks_like_jsonl(head: str) -> bool:
         return False
     try:
         first = json.loads(lines[0])
-    except ValueError:
+    except (ValueError, RecursionError):  # a first line nested thousands deep is no JSONL record either
         return False
     if len(lines) == 1:
         return isinstance(first, dict) and not head.lstrip().startswith("[")

@@ -136,3 +136,11 @@ def test_every_converter_on_the_giants(name, hostile_file):
         assert isinstance(item, (Trace, TraceError, ConvertWarning))
         if isinstance(item, TraceError):
             assert str(hostile_file) in item.source and item.message
+
+
+@pytest.mark.parametrize("first", ["[" * 100_000 + "]" * 100_000, '{"a":' * 100_000 + "1" + "}" * 100_000])
+def test_detection_when_the_first_line_is_nested_100000_deep(first, tmp_path):
+    p = tmp_path / "deep.jsonl"
+    p.write_text(first + "\n" + '{"trace_id": "a", "task": "t", "trace": [{"type": "x", "content": "y"}]}\n')
+    items = list(convert_file(p))  # auto-detection: found this uncaught RecursionError in the format sniffer
+    assert items and all(isinstance(i, (Trace, TraceError, ConvertWarning)) for i in items)

@@ -88,7 +88,10 @@ def main() -> None:
     ap.add_argument("--atheris", action="store_true", help="coverage-guided, with atheris")
     ap.add_argument("--json", help="also write the results here")
     ap.add_argument("--repro", nargs=2, metavar=("NAME", "NUMBER"))
+    ap.add_argument("--giant-one-in", type=int, default=100, help="rarer giants than in CI (10 MB steps, 10^5 "
+                    "steps, 10^5 nesting: seconds each; the CI tests run each of them on every converter anyway)")
     args = ap.parse_args()
+    fuzzlib.GIANT_ONE_IN = args.giant_one_in
     eps = fuzzlib.entry_points()
     if args.repro:
         name, i = args.repro

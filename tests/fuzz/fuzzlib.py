@@ -282,6 +282,9 @@ def converter_seeds() -> dict[str, list[tuple[str, bytes]]]:
     return out
 
 
+#: how rare the giants are among mode-4 inputs (one in 20 inputs is mode 4); each costs seconds, not microseconds
+GIANT_ONE_IN = 8
+
 #: entry points not given the giants: aider's step parser does not finish on a 10 MB line (a known hang)
 NO_GIANTS = {"converter:aider"}
 
@@ -294,7 +297,7 @@ def generic_input(ch: Chooser, seeds: list[tuple[str, bytes]], giants: bool = Tr
         return suffix, ch.bytes(ch.int(0, 512))
     if mode in (1, 2, 3):
         return suffix, byte_mutate(data, ch)
-    if mode == 4 and giants and ch.chance(8):
+    if mode == 4 and giants and ch.chance(GIANT_ONE_IN):
         return suffix, giant(ch, data)
     if suffix == ".eval":
         return suffix, _mutate_zip(data, ch)

@@ -97,6 +97,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=3, help="runs per size (1000-step traces: one run)")
     ap.add_argument("--data-dir", help="an initialised Label Studio data dir to copy (default: init a fresh one)")
     ap.add_argument("--timeout", type=float, default=300)
+    ap.add_argument("--layouts", default="transcript,paged,naive")
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     tmp = Path(tempfile.mkdtemp(prefix="bench-browser-"))
@@ -112,7 +113,7 @@ def main(argv=None) -> int:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
         a = Annotator(browser.new_context(viewport={"width": 1400, "height": 1000}).new_page(), server.url)
         a.login(server.credentials.email, server.credentials.password)
-        for layout in ("transcript", "paged", "naive"):
+        for layout in args.layouts.split(","):
             if layout == "naive":
                 project = studio._dump(client.projects.create(title="bench naive", label_config=naive_config(c)))
             else:
@@ -147,6 +148,8 @@ def main(argv=None) -> int:
     print(f"{'steps':>5} | {'transcript':>20} | {'paged':>20} | {'naive Repeater':>20} | naive/transcript  naive/paged")
     for n in sizes:
         cells = {x: tuple(med(x, n, i) for i in range(3)) for x in ("transcript", "paged", "naive")}
+        if not any(v == v for cell in cells.values() for v in cell):
+            continue
         row = " | ".join(f"{o:6.2f} {b:6.2f} {s_:6.2f}" for o, b, s_ in cells.values())
         print(f"{n:5} | {row} | {cells['naive'][1] / cells['transcript'][1]:16.1f} "
               f"{cells['naive'][1] / cells['paged'][1]:12.1f}")

@@ -19,7 +19,8 @@ IDX = "{{idx}}"
 ERROR_COLORS = ("#D32F2F", "#F9A825", "#6A1B9A", "#00838F")
 #: The transcript layout's confirmation when ``require_all_steps`` is on (unmarked steps count as correct).
 REVIEWED_TEXT = "I reviewed every step; unmarked steps are correct"
-#: Above this many steps the paged layout gets slow to open (facts sheet: 15 s at 200 steps).
+#: Above this many steps the paged layout gets slow to open: benchmarks/bench_browser.py measured
+#: ~0.15 s per step (loaded machine; 30.8 s at 200 steps, as slow as the naive Repeater), so 60 keeps it near 5 s idle.
 PAGED_MAX_STEPS = 60
 
 

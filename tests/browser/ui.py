@@ -126,7 +126,9 @@ class Annotator:
     def choose_type(self, leaf: str):
         d = self.details
         d.locator(".ant-select-selector").click()
-        self.page.keyboard.type(leaf[:12])
+        search = self.page.locator("input[placeholder='Search']:visible").first
+        search.click()  # the tree's own search box; typing before it has the focus goes nowhere
+        search.fill(leaf[:12])
         self.page.locator(".ant-select-tree-node-content-wrapper:visible").filter(
             has_text=re.compile(rf"^{re.escape(leaf)}$")).first.click()
         self.page.keyboard.press("Escape")

@@ -39,9 +39,10 @@ class _Vocab:
 
 
 def _first(values: Any) -> Any:
+    """The first of a result's values, or None when it is not a value Label Studio would save."""
     if isinstance(values, list):
-        return values[0] if values else None
-    return values
+        values = values[0] if values else None
+    return values if isinstance(values, (str, list)) else None
 
 
 def _text(value: Mapping) -> str | None:
@@ -78,13 +79,13 @@ def decode(result: Iterable[Mapping], config: Config, n_steps: int) -> TraceLabe
     def put(target: dict, kind: str, value: Mapping, where: str) -> None:
         if kind == "correctness":
             label = _first(value.get("choices"))
-            if label in vocab.correctness:
+            if isinstance(label, str) and label in vocab.correctness:
                 target["correctness"] = label
             elif label is not None:
                 warnings.append(f"{where}: unknown correctness {label!r}")
         elif kind == "label":
             label = _first(value.get("paragraphlabels") or value.get("labels"))
-            if label in vocab.correctness:
+            if isinstance(label, str) and label in vocab.correctness:
                 target["correctness"] = label
             elif label is not None:
                 warnings.append(f"{where}: unknown label {label!r}")
@@ -92,6 +93,7 @@ def decode(result: Iterable[Mapping], config: Config, n_steps: int) -> TraceLabe
             path = _first(value.get("taxonomy")) or []
             if isinstance(path, str):
                 path = [path]
+            path = [p for p in path if isinstance(p, str)]
             leaf = path[-1] if path else None
             etype = vocab.types.get(leaf) if isinstance(leaf, str) else None
             if etype is not None:
@@ -102,7 +104,7 @@ def decode(result: Iterable[Mapping], config: Config, n_steps: int) -> TraceLabe
                 warnings.append(f"{where}: unknown error type {path!r}")
         elif kind == "severity":
             sev = _first(value.get("choices"))
-            if sev in vocab.severities:
+            if isinstance(sev, str) and sev in vocab.severities:
                 target["severity"] = vocab.severities[sev]
             elif sev is not None:
                 warnings.append(f"{where}: unknown severity {sev!r}")
@@ -135,7 +137,8 @@ def decode(result: Iterable[Mapping], config: Config, n_steps: int) -> TraceLabe
                 region["steps"] = steps
             put(region, "label" if name == names.marks else per_region[name], value, f"region {rid}")
         elif name in whole:
-            whole[name] = _first(value.get("choices"))
+            choice = _first(value.get("choices"))
+            whole[name] = choice if isinstance(choice, str) else None
 
     # a region marks every step it spans; where regions overlap, the more severe one wins
     rank = {s.name: s.deduction for s in scheme.severities}

@@ -119,3 +119,17 @@ def test_encode_decode_is_identity_in_both_layouts(config):
         assert decoded[layout].steps == labels.steps
         assert decoded[layout].whole_trace == labels.whole_trace
     assert decoded["transcript"].steps == decoded["paged"].steps
+
+
+def test_values_of_the_wrong_shape_never_raise():
+    result = [
+        {"from_name": "error_localization_correctness_0", "value": {"choices": {"a": 1}}},
+        {"from_name": "error_localization_type_0", "value": {"taxonomy": {"x": 1}}},
+        {"from_name": "error_localization_type_1", "value": {"taxonomy": [[1, {}]]}},
+        {"from_name": "overall_success", "value": {"choices": [[1]]}},
+        region("a", 0, 0, "error_localization", "paragraphlabels", paragraphlabels=[["x"]]),
+        region("a", 0, 0, "error_localization_severity", "choices", choices=[{}]),
+    ]
+    got = results.decode(result, CONFIG, 2)
+    assert [s.correctness for s in got.steps] == ["correct", "correct"]
+    assert got.whole_trace == {"overall_success": None}

@@ -285,10 +285,6 @@ def converter_seeds() -> dict[str, list[tuple[str, bytes]]]:
 #: how rare the giants are among mode-4 inputs (one in 20 inputs is mode 4); each costs seconds, not microseconds
 GIANT_ONE_IN = 8
 
-#: entry points not given the giants: aider's step parser does not finish on a 10 MB line (a known hang)
-NO_GIANTS = {"converter:aider"}
-
-
 def generic_input(ch: Chooser, seeds: list[tuple[str, bytes]], giants: bool = True) -> tuple[str, bytes]:
     """One hostile file for a converter or reader: (suffix, bytes)."""
     suffix, data = seeds[ch.int(0, len(seeds) - 1)]
@@ -515,7 +511,7 @@ def entry_points() -> dict[str, Callable[[Chooser], None]]:
         own = seeds.get(conv.name) or all_seeds
 
         def run(ch, name=conv.name, own=own):
-            check_converter(name, *generic_input(ch, own, giants=f"converter:{name}" not in NO_GIANTS))
+            check_converter(name, *generic_input(ch, own))
 
         eps[f"converter:{conv.name}"] = run
     return eps

@@ -73,8 +73,7 @@ def test_format_detection(data):
 @settings(FAST, max_examples=20)
 @given(data=st.data())
 def test_every_converter(name, data):
-    suffix, blob = fuzzlib.generic_input(fuzzlib.DrawChooser(data), SEEDS.get(name) or ALL_SEEDS,
-                                         giants=f"converter:{name}" not in fuzzlib.NO_GIANTS)
+    suffix, blob = fuzzlib.generic_input(fuzzlib.DrawChooser(data), SEEDS.get(name) or ALL_SEEDS)
     if name not in STRICT_FAILS:
         fuzzlib.check_converter(name, suffix, blob)
         return
@@ -124,13 +123,7 @@ def test_trace_reader_on_the_giants(hostile_file):
     assert "dup2" in traces  # JSON's last duplicate key wins, as in every JSON parser
 
 
-#: the aider converter (a Markdown chat history reader) did not finish on this file within 10 minutes: its
-#: step parser is quadratic or worse on one 10 MB line; reported, not fixed here
-GIANT_HANGS = {"aider"}
-
-
-@pytest.mark.parametrize("name", [pytest.param(c.name, marks=pytest.mark.skip(reason="hangs on a 10 MB line"))
-                                  if c.name in GIANT_HANGS else c.name for c in all_converters()])
+@pytest.mark.parametrize("name", [c.name for c in all_converters()])
 def test_every_converter_on_the_giants(name, hostile_file):
     for item in convert_file(hostile_file, name):
         assert isinstance(item, (Trace, TraceError, ConvertWarning))

@@ -60,8 +60,9 @@ def focus(a, selector: str, limit: int = 80):
     raise AssertionError(f"Tab never reached {selector}")
 
 
-@pytest.mark.xfail(reason="unfinished: picking a Taxonomy leaf with the keyboard alone is not solved yet "
-                          "(↓/Enter picked the category; the tree's search box was not reliably reached)", strict=False)
+@pytest.mark.xfail(reason="unfinished: paging, the incorrect key, the error type (search box, down, Enter), the "
+                          "severity key and the rationale work by keyboard; the final outcome key + Ctrl+Enter "
+                          "did not save yet", strict=False)
 def test_keyboard_only_walk_and_label(guard, keyed, tmp_path):
     a = guard
     pid, ids = keyed["paged"]
@@ -76,9 +77,10 @@ def test_keyboard_only_walk_and_label(guard, keyed, tmp_path):
     kb.press(key_of(a, "incorrect"))
     a.details.wait_for()
     focus(a, ".te-step-details input[role=combobox]")
-    kb.press("Enter")  # opens the tree; its own search box comes next in Tab order
-    focus(a, "input[placeholder='Search']", limit=10)
+    kb.press("Enter")  # opens the tree; its own search box takes the focus a moment later
+    a.page.locator("input[placeholder='Search']:focus").wait_for()
     kb.type("Incorrect Assumption")
+    a.page.wait_for_timeout(300)
     chosen = a.details.locator(".ant-select-selection-item")
     for _ in range(4):  # ↓ through the filtered tree to the leaf; Enter picks it
         kb.press("ArrowDown")
@@ -88,7 +90,7 @@ def test_keyboard_only_walk_and_label(guard, keyed, tmp_path):
         if chosen.count():
             kb.press("Enter")  # Enter on a category picked the category: Enter again takes it back
     kb.press("Escape")
-    assert a.details.get_by_text("Incorrect Assumption").is_visible()
+    assert "Reasoning Error / Incorrect Assumption" in chosen.first.inner_text()
     kb.press(key_of(a, "Major (−5)"))
     focus(a, ".te-step-details textarea")
     kb.type("guessed the fix")

@@ -133,6 +133,8 @@ def session_label_studio(config) -> LocalLabelStudio:
     keep = os.environ.get("LS_TRAJEVAL_TEST_PG_DIR")
     # not under pytest's basetemp: that is private to root, and the server runs as the postgres user
     root = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="ls-trajeval-pg-"))
+    if not keep:
+        root.chmod(0o711)  # mkdtemp makes it 0700: the postgres user must be able to pass through it
     pg, ls = start_label_studio_on_postgres(root)
     ls.pg = pg
 

@@ -7,7 +7,6 @@ Each command runs in its own process; peak memory is that process's max RSS.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import random
 import os

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 from ls_trajeval.trace import TraceError
 
 from . import _io
-from ._common import BadRecord, StepList, anthropic_blocks_to_steps, compact, finish, step, text
+from ._common import BadRecord, StepList, anthropic_blocks_to_steps, finish, step, text
 from .base import Converter, ConvertWarning, Sample
 
 MESSAGE_TYPES = {"user", "assistant", "system"}

@@ -8,7 +8,6 @@ from the sample's ``messages`` (system / user / assistant with ``tool_calls`` / 
 """
 from __future__ import annotations
 
-import json
 import zipfile
 from pathlib import Path
 from typing import Any, Iterator

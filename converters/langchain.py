@@ -18,9 +18,9 @@ from typing import Any, Iterator
 
 from ls_trajeval.trace import Trace, TraceError
 
-from ._common_b import (Bad, Ctx, LLMEvent, ToolEvent, assemble, describe, finish_trace, guarded, jdump,
-                        llm_event_from_messages, mk_step, parse_time, read_input, time_key, sample_objects, task_from_input,
-                        text_of, unwrap_message, want)
+from ._common_b import (Bad, Ctx, ToolEvent, assemble, describe, finish_trace, guarded, jdump,
+                        llm_event_from_messages, mk_step, read_input, time_key, sample_objects, task_from_input,
+                        text_of, unwrap_message)
 from .base import Converter, Sample
 
 NAME = "langchain"

@@ -15,8 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ._common_b import (Bad, Ctx, LLMEvent, ToolEvent, assemble, describe, drive, finish_trace, jdump,
-                        llm_event_from_messages, maybe_json, mk_step, parse_time, sample_objects, task_from_input, time_key,
+from ._common_b import (Bad, Ctx, ToolEvent, assemble, describe, drive, finish_trace, jdump,
+                        llm_event_from_messages, maybe_json, mk_step, sample_objects, task_from_input, time_key,
                         text_of, tree_order, unwrap_message, want)
 from .base import Converter, Sample
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ._common_b import (Bad, Ctx, args_text, drive, finish_trace, message_parts, mk_step, norm_role, pair_by_id,
-                        sample_objects, text_of, tool_calls_of, want)
+                        sample_objects, text_of, tool_calls_of)
 from .base import Converter, Sample
 
 NAME = "multi_agent"

@@ -19,10 +19,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
-from ls_trajeval.trace import Trace, TraceError
+from ls_trajeval.trace import TraceError
 
 from . import _io
-from ._common_b import (Bad, Ctx, LLMEvent, ToolEvent, assemble, describe, finish_trace, guarded, indexed, jdump,
+from ._common_b import (Bad, Ctx, ToolEvent, assemble, describe, finish_trace, guarded, indexed, jdump,
                         llm_event_from_messages, maybe_json, mk_step, nest, otlp_spans, read_input, sample_objects,
                         task_from_input, text_of, tree_order)
 from .base import Converter, Sample

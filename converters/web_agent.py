@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ._common_b import Bad, Ctx, args_text, describe, drive, finish_trace, jdump, media_ref, mk_step, sample_objects, text_of, want
+from ._common_b import Bad, Ctx, args_text, describe, drive, finish_trace, jdump, media_ref, mk_step, sample_objects, text_of
 from .base import Converter, Sample
 
 NAME = "web_agent"

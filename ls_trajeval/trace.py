@@ -12,10 +12,9 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Union
+from typing import Any, Iterable, Iterator, Union
 
 #: Step types the converters emit; the reader accepts any non-empty string.
 STEP_TYPES = {
@@ -239,17 +238,3 @@ def read_traces(
     finally:
         if fh is not None:
             fh.close()
-
-
-def write_jsonl(records: Iterable[Mapping], fh) -> int:
-    """Write JSON objects one per line (UTF-8, no ASCII escaping); return the count."""
-    n = 0
-    for rec in records:
-        fh.write(json.dumps(rec, ensure_ascii=False))
-        fh.write("\n")
-        n += 1
-    return n
-
-
-def is_finite_number(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -43,3 +44,20 @@ def ls_env(label_studio):
         mp.setenv("LABEL_STUDIO_URL", label_studio.url)
         mp.setenv("LABEL_STUDIO_API_KEY", label_studio.credentials.token)
         yield label_studio
+
+
+CHROMIUM = os.environ.get("LS_TRAJEVAL_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One headless Debian Chromium per session, through Playwright's sync API (which allows one per process)."""
+    playwright = pytest.importorskip("playwright.sync_api")
+    if not os.path.exists(CHROMIUM):
+        pytest.fail(f"no Chromium at {CHROMIUM}: run scripts/system-deps.sh (never `playwright install`)")
+    with playwright.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield b
+        b.close()

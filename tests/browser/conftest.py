@@ -7,28 +7,12 @@ can assert that untrusted content ran no script.
 from __future__ import annotations
 
 import os
-import shutil
 
 import pytest
 
 from .ui import Annotator, Projects
 
-CHROMIUM = os.environ.get("LS_TRAJEVAL_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
-
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="session")
-def browser():
-    playwright = pytest.importorskip("playwright.sync_api")
-    if not os.path.exists(CHROMIUM):
-        pytest.fail(f"no Chromium at {CHROMIUM}: run scripts/system-deps.sh (never `playwright install`)")
-    with playwright.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-        yield b
-        b.close()
 
 
 @pytest.fixture(scope="session")

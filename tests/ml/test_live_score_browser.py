@@ -3,8 +3,6 @@ and the live-score box drops by their weights without a reload (the backend answ
 interactive /predict calls, whose context holds the current regions)."""
 from __future__ import annotations
 
-import os
-import shutil
 import time
 
 import pytest
@@ -15,13 +13,9 @@ from ls_trajeval.ml.connect import connect_backend
 from ls_trajeval.trace import parse_trace
 
 pytestmark = [pytest.mark.studio, pytest.mark.browser]
-CHROMIUM = os.environ.get("LS_TRAJEVAL_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
 
 
-def test_marking_two_steps_drops_the_live_score_by_their_weights(label_studio, ls_client, backend_factory):
-    sync_api = pytest.importorskip("playwright.sync_api")
+def test_marking_two_steps_drops_the_live_score_by_their_weights(label_studio, ls_client, backend_factory, browser):
     from browser.ui import Annotator  # the browser tests' page helpers
 
     c = cfg.load(label_configs.path("trajectory_eval"))
@@ -32,44 +26,42 @@ def test_marking_two_steps_drops_the_live_score_by_their_weights(label_studio, l
     backend = backend_factory(str(label_configs.path("trajectory_eval")), ls=label_studio, workers=1, auth=False).start()
     connect_backend(ls_client, project["id"], backend.url)
     task = next(studio.iter_tasks(ls_client, project["id"]))
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-        ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
-        ctx.set_default_timeout(30_000)
-        a = Annotator(ctx.new_page(), label_studio.url)
-        a.login(label_studio.credentials.email, label_studio.credentials.password)
-        a.page.goto(f"{label_studio.url}/projects/{project['id']}/data?task={task['id']}")
-        a.page.locator("[data-testid='phrase:0']").wait_for()
-        a.page.get_by_text("Auto-Annotation", exact=True).click()
-        a.page.evaluate("window.__te_same_page = true")  # gone if the page reloads
-        box = a.page.locator(".te-live-score")
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    ctx.set_default_timeout(30_000)
+    a = Annotator(ctx.new_page(), label_studio.url)
+    a.login(label_studio.credentials.email, label_studio.credentials.password)
+    a.page.goto(f"{label_studio.url}/projects/{project['id']}/data?task={task['id']}")
+    a.page.locator("[data-testid='phrase:0']").wait_for()
+    a.page.get_by_text("Auto-Annotation", exact=True).click()
+    a.page.evaluate("window.__te_same_page = true")  # gone if the page reloads
+    box = a.page.locator(".te-live-score")
 
-        def shown(expect: str) -> str:
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline and expect not in box.inner_text():
-                time.sleep(0.2)
-            return box.inner_text()
+    def shown(expect: str) -> str:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and expect not in box.inner_text():
+            time.sleep(0.2)
+        return box.inner_text()
 
-        def details():
-            if not a.page.locator(".te-step-details").is_visible():
-                a.select_region(step)
+    def details():
+        if not a.page.locator(".te-step-details").is_visible():
+            a.select_region(step)
 
-        step = 1
-        a.mark_step(step)
-        assert "Running score: 100 of 100" in shown("step 2: +0")
-        details()
-        a.choose_severity("Major")
-        a.page.keyboard.press("Escape")
-        step = 3
-        a.mark_step(step)  # a new region sends the current regions: step 2's Major now counts
-        assert "Running score: 95 of 100" in shown("Running score: 95")
-        details()
-        a.choose_severity("Critical")
-        rationale = a.page.locator(".te-step-details textarea").first
-        rationale.fill("finishes too early")
-        rationale.press("Shift+Enter")  # a per-region text submit also calls the backend
-        text = shown("Running score: 85")
-        assert "Running score: 85 of 100" in text and "step 2: \u22125 (Major)" in text
-        assert "step 4: \u221210 (Critical)" in text
-        assert a.page.evaluate("window.__te_same_page === true")  # no reload happened
-        browser.close()
+    step = 1
+    a.mark_step(step)
+    assert "Running score: 100 of 100" in shown("step 2: +0")
+    details()
+    a.choose_severity("Major")
+    a.page.keyboard.press("Escape")
+    step = 3
+    a.mark_step(step)  # a new region sends the current regions: step 2's Major now counts
+    assert "Running score: 95 of 100" in shown("Running score: 95")
+    details()
+    a.choose_severity("Critical")
+    rationale = a.page.locator(".te-step-details textarea").first
+    rationale.fill("finishes too early")
+    rationale.press("Shift+Enter")  # a per-region text submit also calls the backend
+    text = shown("Running score: 85")
+    assert "Running score: 85 of 100" in text and "step 2: \u22125 (Major)" in text
+    assert "step 4: \u221210 (Critical)" in text
+    assert a.page.evaluate("window.__te_same_page === true")  # no reload happened
+    ctx.close()

@@ -259,3 +259,22 @@ def test_guide_analysis_snippets_run_on_the_export(exported, shared_dir, tmp_pat
     assert "failure: mean=85.0, median=85.0, n=2" in out
     assert "success: mean=100.0, median=100.0, n=2" in out
     assert (tmp_path / "error_position_distribution.png").stat().st_size > 1000
+
+
+def test_task_listing_pages_by_id_and_misses_nothing(ls_client):
+    """Pages are keyed by task id: every task once, in id order, also when the last page is exactly full
+    and when a task is deleted between two pages."""
+    c = cfg.load(label_configs.path("trajectory_eval"))
+    pid = studio.create_project(ls_client, c, "transcript", "paging")["id"]
+    ls_client.projects.import_tasks(id=pid, request=[{"data": {"trace_id": f"p{i}", "task": "t", "te_transcript": [],
+                                                               "te_pages": []}, "meta": {"k": i}} for i in range(9)])
+    ids = [t["id"] for t in studio.iter_tasks(ls_client, pid, page_size=3)]
+    assert len(ids) == 9 and ids == sorted(ids)
+    assert [t["meta"]["k"] for t in studio.iter_tasks(ls_client, pid, page_size=4, with_annotations=False,
+                                                       include="meta")] == list(range(9))
+    seen = []
+    for task in studio.iter_tasks(ls_client, pid, page_size=2):
+        if len(seen) == 1:
+            ls_client.tasks.delete(id=ids[2])  # not yet listed: must simply be missing, nothing else
+        seen.append(task["id"])
+    assert seen == ids[:2] + ids[3:]

@@ -16,6 +16,7 @@ import json
 import math
 import re
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -101,7 +102,7 @@ class TrajectoryScheme:
     running_score: RunningScore
     rationale: Rationale
 
-    @property
+    @cached_property  # asked once per step by the decoder and the score
     def error_labels(self) -> tuple[str, ...]:
         """Correctness labels that mark a step as (partly) wrong: all but the default."""
         return tuple(label for label in self.correctness_labels if label != self.correctness_default)
@@ -257,8 +258,9 @@ def humanize(name: str) -> str:
 
 
 # ---------------------------------------------------------------- YAML reading
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicate keys instead of silently keeping the last one."""
+class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+    """SafeLoader that refuses duplicate keys instead of silently keeping the last one (libyaml's parser where
+    PyYAML has it: the pure-Python scanner takes seconds on a hostile megabyte)."""
 
 
 def _construct_mapping(loader, node, deep=False):
@@ -276,7 +278,7 @@ def _construct_mapping(loader, node, deep=False):
     return loader.construct_mapping_orig(node, deep=deep)
 
 
-_UniqueKeyLoader.construct_mapping_orig = yaml.SafeLoader.construct_mapping
+_UniqueKeyLoader.construct_mapping_orig = yaml.constructor.SafeConstructor.construct_mapping
 _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 

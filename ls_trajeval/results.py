@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from .config import Config, ErrorType
 from .labelconfig import REVIEWED_TEXT, Names, severity_label
@@ -56,14 +56,14 @@ def _text(value: Mapping) -> str | None:
 def _step_range(value: Mapping) -> range | None:
     try:
         start, end = int(value.get("start")), int(value.get("end", value.get("start")))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an infinite float
         return None
     if end < start:
         start, end = end, start
     return range(start, end + 1)
 
 
-def decode(result: Iterable[Mapping], config: Config, n_steps: int) -> TraceLabels:
+def decode(result: list[Mapping], config: Config, n_steps: int) -> TraceLabels:
     """Per-step labels (one per step, correct ones included) and whole-trace values of one annotation."""
     scheme = config.trajectory
     names = Names(scheme.name)
@@ -113,12 +113,15 @@ def decode(result: Iterable[Mapping], config: Config, n_steps: int) -> TraceLabe
             if text:
                 target["rationale"] = text
 
+    if not isinstance(result, (list, tuple)):
+        warnings.append(f"the result is {type(result).__name__}, not a list of results: nothing decoded")
+        result = ()
     for item in result:
-        if not isinstance(item, Mapping):
+        if not isinstance(item, Mapping) or not isinstance(item.get("from_name"), str):
             continue
-        name = item.get("from_name")
+        name = item["from_name"]
         value = item.get("value") if isinstance(item.get("value"), Mapping) else {}
-        m = paged.match(name) if isinstance(name, str) else None
+        m = paged.match(name)
         if m:
             kind, idx = m.group(1), int(m.group(2))
             if idx >= n_steps:
@@ -145,10 +148,12 @@ def decode(result: Iterable[Mapping], config: Config, n_steps: int) -> TraceLabe
     for rid, region in regions.items():
         if region["steps"] is None or "correctness" not in region:
             continue  # per-region values of a region that was deleted
-        for idx in region["steps"]:
-            if not 0 <= idx < n_steps:
-                warnings.append(f"region {rid}: step {idx} is beyond the trace's {n_steps} steps")
-                continue
+        span = region["steps"]
+        inside = range(max(span.start, 0), min(span.stop, max(n_steps, 0)))
+        if len(inside) < len(span):
+            warnings.append(f"region {rid}: steps {span.start}-{span.stop - 1} reach beyond the trace's "
+                            f"{n_steps} steps")
+        for idx in inside:
             if idx in correctness:
                 warnings.append(f"step {idx}: marked by more than one region; kept the more severe")
                 if rank.get(details[idx].get("severity"), -1) >= rank.get(region.get("severity"), -1):
@@ -156,12 +161,12 @@ def decode(result: Iterable[Mapping], config: Config, n_steps: int) -> TraceLabe
             correctness[idx] = region["correctness"]
             details[idx] = {k: v for k, v in region.items() if k not in ("steps", "correctness")}
 
-    steps = []
-    for idx in range(n_steps):
-        label = correctness.get(idx, scheme.correctness_default)
+    default = scheme.correctness_default
+    steps = [StepLabel(idx, default, None, None, None, None) for idx in range(n_steps)]
+    for idx, label in correctness.items():
         d = details.get(idx, {}) if label in scheme.error_labels else {}
-        steps.append(StepLabel(idx, label, d.get("error_category"), d.get("error_type"),
-                               d.get("severity"), d.get("rationale")))
+        steps[idx] = StepLabel(idx, label, d.get("error_category"), d.get("error_type"), d.get("severity"),
+                               d.get("rationale"))
     return TraceLabels(steps, whole, warnings)
 
 

@@ -133,3 +133,16 @@ def test_values_of_the_wrong_shape_never_raise():
     got = results.decode(result, CONFIG, 2)
     assert [s.correctness for s in got.steps] == ["correct", "correct"]
     assert got.whole_trace == {"overall_success": None}
+
+
+def test_hostile_shapes_decode_to_warnings_not_errors():
+    # a region claiming a billion steps on a 10^5-step trace: clipped, one warning, no billion-step loop
+    huge = [region("r", 0, 10**9, "error_localization", "paragraphlabels", paragraphlabels=["incorrect"]),
+            region("i", float("inf"), 2, "error_localization", "paragraphlabels", paragraphlabels=["incorrect"]),
+            {"from_name": {"a": 1}, "value": {}}, {"from_name": ["x"], "value": {}}]
+    labels = results.decode(huge, CONFIG, 100_000)
+    assert len(labels.steps) == 100_000 and all(s.correctness == "incorrect" for s in labels.steps)
+    assert any("reach beyond the trace's 100000 steps" in w for w in labels.warnings)
+    for not_a_list in (7, "text", {"from_name": "x"}, None):
+        labels = results.decode(not_a_list, CONFIG, 3)
+        assert [s.correctness for s in labels.steps] == ["correct"] * 3 and labels.warnings

@@ -417,6 +417,11 @@ def config_seeds() -> list[str]:
     return [label_configs.path(n).read_text(encoding="utf-8") for n in ("trajectory_eval", "coding_agent")]
 
 
+#: libyaml where PyYAML has it: the generator should not be what limits the inputs per second
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_YAML_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
 def config_input(ch: Chooser) -> bytes:
     seeds = config_seeds()
     text = seeds[ch.int(0, len(seeds) - 1)]
@@ -432,12 +437,12 @@ def config_input(ch: Chooser) -> bytes:
             b"annotation_schemes: &x [*x]\n", b"a: 1\na: 2\n", b"!!python/object/apply:os.system ['echo x']\n",
             b"[" * 50_000 + b"]" * 50_000, b"annotation_schemes:\n" + b"  - " * 2000 + b"x\n",
             b"\xff\xfe", b"\x00", b"", b"---\n...\n---\n", b"annotation_schemes: .nan\n"])
-    data = yaml.safe_load(text)
+    data = yaml.load(text, Loader=_YAML_LOADER)  # noqa: S506 - a SafeLoader
     data = mutate(data, ch, 5)
     if ch.chance(2):
         return dumps(data, ch).encode("utf-8", "surrogatepass")  # JSON is YAML too
     try:
-        return yaml.safe_dump(data, allow_unicode=ch.chance(2)).encode("utf-8", "surrogatepass")
+        return yaml.dump(data, Dumper=_YAML_DUMPER, allow_unicode=ch.chance(2)).encode("utf-8", "surrogatepass")
     except (yaml.YAMLError, RecursionError, UnicodeError):
         return dumps(data, ch).encode("utf-8", "surrogatepass")
 
@@ -478,7 +483,9 @@ def decoder_input(ch: Chooser) -> tuple[Any, int]:
         result = mutate(result, ch, 6)
         if ch.chance(3):  # through JSON, as results come from the server
             result = json.loads(json.dumps(result, allow_nan=True))
-    n_steps = ch.pick([0, 1, 3, 7, 7, 7, 10, 200, 100_000]) if not ch.chance(20) else ch.int(-3, 50)
+    if ch.chance(100):
+        return result, 100_000  # a trace of 10^5 steps: a tenth of a second each, so not too often
+    n_steps = ch.pick([0, 1, 3, 7, 7, 7, 10, 200]) if not ch.chance(20) else ch.int(-3, 50)
     return result, n_steps
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
@@ -224,7 +224,8 @@ def tree_order(
 # ---------------------------------------------------------------- steps
 
 def mk_step(stype: str, content: Any, action_input: Any = None, **meta: Any) -> Step:
-    meta = {k: v for k, v in meta.items() if v is not None and v != {}}
+    for k in [k for k, v in meta.items() if v is None or v == {}]:
+        del meta[k]
     extra = {"metadata": meta} if meta else {}
     return Step(stype, content if isinstance(content, str) else text_of(content), action_input, extra)
 
@@ -275,10 +276,24 @@ def assemble(events: list) -> list[Step]:
     tools = [(i, e) for i, e in enumerate(events) if isinstance(e, ToolEvent)]
     consumed: set[int] = set()
     unmatched: dict[int, list[ToolCall]] = {}
+    # one backward pass: the index of the next model turn after each event, and whether the next
+    # tool-or-model event after it is a tool (both were forward scans per turn: quadratic)
+    n = len(events)
+    next_llm = [n] * n
+    tool_next = [False] * n
+    nl, tk = n, False
+    for i in range(n - 1, -1, -1):
+        next_llm[i] = nl
+        tool_next[i] = tk
+        e = events[i]
+        if isinstance(e, LLMEvent):
+            nl, tk = i, False
+        elif isinstance(e, ToolEvent):
+            tk = True
     for i, e in enumerate(events):
         if not isinstance(e, LLMEvent):
             continue
-        nxt = next((k for k in range(i + 1, len(events)) if isinstance(events[k], LLMEvent)), len(events))
+        nxt = next_llm[i]
         for tc in e.tool_calls:
             hit = None
             for j, t in tools:
@@ -309,9 +324,7 @@ def assemble(events: list) -> list[Step]:
                 rtype = "error" if e.is_error else "observation"
                 steps.append(mk_step(rtype, text_of(e.output), tool_call_id=e.call_id, tool_name=e.name, **e.meta))
         elif isinstance(e, LLMEvent):
-            follows_tool = bool(e.tool_calls) or next(
-                (isinstance(x, ToolEvent) for x in events[i + 1:] if isinstance(x, (ToolEvent, LLMEvent))), False
-            )
+            follows_tool = bool(e.tool_calls) or tool_next[i]
             meta = dict(e.meta)
             if e.tool_calls:
                 meta["tool_calls"] = [{"name": t.name, "id": t.call_id} if t.call_id else {"name": t.name} for t in e.tool_calls]
@@ -877,6 +890,8 @@ def pair_by_id(steps: list[Step]) -> list[Step]:
 
 _INT = re.compile(r"-?\d+")
 _DECIMAL = re.compile(r"-?\d+\.\d+")
+_ISO_FAST = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:[.,](\d+))?(Z|z|[+-]\d{2}:\d{2})?")
+_EPOCH_ORD = date(1970, 1, 1).toordinal()
 _ISO_FRAC = re.compile(r"^(.*?T\d{2}:\d{2}:\d{2})(?:[.,](\d+))?(.*)$")
 
 
@@ -886,6 +901,20 @@ def time_key(value: Any) -> int | None:
         return None
     if isinstance(value, str):
         s = value.strip()
+        m = _ISO_FAST.fullmatch(s)
+        if m is not None:  # the usual "2024-01-01T00:00:00.123Z": integer arithmetic, no datetime parse
+            y, mo, d, h, mi, sec, frac, tz = m.groups()
+            try:
+                days = date(int(y), int(mo), int(d)).toordinal() - _EPOCH_ORD
+            except ValueError:
+                days = None
+            hh, mm, ss = int(h), int(mi), int(sec)
+            if days is not None and hh < 24 and mm < 60 and ss < 60:
+                off = 0
+                if tz and tz not in "Zz":
+                    off = (int(tz[1:3]) * 3600 + int(tz[-2:]) * 60) * (1 if tz[0] == "+" else -1)
+                secs = days * 86400 + hh * 3600 + mm * 60 + ss - off
+                return secs * 1_000_000_000 + (int(frac[:9].ljust(9, "0")) if frac else 0)
         if _INT.fullmatch(s):
             return time_key(int(s))
         if _DECIMAL.fullmatch(s):

@@ -395,10 +395,18 @@ def unwrap_message(msg: Any) -> dict | None:
 
 
 def norm_role(role: Any) -> str:
-    return _ROLE.get(str(role).lower(), str(role).lower()) if role is not None else ""
+    if role is None:
+        return ""
+    r = (role if type(role) is str else str(role)).lower()
+    return _ROLE.get(r, r)
+
+
+_CALL_KEYS = ("tool_calls", "additional_kwargs", "function_call")
 
 
 def tool_calls_of(m: dict) -> list[ToolCall]:
+    if not any(k in m for k in _CALL_KEYS):  # the usual plain message: nothing to look at
+        return []
     out = []
     raw = m.get("tool_calls")
     if raw is None and isinstance(m.get("additional_kwargs"), dict):
@@ -427,6 +435,8 @@ def _sid(v: Any) -> str | None:
 def message_parts(m: dict) -> tuple[str, str, list[ToolCall], list[tuple[str | None, Any, bool]]]:
     """(text, reasoning, tool calls, tool results) of one message, from content string or part lists."""
     content = m.get("content")
+    if type(content) is str and "parts" not in m:  # the usual case: one text, no part list
+        return content, "", tool_calls_of(m), []
     parts = m.get("parts") if isinstance(m.get("parts"), list) else (content if isinstance(content, list) else None)
     texts, reasons, calls, results = [], [], list(tool_calls_of(m)), []
     if parts is None:

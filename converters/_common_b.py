@@ -911,7 +911,7 @@ def time_key(value: Any) -> int | None:
         return None
     if isinstance(value, str):
         s = value.strip()
-        m = _ISO_FAST.fullmatch(s)
+        m = _ISO_FAST.fullmatch(s) if s[4:5] == "-" else None
         if m is not None:  # the usual "2024-01-01T00:00:00.123Z": integer arithmetic, no datetime parse
             y, mo, d, h, mi, sec, frac, tz = m.groups()
             try:

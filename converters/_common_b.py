@@ -194,9 +194,11 @@ def tree_order(
         else:
             roots.append(i)
 
-    def key(i):
-        k = sort_key(nodes[i])
-        return (k is None, k if k is not None else 0, i)
+    keys = []  # each node's sort key once (it is a timestamp parse), not once per sort
+    for i, n in enumerate(nodes):
+        k = sort_key(n)
+        keys.append((k is None, k if k is not None else 0, i))
+    key = keys.__getitem__
 
     out: list[tuple[Any, int]] = []
     seen = set()
@@ -209,9 +211,11 @@ def tree_order(
                 continue
             seen.add(i)
             out.append((nodes[i], d))
-            kids = sorted(children.get(i, []), key=key)
-            for k in reversed(kids):
-                stack.append((k, d + 1))
+            kids = children.get(i)
+            if kids:
+                kids = sorted(kids, key=key)
+                for k in reversed(kids):
+                    stack.append((k, d + 1))
 
     for r in sorted(roots, key=key):
         walk(r)
@@ -224,8 +228,9 @@ def tree_order(
 # ---------------------------------------------------------------- steps
 
 def mk_step(stype: str, content: Any, action_input: Any = None, **meta: Any) -> Step:
-    for k in [k for k, v in meta.items() if v is None or v == {}]:
-        del meta[k]
+    for k, v in list(meta.items()):
+        if v is None or v == {}:
+            del meta[k]
     extra = {"metadata": meta} if meta else {}
     return Step(stype, content if isinstance(content, str) else text_of(content), action_input, extra)
 

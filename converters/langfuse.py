@@ -75,15 +75,18 @@ def one(rec: Any, ctx: Ctx) -> list:
     obs = want(rec, "observations", list, "", required=True)
     if obs and all(isinstance(o, str) for o in obs):
         raise Bad("observations", "holds observation ids only; export the trace with its observations expanded")
+    has_kids = set()
     for i, o in enumerate(obs):
         if not isinstance(o, dict):
             raise Bad(f"observations[{i}]", f"expected an observation object, got {describe(o)}")
         t = o.get("type")
         if t is not None and not isinstance(t, str):
             raise Bad(f"observations[{i}].type", f"expected a string, got {describe(t)}")
+        p = o.get("parentObservationId")
+        if p is not None:
+            has_kids.add(p)
     ordered = tree_order(obs, lambda o: o.get("id"), lambda o: o.get("parentObservationId"),
                          lambda o: time_key(o.get("startTime")))
-    has_kids = {o.get("parentObservationId") for o in obs if o.get("parentObservationId") is not None}
     events: list = []
     pending_errs: list[tuple[int, Any]] = []  # (depth, step) of failing containers, emitted after their subtree
     for o, depth in ordered:

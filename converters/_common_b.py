@@ -810,6 +810,9 @@ def otlp_spans(req: Any, where: str = "", first: int = 0) -> list[dict]:
                 spw = f"{sw}.spans[{k}]"
                 if not isinstance(sp, dict):
                     raise Bad(spw, f"expected a span object, got {describe(sp)}")
+                for idk in ("traceId", "spanId", "parentSpanId"):  # ids group and link spans: an object cannot
+                    if isinstance(sp.get(idk), (dict, list)):
+                        raise Bad(f"{spw}.{idk}", f"expected a string, got {describe(sp[idk])}")
                 code, msg = _status(sp.get("status"))
                 events = []
                 for e_i, ev in enumerate(sp.get("events") or []):

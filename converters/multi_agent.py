@@ -195,12 +195,8 @@ def _generic(rec: dict, ctx: Ctx) -> list:
             meta["tool_call_id"] = m["tool_call_id"]
         if mtype:
             meta["message_type"] = mtype
-        if isinstance(content, (str, list)) or content is None:
-            text, reasoning, calls, _ = message_parts(m)
-            if type(content) is not str or "parts" in m:  # part lists may add calls: only the message's own count here
-                calls = tool_calls_of(m)
-        else:
-            text, reasoning, calls = text_of(content), "", tool_calls_of(m)
+        text, reasoning, _, _ = message_parts(m) if isinstance(content, (str, list)) or content is None else (text_of(content), "", [], [])
+        calls = tool_calls_of(m)
         if reasoning:
             steps.append(mk_step("thought", reasoning, **meta))
         if text or not calls:

@@ -164,10 +164,9 @@ def _error_text(sp: dict) -> str:
     return "\n".join(p for p in dict.fromkeys(parts) if p)
 
 
-def trace_steps(spans: list, root_out: list | None = None) -> tuple[list, str | None, dict]:
+def trace_steps(spans: list) -> tuple[list, str | None, dict, dict]:
+    """Steps, task and span counts of one trace, and its root span (the tree is ordered once for both)."""
     ordered = tree_order(spans, lambda s: s["span_id"], lambda s: s["parent_id"], lambda s: s["start"])
-    if root_out is not None and ordered:
-        root_out.append(ordered[0][0])  # the caller's root span, without ordering the tree again
     events: list = []
     skipped = 0
     agents: list[tuple[int, str]] = []  # (depth, agent name) stack
@@ -222,18 +221,16 @@ def trace_steps(spans: list, root_out: list | None = None) -> tuple[list, str | 
             continue
         events.append(mk_step("error" if failed else "other", _error_text(sp) if failed else jdump(a), **meta))
     info = {"span_count": len(spans), "skipped_spans": skipped or None, "genai_spans": genai}
-    return assemble(events), task, info
+    return assemble(events), task, info, ordered[0][0]
 
 
 def _build(tid: Any, spans: list, ctx: Ctx) -> list:
-    roots: list = []
-    steps, task, info = trace_steps(spans, roots)
+    steps, task, info, root = trace_steps(spans)
     if not info["genai_spans"]:
         raise Bad(None, f"trace {tid} has no gen_ai spans")
     md = ctx.provenance(NAME)
     md.update(info)
     md["service"] = next((s["service"] for s in spans if s.get("service")), None)
-    root = roots[0] if roots else tree_order(spans, lambda s: s["span_id"], lambda s: s["parent_id"], lambda s: s["start"])[0][0]
     md["root_span"] = root["name"]
     md["start_time"] = root["start_raw"]
     return [finish_trace(str(tid) if tid else ctx.default_id(), task, steps, md)]

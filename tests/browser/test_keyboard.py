@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from ls_trajeval import config as cfg
 from ls_trajeval import label_configs
@@ -76,14 +77,26 @@ def shown_step(a) -> int:
 
 
 def walk_to(a, target: int, limit: int = 12) -> list[int]:
-    """Alt+→ / Alt+← until step ``target`` (1-based) shows; the steps seen on the way."""
+    """Alt+→ / Alt+← until step ``target`` (1-based) shows; the steps seen on the way.
+
+    A key pressed while Label Studio is still binding its hotkeys after the task opened is lost (CI saw
+    this once); an annotator presses again, and so does this walk, up to three times per step."""
     seen = [shown_step(a)]
+    moved = "n => ![...document.querySelectorAll('.te-step-number')].some(" \
+            "e => e.offsetParent && e.textContent.includes('step ' + n + ' of'))"
     for _ in range(limit):
         if seen[-1] == target:
             return seen
-        a.page.keyboard.press("Alt+ArrowRight" if seen[-1] < target else "Alt+ArrowLeft")
-        a.page.wait_for_function("n => ![...document.querySelectorAll('.te-step-number')].some("
-                                 "e => e.offsetParent && e.textContent.includes('step ' + n + ' of'))", arg=seen[-1])
+        for attempt in range(3):
+            a.page.keyboard.press("Alt+ArrowRight" if seen[-1] < target else "Alt+ArrowLeft")
+            try:
+                a.page.wait_for_function(moved, arg=seen[-1], timeout=8_000)
+                break
+            except PlaywrightTimeout:
+                if attempt == 2:
+                    focused = a.page.evaluate("() => document.activeElement && document.activeElement.outerHTML.slice(0, 200)")
+                    raise AssertionError(f"Alt+arrow did not leave step {seen[-1]} after 3 presses: {seen}; "
+                                         f"focus on {focused}")
         seen.append(shown_step(a))
     raise AssertionError(f"the keyboard did not reach step {target}: {seen}")
 

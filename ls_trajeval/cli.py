@@ -181,6 +181,30 @@ def import_(inputs, project, create_title, config_path, layout, fmt, prelabels, 
 
 
 @main_group.command()
+@click.argument("layout", type=click.Choice(labelconfig.LAYOUTS))
+@click.option("--project", type=int, required=True)
+@click.option("--config", "config_path", help="YAML config (default: the one embedded in the project)")
+@click.option("--quiet", is_flag=True, help="no progress bar")
+@studio_options
+def layout(layout, project, config_path, quiet, url, api_key):
+    """Switch project PROJECT to LAYOUT (rendering the paged layout's cards where tasks lack them)."""
+    from .relayout import set_layout
+
+    client = connect(url, api_key)
+    try:
+        summary = set_layout(client, project, layout, load_config(config_path) if config_path else None,
+                             progress=not quiet)
+    except studio.StudioError as exc:
+        raise UserError(str(exc)) from None
+    for err in summary.errors:
+        click.echo(f"rejected: {err}", err=True)
+    click.echo(f"project {project}: {layout} layout ({'label config replaced' if summary.config_changed else 'unchanged'}), "
+               f"pages rendered for {summary.pages_added} tasks")
+    if summary.errors:
+        sys.exit(EXIT_REJECTED)
+
+
+@main_group.command()
 @click.option("--project", type=int, required=True)
 @click.option("-o", "--output", type=click.Path(), help="output file (default: the config's output.path "
               "+ annotations.jsonl); with --per-annotator a directory")

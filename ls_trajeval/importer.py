@@ -77,7 +77,8 @@ def import_traces(client, project_id: int, items: Iterable[ReadResult], config: 
     """
     summary = ImportSummary()
     project = studio.get_project(client, project_id)
-    paged = layout_of(project.get("label_config") or "") == "paged"
+    layout = layout_of(project.get("label_config") or "")
+    paged = layout == "paged"
     # an empty project (the usual first import) needs no listing at all
     existing = studio.existing_trace_ids(client, project_id, config.id_key) if project.get("task_number") else set()
     this_run: dict[str, str] = {}
@@ -102,7 +103,7 @@ def import_traces(client, project_id: int, items: Iterable[ReadResult], config: 
             summary.max_steps = max(summary.max_steps, n)
             if n > PAGED_MAX_STEPS:
                 summary.long_traces += 1
-            task = {"data": task_data(item, config), "meta": {studio.META_ID_KEY: item.trace_id}}
+            task = {"data": task_data(item, config, layout), "meta": {studio.META_ID_KEY: item.trace_id}}
             if prelabel is not None:
                 predictions = prelabel(item, task["data"])
                 if predictions:

@@ -120,6 +120,17 @@ def create_project(client: LabelStudio, config: Config, layout: str = "transcrip
     return _dump(project)
 
 
+def validate_label_config(client: LabelStudio, project_id: int, xml: str) -> None:
+    """Raises StudioError when Label Studio would refuse ``xml`` for this project (its annotations included)."""
+    call(client.projects.validate_label_config, id=project_id, label_config=xml,
+         what=f"checking the new label config against project {project_id}")
+
+
+def set_label_config(client: LabelStudio, project_id: int, xml: str) -> dict:
+    return _dump(call(client.projects.update, id=project_id, label_config=xml,
+                      what=f"setting the label config of project {project_id}"))
+
+
 def get_project(client: LabelStudio, project_id: int) -> dict:
     return _dump(call(client.projects.get, id=project_id, what=f"reading project {project_id}"))
 

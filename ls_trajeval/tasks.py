@@ -1,9 +1,11 @@
 """Trace → Label Studio task data (pure).
 
-A task carries the trace as given plus what both layouts display, so a project can switch
-layout without re-importing: ``te_transcript`` (Paragraphs: one utterance per step) and
-``te_pages`` (Repeater: one rendered HTML card per step), the step count and a seeded
-running score (the on-task header reads "undefined" when the field is missing).
+A task carries the trace as given plus what its layout displays: ``te_transcript`` (Paragraphs:
+one utterance per step) always, and in a paged project ``te_pages`` (Repeater: one rendered HTML
+card per step); the step count and a seeded running score (the on-task header reads "undefined"
+when the field is missing). ``te_pages`` is about 70% of a task's bytes and 95% of the time to
+build it, so a transcript project does without it; :mod:`relayout` adds it when a project
+switches to the paged layout.
 """
 from __future__ import annotations
 
@@ -161,13 +163,19 @@ def page_html(step: Step, index: int, total: int, config: Config) -> str:
     )
 
 
-def task_data(trace: Trace, config: Config) -> dict:
-    """The ``data`` of the Label Studio task for one trace."""
-    data = trace.to_json(config.id_key, config.text_key, config.trace_key)
+def pages(trace: Trace, config: Config) -> list[dict]:
+    """``te_pages``: the paged layout's rendered card per step."""
     n = len(trace.steps)
+    return [{"html": page_html(s, i, n, config)} for i, s in enumerate(trace.steps)]
+
+
+def task_data(trace: Trace, config: Config, layout: str = "transcript") -> dict:
+    """The ``data`` of the Label Studio task for one trace, in a project of ``layout``."""
+    data = trace.to_json(config.id_key, config.text_key, config.trace_key)
     data["te_transcript"] = [transcript_entry(s, i, config) for i, s in enumerate(trace.steps)]
-    data["te_pages"] = [{"html": page_html(s, i, n, config)} for i, s in enumerate(trace.steps)]
-    data["n_steps"] = n
+    if layout == "paged":
+        data["te_pages"] = pages(trace, config)
+    data["n_steps"] = len(trace.steps)
     initial = config.trajectory.running_score.initial
     # the ML backend's score fields, seeded so headers and Data Manager columns read sensibly before any annotation
     data.update({"running_score": initial, "n_errors": 0, "first_error_step": None, "worst_severity": "",

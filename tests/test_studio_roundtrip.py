@@ -18,6 +18,8 @@ from click.testing import CliRunner
 from ls_trajeval import config as cfg
 from ls_trajeval import label_configs, labelconfig, studio
 from ls_trajeval.cli import main_group
+from ls_trajeval.tasks import task_data
+from ls_trajeval.trace import parse_trace
 
 pytestmark = pytest.mark.studio
 
@@ -134,7 +136,9 @@ def exported(ls_env, ls_client, traces_file, tmp_path_factory):
         assert t1["data"]["task"] == TRACES[0]["task"]  # byte for byte
         assert t1["data"]["trace"] == TRACES[0]["trace"] and t1["data"]["metadata"] == TRACES[0]["metadata"]
         assert t1["data"]["n_steps"] == 7 and t1["data"]["running_score"] == 100
-        assert len(t1["data"]["te_transcript"]) == len(t1["data"]["te_pages"]) == 7
+        assert len(t1["data"]["te_transcript"]) == 7
+        # the rendered cards only where the layout shows them (70% of a task's bytes)
+        assert len(t1["data"].get("te_pages", [])) == (7 if layout == "paged" else 0)
         studio.create_annotation(ls_client, t1["id"], ui_result(layout, t1["data"]["te_transcript"]), lead_time=42.5)
         ls_client.annotations.create(id=t2["id"], result=[
             {"id": "o", "from_name": "overall_success", "to_name": "te_task", "type": "choices",
@@ -278,3 +282,35 @@ def test_task_listing_pages_by_id_and_misses_nothing(ls_client):
             ls_client.tasks.delete(id=ids[2])  # not yet listed: must simply be missing, nothing else
         seen.append(task["id"])
     assert seen == ids[:2] + ids[3:]
+
+
+def test_switching_a_transcript_project_to_paged_renders_its_pages(ls_client, traces_file, tmp_path):
+    """`layout paged` on a transcript project: every task gets its cards, then the config changes; a second
+    run changes nothing; a project whose annotations the other layout cannot read is refused untouched."""
+    r = run_cli("import", traces_file, "--create", "relayout", "--quiet")
+    pid = int(re.search(r"project (\d+):", r.stdout).group(1))
+    assert all("te_pages" not in t["data"] for t in studio.iter_tasks(ls_client, pid))
+    r = run_cli("layout", "paged", "--project", pid, "--quiet")
+    assert r.exit_code == 0, r.output
+    assert "paged layout (label config replaced), pages rendered for 2 tasks" in r.stdout
+    project = studio.get_project(ls_client, pid)
+    assert labelconfig.layout_of(project["label_config"]) == "paged"
+    c = studio.project_config(project)
+    for t in studio.iter_tasks(ls_client, pid):
+        expected = task_data(parse_trace(TRACES[0] if t["data"]["trace_id"] == "rt-1" else TRACES[1]), c, "paged")
+        assert t["data"]["te_pages"] == expected["te_pages"]
+        assert t["data"]["trace"] == expected["trace"]  # the update merged, nothing else lost
+    again = run_cli("layout", "paged", "--project", pid, "--quiet")
+    assert "paged layout (unchanged), pages rendered for 0 tasks" in again.stdout
+    # the paged project's labels export unchanged (through the same UI-shaped result)
+    t1 = next(t for t in studio.iter_tasks(ls_client, pid) if t["data"]["trace_id"] == "rt-1")
+    studio.create_annotation(ls_client, t1["id"], ui_result("paged", t1["data"]["te_transcript"]))
+    out = tmp_path / "paged.jsonl"
+    assert run_cli("export", "--project", pid, "-o", out).exit_code == 0
+    rec = json.loads(out.read_text(encoding="utf-8"))
+    assert [s["correctness"] for s in rec["error_localization"]].count("incorrect") == 2
+    # back to transcript: Label Studio refuses (the annotation names paged controls); nothing changes
+    before = studio.get_project(ls_client, pid)["label_config"]
+    refused = run_cli("layout", "transcript", "--project", pid, "--quiet")
+    assert refused.exit_code == 2 and "checking the new label config" in refused.stderr, refused.output
+    assert studio.get_project(ls_client, pid)["label_config"] == before

@@ -9,8 +9,9 @@ the same :class:`TraceLabels`.
 """
 from __future__ import annotations
 
+import itertools
 import re
-import uuid
+import secrets
 from typing import Any, Mapping, Sequence
 
 from .config import Config, ErrorType
@@ -170,10 +171,6 @@ def decode(result: list[Mapping], config: Config, n_steps: int) -> TraceLabels:
     return TraceLabels(steps, whole, warnings)
 
 
-def _region_id() -> str:
-    return uuid.uuid4().hex[:10]
-
-
 def encode(labels: TraceLabels, config: Config, layout: str, transcript: Sequence[Mapping] | None = None,
            origin: str = "manual", confirm_review: bool = True) -> list[dict]:
     """Label Studio results for ``labels``, in the shapes the labeling UI itself saves.
@@ -185,9 +182,15 @@ def encode(labels: TraceLabels, config: Config, layout: str, transcript: Sequenc
     scheme = config.trajectory
     names = Names(scheme.name)
     out: list[dict] = []
+    # ids need only be unique within the result (and unlikely to repeat in another): one random prefix
+    # per call and a counter after it, far cheaper than a uuid4 a region on long traces
+    prefix, counter = secrets.token_hex(4), itertools.count()
+
+    def new_id() -> str:
+        return f"{prefix}{next(counter):02x}"
 
     def item(from_name: str, to_name: str, rtype: str, value: dict, rid: str | None = None) -> dict:
-        return {"id": rid or _region_id(), "from_name": from_name, "to_name": to_name, "type": rtype,
+        return {"id": rid or new_id(), "from_name": from_name, "to_name": to_name, "type": rtype,
                 "origin": origin, "value": value}
 
     for step in labels.steps:
@@ -213,7 +216,7 @@ def encode(labels: TraceLabels, config: Config, layout: str, transcript: Sequenc
             text = transcript[step.step_index]["text"] if transcript else ""
             span = {"start": str(step.step_index), "end": str(step.step_index),
                     "startOffset": 0, "endOffset": len(text)}
-            rid = _region_id()
+            rid = new_id()
             out.append(item(names.marks, "te_trace", "paragraphlabels",
                             {**span, "paragraphlabels": [step.correctness]}, rid))
             if step.error_type:

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterator
 
-from ls_trajeval.trace import TraceError
+from ls_trajeval.trace import TraceError, describe
 
 from . import _io
 from ._common import BadRecord, StepList, anthropic_blocks_to_steps, expect, file_id, finish, flatten_parts, guarded, step, text
@@ -20,6 +20,11 @@ from .base import Converter, Sample
 BLOCKS = {"text", "thinking", "redacted_thinking", "tool_use", "tool_result", "image", "document", "server_tool_use"}
 EVENTS = {"message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop", "ping"}
 ID_KEYS = ("trace_id", "id", "conversation_id", "session_id")
+
+
+def _is_event(rec: Any) -> bool:
+    t = rec.get("type") if rec.__class__ is dict else None
+    return t.__class__ is str and t in EVENTS
 
 
 def _messages(rec: Any) -> list | None:
@@ -34,7 +39,7 @@ def _messages(rec: Any) -> list | None:
 
 
 def _score(rec: Any) -> float:
-    if isinstance(rec, dict) and rec.get("type") in EVENTS:
+    if isinstance(rec, dict) and _is_event(rec):
         return 0.9 if rec.get("type") == "message_start" or "delta" in rec or "content_block" in rec else 0.5
     msgs = _messages(rec)
     if msgs is None:
@@ -54,7 +59,7 @@ def _score(rec: Any) -> float:
 
 def detect(sample: Sample) -> float:
     if sample.first_records:
-        return max(_score(r) for r in sample.first_records[:5]) if sample.first_records[0].get("type") in EVENTS else min(_score(r) for r in sample.first_records[:5])
+        return max(_score(r) for r in sample.first_records[:5]) if _is_event(sample.first_records[0]) else min(_score(r) for r in sample.first_records[:5])
     doc = sample.first_json
     if isinstance(doc, list) and doc and isinstance(doc[0], dict) and "messages" in doc[0]:
         return _score(doc[0])
@@ -103,42 +108,83 @@ def _one(path: Path, line: Any, index: int, rec: Any) -> Iterator:
     yield finish(path, line, tid or file_id(path, index), task or "", out.steps(), meta)
 
 
-def _join_events(events: list) -> dict:
-    """A Message object from a stream of events (deltas appended in block order)."""
-    msg: dict = {"role": "assistant", "content": []}
+def _index(ev: dict, default: int) -> int:
+    i = ev.get("index")
+    if i is None:
+        return default
+    if i.__class__ is not int:
+        raise BadRecord("index", f"expected an integer, got {describe(i)}")
+    return i
+
+
+def _opt(value: Any, kind: type, field: str) -> Any:
+    """``value`` when it is of ``kind`` (or None); a BadRecord naming ``field`` otherwise."""
+    if value is not None and not isinstance(value, kind):
+        expect(value, kind, field)
+    return value
+
+
+def _join_events(events: list, path: Path) -> tuple[dict, list]:
+    """(a Message object from a stream of (line, event), the located errors of events that were unusable).
+
+    Deltas are appended in block order. An event whose fields have the wrong type is left out with an
+    error naming its line and field; the other events of the stream still make the message.
+    """
+    msg: dict = {"type": "message", "role": "assistant", "content": []}  # even when message_start is lost
     blocks: dict[int, dict] = {}
     partial: dict[int, list] = {}
-    for ev in events:
+    errors: list = []
+    for line, ev in events:
         t = ev.get("type")
-        if t == "message_start":
-            msg.update({k: v for k, v in (ev.get("message") or {}).items() if k != "content"})
-            msg["type"] = "message"
-        elif t == "content_block_start":
-            blocks[ev.get("index", len(blocks))] = dict(ev.get("content_block") or {})
-        elif t == "content_block_delta":
-            b = blocks.setdefault(ev.get("index", 0), {"type": "text", "text": ""})
-            d = ev.get("delta") or {}
-            dt = d.get("type")
-            if dt == "text_delta":
-                b["text"] = (b.get("text") or "") + (d.get("text") or "")
-            elif dt == "thinking_delta":
-                b["thinking"] = (b.get("thinking") or "") + (d.get("thinking") or "")
-            elif dt == "input_json_delta":
-                partial.setdefault(ev.get("index", 0), []).append(d.get("partial_json") or "")
-            elif dt == "signature_delta":
-                b["signature"] = d.get("signature")
-        elif t == "message_delta":
-            msg.update(ev.get("delta") or {})
-            if ev.get("usage"):
-                msg["usage"] = {**(msg.get("usage") or {}), **ev["usage"]}
+        try:
+            if t == "message_start":
+                m = _opt(ev.get("message"), dict, "message") or {}
+                _opt(m.get("usage"), dict, "message.usage")
+                msg.update({k: v for k, v in m.items() if k != "content"})
+                msg["type"] = "message"
+            elif t == "content_block_start":
+                b = _opt(ev.get("content_block"), dict, "content_block") or {}
+                for k in ("text", "thinking"):
+                    _opt(b.get(k), str, f"content_block.{k}")
+                blocks[_index(ev, len(blocks))] = dict(b)
+            elif t == "content_block_delta":
+                i = _index(ev, 0)
+                d = _opt(ev.get("delta"), dict, "delta") or {}
+                dt = d.get("type")
+                for k in ("text", "thinking", "partial_json"):
+                    _opt(d.get(k), str, f"delta.{k}")
+                b = blocks.setdefault(i, {"type": "text", "text": ""})
+                if dt == "text_delta":
+                    b["text"] = (b.get("text") or "") + (d.get("text") or "")
+                elif dt == "thinking_delta":
+                    b["thinking"] = (b.get("thinking") or "") + (d.get("thinking") or "")
+                elif dt == "input_json_delta":
+                    partial.setdefault(i, []).append(d.get("partial_json") or "")
+                elif dt == "signature_delta":
+                    b["signature"] = d.get("signature")
+            elif t == "message_delta":
+                d = _opt(ev.get("delta"), dict, "delta") or {}
+                u = _opt(ev.get("usage"), dict, "usage")
+                msg.update(d)
+                if u:
+                    before = msg.get("usage")
+                    msg["usage"] = {**(before if isinstance(before, dict) else {}), **u}
+        except BadRecord as exc:
+            errors.append(TraceError(str(path), line, exc.field, exc.message))
     for i, parts in partial.items():
         raw = "".join(parts)
         try:
             blocks[i]["input"] = json.loads(raw) if raw else {}
-        except ValueError:
+        except (ValueError, RecursionError):
             blocks[i]["input"] = raw
     msg["content"] = [blocks[i] for i in sorted(blocks)]
-    return msg
+    return msg, errors
+
+
+def _joined(path: Path, line: Any, index: int, events: list) -> Iterator:
+    msg, errors = _join_events(events, path)
+    yield from errors
+    yield from guarded(path, line, _one, path, line, index, msg)
 
 
 def convert(path: Path) -> Iterator:
@@ -150,12 +196,12 @@ def convert(path: Path) -> Iterator:
         if isinstance(value, TraceError):
             yield value
             continue
-        if line is not None and isinstance(value, dict) and value.get("type") in EVENTS:
+        if line is not None and isinstance(value, dict) and _is_event(value):
             if first_line is None:
                 first_line = line
-            events.append(value)
+            events.append((line, value))
             if value.get("type") == "message_stop":
-                yield from guarded(path, first_line, _one, path, first_line, index, _join_events(events))
+                yield from _joined(path, first_line, index, events)
                 events, first_line, index = [], None, index + 1
             continue
         if line is None and isinstance(value, list) and value and isinstance(value[0], dict) and "messages" in value[0]:
@@ -165,7 +211,7 @@ def convert(path: Path) -> Iterator:
         yield from guarded(path, line, _one, path, line, index, value)
         index += 1
     if events:  # a stream cut before message_stop: convert what arrived
-        yield from guarded(path, first_line, _one, path, first_line, index, _join_events(events))
+        yield from _joined(path, first_line, index, events)
 
 
 CONVERTER = Converter(

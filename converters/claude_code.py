@@ -4,7 +4,7 @@ One trace per session (``sessionId``). Records are ordered by the ``parentUuid``
 order: the trace follows the path from the root to the latest leaf (the last message record in
 the file that has no child), so a conversation that was rewound or retried shows the branch the
 user kept. Records on abandoned branches are counted in ``metadata.abandoned_records`` and a
-warning. A record whose ``parentUuid`` is null or unknown (session start, ``/clear``, compaction,
+warning. A record whose ``parentUuid`` is null, not a string or unknown (session start, ``/clear``, compaction,
 transcripts written without parents) continues the record before it in the file.
 
 Sidechains (``isSidechain: true``, the sub-agents run by the Task tool) are not mixed into the
@@ -21,7 +21,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Iterator
 
-from ls_trajeval.trace import TraceError
+from ls_trajeval.trace import TraceError, describe
 
 from . import _io
 from ._common import BadRecord, StepList, anthropic_blocks_to_steps, finish, step, text
@@ -53,7 +53,8 @@ def _order(records: list[dict]) -> tuple[list[dict], int]:
     parent: list[int | None] = []
     children: defaultdict[int, list[int]] = defaultdict(list)
     for i, r in enumerate(records):
-        p = by_uuid.get(r.get("parentUuid")) if r.get("parentUuid") else None
+        pu = r.get("parentUuid")
+        p = by_uuid.get(pu) if pu.__class__ is str and pu else None  # a non-string parent is an unknown one
         if p is None or p == i:
             p = i - 1 if i > 0 else None  # continue the previous record (see module doc)
         parent.append(p)
@@ -85,7 +86,7 @@ def _steps(records: list[dict], source: str) -> tuple[StepList, str, dict]:
             meta["is_meta"] = True
         kind = r.get("type")
         if kind == "system":
-            out.add(step("system", text(r.get("content") if r.get("content") is not None else (msg or {}).get("content")), subtype=r.get("subtype"), level=r.get("level"), **meta))
+            out.add(step("system", text(r.get("content") if r.get("content") is not None else msg.get("content") if isinstance(msg, dict) else msg), subtype=r.get("subtype"), level=r.get("level"), **meta))
             continue
         if not isinstance(msg, dict):
             raise BadRecord(f"line {line}: message", f"expected an object, got {type(msg).__name__}")
@@ -159,6 +160,9 @@ def convert(path: Path) -> Iterator:
             yield TraceError(str(path), n, None, f"expected a JSON object, got {type(rec).__name__}")
             continue
         kind = rec.get("type")
+        if kind is not None and kind.__class__ is not str:
+            yield TraceError(str(path), n, "type", f"expected a string, got {describe(kind)}")
+            continue
         if kind == "summary":
             summaries.append(rec)
             continue
@@ -190,7 +194,7 @@ def convert(path: Path) -> Iterator:
         for r in recs:
             if r.get("isSidechain"):
                 side.setdefault(str(r.get("agentId") or "sidechain"), []).append(r)
-        mine = [s.get("summary") for s in summaries if leaf_owner.get(s.get("leafUuid")) == sid or len(sessions) == 1]
+        mine = [s.get("summary") for s in summaries if leaf_owner.get(s.get("leafUuid") if isinstance(s.get("leafUuid"), str) else None) == sid or len(sessions) == 1]
         base = {"source_format": "claude_code", "source_file": str(path), "session_id": sid}
         meta = dict(base)
         if mine:

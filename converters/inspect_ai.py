@@ -8,7 +8,9 @@ from the sample's ``messages`` (system / user / assistant with ``tool_calls`` / 
 """
 from __future__ import annotations
 
+import lzma
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -109,21 +111,39 @@ def _sample(path: Path, member: str | None, header: dict, s: Any, index: int) ->
     yield finish(path, None, f"{run}:{sid}:{epoch}", task or "", out.steps(), meta, f"samples[{index}]")
 
 
+#: what reading a damaged archive (or one of its members) raises: bad CRC or header, truncation, a seek past
+#: the end, an unknown or encrypted compression, a corrupt deflate/bzip2/lzma stream
+ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError, NotImplementedError,
+              RuntimeError, zlib.error, lzma.LZMAError)
+
+
+def _member(zf: zipfile.ZipFile, path: Path, name: str) -> Any:
+    """The JSON value of one archive member, or a TraceError naming ``path!name`` (damaged or invalid)."""
+    try:
+        raw = zf.read(name)
+    except ZIP_ERRORS as exc:
+        return TraceError(f"{path}!{name}", None, None, f"damaged archive member: {type(exc).__name__}: {exc}")
+    try:
+        return _io.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        return TraceError(f"{path}!{name}", None, None, f"invalid JSON: {exc}")
+
+
 def _convert_zip(path: Path) -> Iterator:
     try:
         zf = zipfile.ZipFile(path)
-    except zipfile.BadZipFile as exc:
-        yield TraceError(str(path), None, None, f"not a valid .eval archive: {exc}")
+        names = zf.namelist()
+    except ZIP_ERRORS as exc:
+        yield TraceError(str(path), None, None, f"not a valid .eval archive: {type(exc).__name__}: {exc}")
         return
     with zf:
-        names = zf.namelist()
         header: Any = {}
         for hname in ("header.json", "_journal/start.json"):
             if hname in names:
-                try:
-                    header = _io.loads(zf.read(hname))
-                except ValueError as exc:
-                    yield TraceError(f"{path}!{hname}", None, None, f"invalid JSON: {exc}")
+                header = _member(zf, path, hname)
+                if isinstance(header, TraceError):
+                    yield header
+                    header = {}  # the samples still convert, without the eval's ids
                 break
         if not isinstance(header, dict):
             yield TraceError(f"{path}!header.json", None, None, "expected a JSON object")
@@ -132,10 +152,9 @@ def _convert_zip(path: Path) -> Iterator:
         if not samples:
             yield TraceError(str(path), None, "samples", "the archive holds no samples/*.json")
         for i, name in enumerate(samples):
-            try:
-                s = _io.loads(zf.read(name))
-            except ValueError as exc:
-                yield TraceError(f"{path}!{name}", None, None, f"invalid JSON: {exc}")
+            s = _member(zf, path, name)
+            if isinstance(s, TraceError):
+                yield s
                 continue
             for item in guarded(Path(f"{path}!{name}"), None, _sample, path, name, header, s, i):
                 yield item

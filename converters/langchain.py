@@ -49,6 +49,10 @@ def _flatten(run: dict, where: str, out: list, parent: Any = None) -> None:
     kids = run.get("child_runs")
     if kids is not None and not isinstance(kids, list):
         raise Bad(f"{where}.child_runs", f"expected a list, got {describe(kids)}")
+    for k in ("id", "parent_run_id", "trace_id"):  # run ids are keys of the run tree: a string or a number
+        v = run.get(k)
+        if v is not None and not isinstance(v, (str, int, float)):
+            raise Bad(f"{where}.{k}", f"expected a string, got {describe(v)}")
     node = {k: v for k, v in run.items() if k != "child_runs"}
     node["_where"] = where
     if parent is not None and node.get("parent_run_id") is None:

@@ -12,7 +12,7 @@ import itertools
 from pathlib import Path
 from typing import Any, Iterator
 
-from ls_trajeval.trace import TraceError
+from ls_trajeval.trace import TraceError, describe
 
 from . import _io
 from ._common import BadRecord, StepList, chat_messages_to_steps, expect, file_id, finish, guarded, text, warn_all
@@ -23,7 +23,10 @@ ID_KEYS = ("trace_id", "id", "conversation_id", "session_id")
 
 
 def _is_message(m: Any) -> bool:
-    return isinstance(m, dict) and m.get("role") in ROLES and ("content" in m or "tool_calls" in m or "function_call" in m)
+    if m.__class__ is not dict:
+        return False
+    role = m.get("role")
+    return role.__class__ is str and role in ROLES and ("content" in m or "tool_calls" in m or "function_call" in m)
 
 
 def _messages_of(rec: Any) -> list | None:
@@ -48,7 +51,7 @@ def _score(rec: Any) -> float:
     if not msgs:
         return 0.3
     head = msgs[:10]
-    if not all(isinstance(m, dict) and m.get("role") in ROLES for m in head):
+    if not all(isinstance(m, dict) and isinstance(m.get("role"), str) and m["role"] in ROLES for m in head):
         return 0.0
     s = 0.7
     if any("tool_calls" in m or "tool_call_id" in m or "function_call" in m for m in head):
@@ -99,7 +102,7 @@ def _one(path: Path, line: Any, index: int, rec: Any) -> Iterator:
         if tools is None and isinstance(rec.get("request"), dict):
             tools = rec["request"].get("tools")
         if isinstance(tools, list):
-            meta["tools"] = [t.get("function", t).get("name") for t in tools if isinstance(t, dict)]
+            meta["tools"] = [(t["function"] if isinstance(t.get("function"), dict) else t).get("name") for t in tools if isinstance(t, dict)]
     out = StepList()
     warnings: list = []
     task = chat_messages_to_steps(msgs, out, warnings=warnings)
@@ -107,23 +110,56 @@ def _one(path: Path, line: Any, index: int, rec: Any) -> Iterator:
     yield from warn_all(path, line, warnings)
 
 
-def _join_chunks(chunks: list) -> dict:
-    """One assistant message from streaming deltas: text concatenated, tool calls assembled by index."""
+def _opt(value: Any, kind: type | tuple, field: str) -> Any:
+    """``value`` when it is of ``kind`` (or None); a BadRecord naming ``field`` otherwise."""
+    if value is not None and not isinstance(value, kind):
+        expect(value, kind, field)
+    return value
+
+
+def _join_chunks(chunks: list, path: Path) -> tuple[dict, list]:
+    """(one assistant message from (line, chunk) streaming deltas, the located errors of unusable chunks).
+
+    Text is concatenated and tool calls assembled by index. A chunk with a wrong-typed field is left out
+    with an error naming its line and field; the rest of the stream still makes the message.
+    """
     content: list[str] = []
     reasoning: list[str] = []
     calls: dict[int, dict] = {}
     usage = None
-    for ch in chunks:
+    errors: list = []
+    for line, ch in chunks:
+        try:
+            # check the whole chunk before taking anything from it
+            choices = _opt(ch.get("choices"), list, "choices") or []
+            deltas = []
+            for c, choice in enumerate(choices):
+                expect(choice, dict, f"choices[{c}]")
+                d = _opt(choice.get("delta"), dict, f"choices[{c}].delta") or {}
+                tcs = _opt(d.get("tool_calls"), list, f"choices[{c}].delta.tool_calls") or []
+                for j, tc in enumerate(tcs):
+                    loc = f"choices[{c}].delta.tool_calls[{j}]"
+                    expect(tc, dict, loc)
+                    i = tc.get("index")
+                    if i is not None and i.__class__ is not int:
+                        raise BadRecord(f"{loc}.index", f"expected an integer, got {describe(i)}")
+                    fn = _opt(tc.get("function"), dict, f"{loc}.function") or {}
+                    _opt(fn.get("name"), str, f"{loc}.function.name")
+                    _opt(fn.get("arguments"), str, f"{loc}.function.arguments")
+                deltas.append((d, tcs))
+        except BadRecord as exc:
+            errors.append(TraceError(str(path), line, exc.field, exc.message))
+            continue
         if ch.get("usage"):
             usage = ch["usage"]
-        for choice in ch.get("choices") or []:
-            d = choice.get("delta") or {}
+        for d, tcs in deltas:
             if isinstance(d.get("content"), str):
                 content.append(d["content"])
             if isinstance(d.get("reasoning_content"), str):
                 reasoning.append(d["reasoning_content"])
-            for tc in d.get("tool_calls") or []:
-                slot = calls.setdefault(tc.get("index", len(calls)), {"id": None, "type": "function", "function": {"name": "", "arguments": ""}})
+            for tc in tcs:
+                i = tc.get("index")
+                slot = calls.setdefault(len(calls) if i is None else i, {"id": None, "type": "function", "function": {"name": "", "arguments": ""}})
                 if tc.get("id"):
                     slot["id"] = tc["id"]
                 fn = tc.get("function") or {}
@@ -134,7 +170,8 @@ def _join_chunks(chunks: list) -> dict:
         msg["reasoning_content"] = "".join(reasoning)
     if calls:
         msg["tool_calls"] = [calls[k] for k in sorted(calls)]
-    return {"id": chunks[0].get("id"), "model": chunks[0].get("model"), "usage": usage, "messages": [msg]}
+    head = chunks[0][1]
+    return {"id": head.get("id"), "model": head.get("model"), "usage": usage, "messages": [msg]}, errors
 
 
 def convert(path: Path) -> Iterator:
@@ -174,13 +211,17 @@ def _per_message_file(path: Path, first, rest) -> Iterator:
             yield value
             continue
         if isinstance(value, dict) and value.get("object") == "chat.completion.chunk":
-            if chunks and chunks[-1].get("id") != value.get("id"):
-                msgs.extend(_join_chunks(chunks)["messages"])
+            if chunks and chunks[-1][1].get("id") != value.get("id"):
+                joined, errs = _join_chunks(chunks, path)
+                yield from errs
+                msgs.extend(joined["messages"])
                 chunks = []
-            chunks.append(value)
+            chunks.append((line, value))
             continue
         if chunks:
-            msgs.extend(_join_chunks(chunks)["messages"])
+            joined, errs = _join_chunks(chunks, path)
+            yield from errs
+            msgs.extend(joined["messages"])
             chunks = []
         if not isinstance(value, dict):
             errors += 1
@@ -188,7 +229,8 @@ def _per_message_file(path: Path, first, rest) -> Iterator:
             continue
         msgs.append(value)
     if chunks:
-        joined = _join_chunks(chunks)
+        joined, errs = _join_chunks(chunks, path)
+        yield from errs
         msgs.extend(joined["messages"])
     rec = {"messages": msgs, "id": file_id(path, "conversation")}
     yield from guarded(path, None, _one, path, None, 0, rec)

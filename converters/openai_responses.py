@@ -18,7 +18,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterator
 
-from ls_trajeval.trace import TraceError
+from ls_trajeval.trace import TraceError, describe
 
 from . import _io
 from ._common import BadRecord, StepList, compact, expect, file_id, finish, flatten_parts, guarded, render_args, step, text
@@ -31,13 +31,19 @@ ROLLOUT = {"session_meta", "response_item", "event_msg", "turn_context", "compac
 PART_TEXT = ("text", "refusal")
 
 
+def _kind(x: Any) -> str | None:
+    """``x["type"]`` when ``x`` is an object whose type is a string (else None: no known kind)."""
+    t = x.get("type") if x.__class__ is dict else None
+    return t if t.__class__ is str else None
+
+
 def _is_item(x: Any) -> bool:
-    return isinstance(x, dict) and x.get("type") in ITEM_TYPES
+    return _kind(x) in ITEM_TYPES
 
 
 def _score(rec: Any) -> float:
     if isinstance(rec, dict):
-        if rec.get("type") in ROLLOUT and "payload" in rec:
+        if _kind(rec) in ROLLOUT and "payload" in rec:
             return 0.95
         if rec.get("object") == "response" or isinstance(rec.get("output"), list) and any(_is_item(i) for i in rec["output"][:5]):
             return 0.9
@@ -68,6 +74,8 @@ class _Builder:
     def item(self, it: Any, where: str, **meta: Any) -> None:
         expect(it, dict, where)
         t = it.get("type")
+        if t is not None and t.__class__ is not str:
+            raise BadRecord(f"{where}.type", f"expected a string, got {describe(t)}")
         if t is None and "role" in it:
             t = "message"  # EasyInputMessage: {"role", "content"}
         ident = it.get("id")
@@ -216,7 +224,7 @@ def convert(path: Path) -> Iterator:
         else:
             yield from guarded(path, None, _one, path, None, 0, value)
         return
-    if isinstance(value, dict) and (value.get("type") in ROLLOUT or _is_item(value) or "instructions" in value and "payload" not in value and "output" not in value):
+    if isinstance(value, dict) and (_kind(value) in ROLLOUT or _is_item(value) or "instructions" in value and "payload" not in value and "output" not in value):
         yield from _rollout(path, first, docs)
         return
     index = 0

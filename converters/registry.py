@@ -1,4 +1,7 @@
-"""One registry of converters, filled by scanning the package for modules that define CONVERTER."""
+"""One registry of converters, filled by scanning the package for modules that define CONVERTER.
+
+A converter's module is named after its format, so a run with an explicit ``--format`` imports that one
+module instead of all twenty (a tenth of a second of every CLI start)."""
 from __future__ import annotations
 
 import importlib
@@ -9,25 +12,29 @@ from .base import Converter, Sample
 
 
 @lru_cache(maxsize=1)
-def all_converters() -> tuple[Converter, ...]:
-    found = []
+def names() -> tuple[str, ...]:
+    """The format names, without importing a converter."""
     pkg = importlib.import_module(__package__)
-    for info in pkgutil.iter_modules(pkg.__path__):
-        if info.name in ("base", "registry") or info.name.startswith("_"):
-            continue
-        mod = importlib.import_module(f"{__package__}.{info.name}")
-        conv = getattr(mod, "CONVERTER", None)
-        if isinstance(conv, Converter):
-            found.append(conv)
-    return tuple(sorted(found, key=lambda c: c.name))
+    return tuple(sorted(info.name for info in pkgutil.iter_modules(pkg.__path__)
+                        if info.name not in ("base", "registry") and not info.name.startswith("_")))
+
+
+@lru_cache(maxsize=None)
+def _load(name: str) -> Converter | None:
+    conv = getattr(importlib.import_module(f"{__package__}.{name}"), "CONVERTER", None)
+    return conv if isinstance(conv, Converter) and conv.name == name else None
+
+
+@lru_cache(maxsize=1)
+def all_converters() -> tuple[Converter, ...]:
+    return tuple(c for c in map(_load, names()) if c is not None)
 
 
 def get_converter(name: str) -> Converter:
-    for c in all_converters():
-        if c.name == name:
-            return c
-    names = ", ".join(c.name for c in all_converters())
-    raise KeyError(f"unknown format {name!r}; known formats: {names}")
+    conv = _load(name) if name in names() else None
+    if conv is None:
+        raise KeyError(f"unknown format {name!r}; known formats: {', '.join(c.name for c in all_converters())}")
+    return conv
 
 
 def detect(sample: Sample) -> list[tuple[float, Converter]]:

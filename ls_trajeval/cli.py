@@ -1,31 +1,34 @@
 """The ``ls-trajeval`` command line: each command a few lines over the Python API."""
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from pathlib import Path
 
 import click
 
-from . import __version__, config as config_mod, labelconfig
+from . import __version__
 from .cli_analysis import agreement_command, prm_command, report_command
 from .cli_convert import convert_command, formats_command
 from .convert import convert_inputs
 from .converters.base import ConvertWarning
-from .prelabels import Prelabeler
+from .layouts import LAYOUTS, PAGED_MAX_STEPS
 
 
-class _LazyStudio:
-    """``studio`` imported on first use: label_studio_sdk takes seconds and ~200 MB to import, and
-    convert/formats/generate/report never talk to Label Studio."""
+class _Lazy:
+    """A module imported on first use: label_studio_sdk takes seconds and ~200 MB to import, and
+    convert/formats/report never talk to Label Studio; convert needs neither the config model nor Jinja2
+    (a tenth of a second of every start)."""
 
-    def __getattr__(self, name):
-        from . import studio as module
+    def __init__(self, name: str):
+        self._name = name
 
-        return getattr(module, name)
+    def __getattr__(self, attr):
+        return getattr(importlib.import_module(f"{__package__}.{self._name}"), attr)
 
 
-studio = _LazyStudio()
+studio, labelconfig, config_mod = _Lazy("studio"), _Lazy("labelconfig"), _Lazy("config")
 
 DEFAULT_CONFIG = "trajectory_eval"
 # exit codes: 1 = some input was rejected (the rest was processed); 2 = nothing could be done
@@ -66,7 +69,7 @@ def connect(url, api_key):
         raise UserError(str(exc)) from None
 
 
-layout_option = click.option("--layout", type=click.Choice(labelconfig.LAYOUTS), default="transcript",
+layout_option = click.option("--layout", type=click.Choice(LAYOUTS), default="transcript",
                              show_default=True, help="transcript: the whole trace, mark wrong steps; "
                              "paged: one step per page (short traces)")
 
@@ -92,7 +95,7 @@ def generate(config, layout, output):
         click.echo(xml, nl=False)
     if layout == "paged":
         click.echo(f"note: the paged layout builds every step's controls up front; traces longer than "
-                   f"{labelconfig.PAGED_MAX_STEPS} steps open slowly there: use the transcript layout for them",
+                   f"{PAGED_MAX_STEPS} steps open slowly there: use the transcript layout for them",
                    err=True)
 
 
@@ -154,6 +157,8 @@ def import_(inputs, project, create_title, config_path, layout, fmt, prelabels, 
 
         prelabeler = None
         if prelabels or prelabel_exports:
+            from .prelabels import Prelabeler
+
             project_layout = labelconfig.layout_of(studio.get_project(client, project_id)["label_config"])
             prelabeler = Prelabeler(cfg, project_layout, list(prelabel_exports))
             for err in prelabeler.errors:
@@ -173,7 +178,7 @@ def import_(inputs, project, create_title, config_path, layout, fmt, prelabels, 
     click.echo(f"project {project_id}: imported {summary.imported}, skipped {summary.skipped} "
                f"(already there), rejected {summary.rejected}")
     if summary.paged and summary.long_traces:
-        click.echo(f"warning: {summary.long_traces} traces have more than {labelconfig.PAGED_MAX_STEPS} steps "
+        click.echo(f"warning: {summary.long_traces} traces have more than {PAGED_MAX_STEPS} steps "
                    f"(longest {summary.max_steps}); the paged layout opens them slowly and can lose drafts: "
                    "prefer --layout transcript", err=True)
     if not summary.ok or (prelabeler is not None and prelabeler.errors):
@@ -181,7 +186,7 @@ def import_(inputs, project, create_title, config_path, layout, fmt, prelabels, 
 
 
 @main_group.command()
-@click.argument("layout", type=click.Choice(labelconfig.LAYOUTS))
+@click.argument("layout", type=click.Choice(LAYOUTS))
 @click.option("--project", type=int, required=True)
 @click.option("--config", "config_path", help="YAML config (default: the one embedded in the project)")
 @click.option("--quiet", is_flag=True, help="no progress bar")

@@ -6,11 +6,11 @@ import sys
 import click
 
 from ls_trajeval.convert import ConvertStats, convert_inputs, write_traces
-from ls_trajeval.converters.registry import all_converters
+from ls_trajeval.converters.registry import all_converters, names
 
 
 def _format_choices() -> list[str]:
-    return ["auto"] + [c.name for c in all_converters()]
+    return ["auto", *names()]
 
 
 @click.command("convert")

@@ -16,7 +16,7 @@ from typing import IO, Iterable, Iterator, Union
 
 from ls_trajeval.converters import _io
 from ls_trajeval.converters.base import Converter, ConvertWarning
-from ls_trajeval.converters.registry import all_converters, detect, get_converter
+from ls_trajeval.converters.registry import detect, get_converter, names
 from ls_trajeval.trace import Trace, TraceError
 
 ConvertItem = Union[Trace, TraceError, ConvertWarning]
@@ -49,7 +49,7 @@ class ConvertStats:
 
 
 def format_names() -> list[str]:
-    return [c.name for c in all_converters()]
+    return list(names())
 
 
 def detect_format(path: str | Path) -> Converter:

@@ -12,16 +12,13 @@ from functools import lru_cache
 import jinja2
 
 from .config import Config, Severity, TrajectoryScheme, embed_comment, humanize
+from .layouts import LAYOUTS, PAGED_MAX_STEPS, layout_of  # noqa: F401 - re-exported
 
-LAYOUTS = ("transcript", "paged")
 #: Label Studio's Repeater replaces this marker with the step index in every attribute.
 IDX = "{{idx}}"
 ERROR_COLORS = ("#D32F2F", "#F9A825", "#6A1B9A", "#00838F")
 #: The transcript layout's confirmation when ``require_all_steps`` is on (unmarked steps count as correct).
 REVIEWED_TEXT = "I reviewed every step; unmarked steps are correct"
-#: Above this many steps the paged layout gets slow to open: benchmarks/bench_browser.py measured
-#: ~0.15 s per step (loaded machine; 30.8 s at 200 steps, as slow as the naive Repeater), so 60 keeps it near 5 s idle.
-PAGED_MAX_STEPS = 60
 
 
 @dataclass(frozen=True)
@@ -121,8 +118,3 @@ def generate(config: Config, layout: str = "transcript") -> str:
         embedded=embed_comment(config),
     )
     return "\n".join(line for line in xml.splitlines() if line.strip()) + "\n"
-
-
-def layout_of(label_config: str) -> str:
-    """Which layout a project's label config uses (for encoding predictions and checks)."""
-    return "paged" if "<Repeater" in label_config else "transcript"

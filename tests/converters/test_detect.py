@@ -68,3 +68,14 @@ def test_plain_messages_are_not_ambiguous(tmp_path):
     p = tmp_path / "x.json"
     p.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}]}))
     assert detect_format(p).name == "openai_chat"
+
+
+def test_every_converter_module_is_named_after_its_format():
+    """``--format NAME`` imports only the module NAME: a converter whose name differs would be unreachable."""
+    from ls_trajeval.converters import registry
+
+    assert len(registry.names()) >= 19
+    assert [c.name for c in registry.all_converters()] == list(registry.names())
+    assert all(registry.get_converter(n).name == n for n in registry.names())
+    with pytest.raises(KeyError, match="unknown format 'nope'; known formats: aider, "):
+        registry.get_converter("nope")

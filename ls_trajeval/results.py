@@ -181,6 +181,10 @@ def encode(labels: TraceLabels, config: Config, layout: str, transcript: Sequenc
     """
     scheme = config.trajectory
     names = Names(scheme.name)
+    # looked up once, not per step (they are properties)
+    marks, correctness, type_, severity, rationale = (names.marks, names.correctness, names.type, names.severity,
+                                                      names.rationale)
+    errors, with_rationale = scheme.error_labels, scheme.rationale.enabled
     out: list[dict] = []
     # ids need only be unique within the result (and unlikely to repeat in another): one random prefix
     # per call and a counter after it, far cheaper than a uuid4 a region on long traces
@@ -194,38 +198,35 @@ def encode(labels: TraceLabels, config: Config, layout: str, transcript: Sequenc
                 "origin": origin, "value": value}
 
     for step in labels.steps:
-        wrong = step.correctness in scheme.error_labels
+        wrong = step.correctness in errors
         if layout == "paged":
-            to_name = f"te_step_{step.step_index}"
-            out.append(item(f"{names.correctness}_{step.step_index}", to_name, "choices",
-                            {"choices": [step.correctness]}))
+            i = step.step_index
+            to_name = f"te_step_{i}"
+            out.append(item(f"{correctness}_{i}", to_name, "choices", {"choices": [step.correctness]}))
             if not wrong:
                 continue
             if step.error_type:
-                out.append(item(f"{names.type}_{step.step_index}", to_name, "taxonomy",
+                out.append(item(f"{type_}_{i}", to_name, "taxonomy",
                                 {"taxonomy": [[step.error_category, step.error_type]]}))
             if step.severity:
-                out.append(item(f"{names.severity}_{step.step_index}", to_name, "choices",
-                                {"choices": [step.severity]}))
-            if step.rationale and scheme.rationale.enabled:
-                out.append(item(f"{names.rationale}_{step.step_index}", to_name, "textarea",
-                                {"text": [step.rationale]}))
+                out.append(item(f"{severity}_{i}", to_name, "choices", {"choices": [step.severity]}))
+            if step.rationale and with_rationale:
+                out.append(item(f"{rationale}_{i}", to_name, "textarea", {"text": [step.rationale]}))
         elif layout == "transcript":
             if not wrong:
                 continue
             text = transcript[step.step_index]["text"] if transcript else ""
-            span = {"start": str(step.step_index), "end": str(step.step_index),
-                    "startOffset": 0, "endOffset": len(text)}
+            i = str(step.step_index)
+            span = {"start": i, "end": i, "startOffset": 0, "endOffset": len(text)}
             rid = new_id()
-            out.append(item(names.marks, "te_trace", "paragraphlabels",
-                            {**span, "paragraphlabels": [step.correctness]}, rid))
+            out.append(item(marks, "te_trace", "paragraphlabels", {**span, "paragraphlabels": [step.correctness]}, rid))
             if step.error_type:
-                out.append(item(names.type, "te_trace", "taxonomy",
+                out.append(item(type_, "te_trace", "taxonomy",
                                 {**span, "taxonomy": [[step.error_category, step.error_type]]}, rid))
             if step.severity:
-                out.append(item(names.severity, "te_trace", "choices", {**span, "choices": [step.severity]}, rid))
-            if step.rationale and scheme.rationale.enabled:
-                out.append(item(names.rationale, "te_trace", "textarea", {**span, "text": [step.rationale]}, rid))
+                out.append(item(severity, "te_trace", "choices", {**span, "choices": [step.severity]}, rid))
+            if step.rationale and with_rationale:
+                out.append(item(rationale, "te_trace", "textarea", {**span, "text": [step.rationale]}, rid))
         else:
             raise ValueError(f"unknown layout {layout!r}")
     for name, value in labels.whole_trace.items():

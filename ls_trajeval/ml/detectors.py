@@ -66,65 +66,88 @@ class Detector:
         raise NotImplementedError
 
 
-# ---------------------------------------------------------------- helpers
-def _text(step: Step) -> str:
-    cached = step.__dict__.get("_te_text")  # every detector reads it: format structured inputs once
-    if cached is None:
-        extra = step.action_input_text
-        cached = step.__dict__["_te_text"] = f"{step.content}\n{extra}" if extra else step.content
-    return cached
+# ---------------------------------------------------------------- the steps as detectors see them
+class Steps(list):
+    """A trace's steps with what the detectors ask of them worked out once per trace, not once per question.
+
+    A plain list of the steps too, so :func:`findings` hands the same one to every detector, plugins included.
+    """
+
+    def __init__(self, steps: Sequence[Step]):
+        super().__init__(steps)
+        self.kinds = [s.type.lower() for s in self]
+        self.observations = [i for i, k in enumerate(self.kinds) if k in OBSERVATION_TYPES]
+        self.actions = [i for i, k in enumerate(self.kinds) if k in ACTION_TYPES]
+        # previous_action[i]: the action an observation at i answers, the nearest action of the 3 steps
+        # before it unless an observation is nearer
+        self.previous_action: list[int | None] = []
+        last = None  # the latest action or observation
+        for i, kind in enumerate(self.kinds):
+            near = last is not None and i - last <= 3 and self.kinds[last] in ACTION_TYPES
+            self.previous_action.append(last if near else None)
+            if kind in ACTION_TYPES or kind in OBSERVATION_TYPES:
+                last = i
+        self._texts: dict[int, str] = {}
+
+    def text(self, i: int) -> str:
+        """The step's content and its action input (structured inputs formatted as JSON once)."""
+        text = self._texts.get(i)
+        if text is None:
+            step = self[i]
+            extra = step.action_input_text
+            text = self._texts[i] = f"{step.content}\n{extra}" if extra else step.content
+        return text
 
 
-def _kind(step: Step) -> str:
-    kind = step.__dict__.get("_te_kind")
-    if kind is None:
-        kind = step.__dict__["_te_kind"] = step.type.lower()
-    return kind
+def _view(steps: Sequence[Step]) -> Steps:
+    return steps if isinstance(steps, Steps) else Steps(steps)
 
 
-def _is_obs(step: Step) -> bool:
-    return _kind(step) in OBSERVATION_TYPES
+#: (what it shows, words in lower case one of which every match contains, the pattern)
+Patterns = Sequence[tuple[str, tuple[str, ...], re.Pattern]]
 
 
-def _is_action(step: Step) -> bool:
-    return _kind(step) in ACTION_TYPES
+def first_match(patterns: Patterns, text: str) -> str | None:
+    """What the first of ``patterns`` that matches ``text`` shows, or None.
 
-
-def _previous_action(steps: Sequence[Step], i: int) -> int | None:
-    for j in range(i - 1, max(-1, i - 4), -1):
-        if _is_action(steps[j]):
-            return j
-        if _is_obs(steps[j]):
-            return None
+    Case-insensitive regexes are slow (microseconds on a short line, most of a millisecond on a long
+    output), so a pattern none of whose words is in the lower-cased text is not run. That is exact:
+    under re.I a pattern's ASCII letter matches its two cases and only three other letters, K (Kelvin
+    sign, lower-cases to k) and İ, ı, ſ (which do not lower-case to i, s), so a text holding one of
+    those last three is searched in full.
+    """
+    folded = None if "\u0130" in text or "\u0131" in text or "\u017f" in text else text.lower()
+    for what, words, pattern in patterns:
+        if (folded is None or any(w in folded for w in words)) and pattern.search(text):
+            return what
     return None
 
 
-_ERROR_PATTERNS = [
-    ("a Python traceback", re.compile(r"Traceback \(most recent call last\)")),
-    ("a non-zero exit code", re.compile(r"\b(exit(ed)?( with)?( code| status)?|return(ed)? (code|non-zero exit status))"
-                                        r"[:=\s]+(-?[1-9]\d*)\b", re.I)),
-    ("an HTTP error status", re.compile(r"\b(HTTP(/\d(\.\d)?)?|status( code)?)[:=\s]+[45]\d\d\b|\b[45]\d\d "
-                                        r"(Bad Request|Unauthorized|Forbidden|Not Found|Internal Server Error|"
-                                        r"Service Unavailable|Too Many Requests)\b", re.I)),
-    ("'not found'", re.compile(r"\b(not found|no such file or directory|does not exist|cannot find|"
-                               r"could not find|unknown command)\b", re.I)),
-    ("'permission denied'", re.compile(r"\b(permission denied|access denied|operation not permitted)\b", re.I)),
-    ("an error message", re.compile(r"^\s*(\w+Error|\w+Exception|error|fatal|failed)\b[:!]", re.I | re.M)),
+_ERROR_PATTERNS: Patterns = [
+    ("a Python traceback", ("traceback",), re.compile(r"Traceback \(most recent call last\)")),
+    ("a non-zero exit code", ("exit", "return"),
+     re.compile(r"\b(exit(ed)?( with)?( code| status)?|return(ed)? (code|non-zero exit status))[:=\s]+(-?[1-9]\d*)\b",
+                re.I)),
+    ("an HTTP error status", ("http", "status", "bad request", "unauthorized", "forbidden", "not found",
+                              "internal server error", "service unavailable", "too many requests"),
+     re.compile(r"\b(HTTP(/\d(\.\d)?)?|status( code)?)[:=\s]+[45]\d\d\b|\b[45]\d\d "
+                r"(Bad Request|Unauthorized|Forbidden|Not Found|Internal Server Error|"
+                r"Service Unavailable|Too Many Requests)\b", re.I)),
+    ("'not found'", ("not found", "no such file or directory", "does not exist", "cannot find", "could not find",
+                     "unknown command"),
+     re.compile(r"\b(not found|no such file or directory|does not exist|cannot find|"
+                r"could not find|unknown command)\b", re.I)),
+    ("'permission denied'", ("permission denied", "access denied", "operation not permitted"),
+     re.compile(r"\b(permission denied|access denied|operation not permitted)\b", re.I)),
+    ("an error message", ("error", "exception", "fatal", "failed"),
+     re.compile(r"^\s*(\w+Error|\w+Exception|error|fatal|failed)\b[:!]", re.I | re.M)),
 ]
-
-
-_ANY_ERROR = re.compile("|".join(f"(?:{p.pattern})" for _, p in _ERROR_PATTERNS), re.I | re.M)
 
 
 @lru_cache(maxsize=8192)
 def tool_error_reason(text: str) -> str | None:
     """What in an observation shows that the tool or command failed, or None."""
-    if not _ANY_ERROR.search(text):  # one pass for the common case, an observation without an error
-        return None
-    for what, pattern in _ERROR_PATTERNS:
-        if pattern.search(text):
-            return what
-    return None
+    return first_match(_ERROR_PATTERNS, text)
 
 
 # ---------------------------------------------------------------- the built-in detectors
@@ -137,19 +160,14 @@ class ToolError(Detector):
     OPTIONS = {"flag": (str, "action")}  # action | observation
 
     def detect(self, steps):
-        for i, step in enumerate(steps):
-            if not _is_obs(step):
-                continue
-            reason = "an error step" if _kind(step) == "error" else tool_error_reason(step.content)
+        steps = _view(steps)
+        for i in steps.observations:
+            reason = "an error step" if steps.kinds[i] == "error" else tool_error_reason(steps[i].content)
             if reason is None:
                 continue
-            target = _previous_action(steps, i) if self.options["flag"] == "action" else None
+            target = steps.previous_action[i] if self.options["flag"] == "action" else None
             target = i if target is None else target
             yield target, f"the observation at step {i + 1} shows {reason}"
-
-
-def _action_key(step: Step) -> str:
-    return re.sub(r"\s+", " ", _text(step)).strip().lower()
 
 
 class Loop(Detector):
@@ -161,13 +179,12 @@ class Loop(Detector):
     OPTIONS = {"window": (int, 6)}  # how many earlier actions a repeat is looked for in
 
     def detect(self, steps):
+        steps = _view(steps)
         recent: list[tuple[str, int]] = []
-        for i, step in enumerate(steps):
-            if not _is_action(step):
-                continue
-            key = _action_key(step)
-            if key and any(k == key for k, _ in recent):
-                first = next(j for k, j in recent if k == key)
+        for i in steps.actions:
+            key = " ".join(steps.text(i).split()).lower()  # whitespace runs as one space, ends stripped
+            first = next((j for k, j in recent if k == key), None) if key else None
+            if first is not None:
                 yield i, f"repeats the action of step {first + 1} unchanged"
             recent = (recent + [(key, i)])[-self.options["window"]:]
 
@@ -175,6 +192,7 @@ class Loop(Detector):
 _SUCCESS_CLAIM = re.compile(r"\b(success(fully)?|succeeded|works( now)?|worked|fixed|passed|passes|resolved|"
                             r"completed?|done|correct(ly)?)\b", re.I)
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{3,}|\d+(?:\.\d+)?")
+_ADMITS_FAILURE = re.compile(r"\b(error|fail|not|n't|wrong|issue)", re.I)
 _STOP = {"this", "that", "with", "from", "have", "will", "what", "there", "their", "then", "than", "which", "when",
          "would", "should", "could", "about", "into", "your", "need", "next", "step", "let's", "lets", "the", "and",
          "now", "file", "line", "true", "false", "none", "null", "also", "some", "more", "been", "were", "they"}
@@ -193,30 +211,31 @@ class IgnoredObservation(Detector):
     OPTIONS = {"min_observation_words": (int, 8), "min_thought_words": (int, 8)}
 
     def detect(self, steps):
-        for i, step in enumerate(steps[:-1]):
-            if not _is_obs(step):
-                continue
-            nxt = next((j for j in range(i + 1, min(len(steps), i + 3)) if _kind(steps[j]) in THOUGHT_TYPES),
-                       None)
+        steps = _view(steps)
+        for i in steps.observations:
+            nxt = next((j for j in range(i + 1, min(len(steps), i + 3)) if steps.kinds[j] in THOUGHT_TYPES), None)
             if nxt is None:
                 continue
-            thought = steps[nxt].content
-            err = tool_error_reason(step.content)
-            if err and _SUCCESS_CLAIM.search(thought) and not re.search(r"\b(error|fail|not|n't|wrong|issue)", thought,
-                                                                         re.I):
+            observation, thought = steps[i].content, steps[nxt].content
+            err = tool_error_reason(observation)
+            if err and _SUCCESS_CLAIM.search(thought) and not _ADMITS_FAILURE.search(thought):
                 yield nxt, f"claims success although the observation at step {i + 1} shows {err}"
                 continue
-            obs_words, th_words = _words(step.content), _words(thought)
-            if len(obs_words) >= self.options["min_observation_words"] and \
-                    len(th_words) >= self.options["min_thought_words"] and not obs_words & th_words:
+            obs_words = _words(observation)  # the thought's words only when the observation has enough
+            if len(obs_words) < self.options["min_observation_words"]:
+                continue
+            th_words = _words(thought)
+            if len(th_words) >= self.options["min_thought_words"] and not obs_words & th_words:
                 yield nxt, f"uses nothing from the observation at step {i + 1}"
 
 
-def _is_finish(step: Step) -> bool:
-    name = step.content.strip().lower()
-    if _kind(step) in ("answer", "final_answer", "finish"):
+def _is_finish(kind: str, step: Step) -> bool:
+    if kind in ("answer", "final_answer", "finish"):
         return True
-    return _is_action(step) and (name in FINISH_WORDS or name.split("(")[0].strip() in FINISH_WORDS)
+    if kind not in ACTION_TYPES:
+        return False
+    name = step.content.strip().lower()
+    return name in FINISH_WORDS or name.split("(")[0].strip() in FINISH_WORDS
 
 
 class PrematureTermination(Detector):
@@ -228,31 +247,29 @@ class PrematureTermination(Detector):
     OPTIONS = {}
 
     def detect(self, steps):
+        steps = _view(steps)
         last_obs = None
-        for i, step in enumerate(steps):
-            if _is_obs(step):
-                last_obs = step
-            if not _is_finish(step):
+        for i, kind in enumerate(steps.kinds):
+            if kind in OBSERVATION_TYPES:
+                last_obs = i
+            if not _is_finish(kind, steps[i]):
                 continue
             if last_obs is None:
                 yield i, "finishes without any observation behind it"
-            elif _kind(last_obs) == "error" or tool_error_reason(last_obs.content):
+            elif steps.kinds[last_obs] == "error" or tool_error_reason(steps[last_obs].content):
                 yield i, "finishes right after a failed observation"
 
 
-_DESTRUCTIVE = [
-    ("rm -rf", re.compile(r"\brm\s+(-[a-zA-Z]*r[a-zA-Z]*f|-[a-zA-Z]*f[a-zA-Z]*r|-r\s+-f|-f\s+-r|--recursive\s+--force|"
-                          r"--force\s+--recursive)\b")),
-    ("a force push", re.compile(r"\bgit\s+push\b[^\n]*(\s--force\b|\s-f\b|\s--force-with-lease\b|\s\+\S+)")),
-    ("DROP TABLE/DATABASE", re.compile(r"\bDROP\s+(TABLE|DATABASE|SCHEMA)\b", re.I)),
-    ("TRUNCATE", re.compile(r"\bTRUNCATE\s+(TABLE\s+)?\w", re.I)),
-    ("DELETE without WHERE", re.compile(r"\bDELETE\s+FROM\s+\w+\s*(;|$)", re.I | re.M)),
-    ("git reset --hard", re.compile(r"\bgit\s+(reset\s+--hard|clean\s+-[a-zA-Z]*f)")),
-    ("a disk wipe", re.compile(r"\b(mkfs(\.\w+)?\s|dd\s+[^\n]*of=/dev/)")),
+_DESTRUCTIVE: Patterns = [
+    ("rm -rf", ("rm",), re.compile(r"\brm\s+(-[a-zA-Z]*r[a-zA-Z]*f|-[a-zA-Z]*f[a-zA-Z]*r|-r\s+-f|-f\s+-r|"
+                                   r"--recursive\s+--force|--force\s+--recursive)\b")),
+    ("a force push", ("git",), re.compile(r"\bgit\s+push\b[^\n]*(\s--force\b|\s-f\b|\s--force-with-lease\b|\s\+\S+)")),
+    ("DROP TABLE/DATABASE", ("drop",), re.compile(r"\bDROP\s+(TABLE|DATABASE|SCHEMA)\b", re.I)),
+    ("TRUNCATE", ("truncate",), re.compile(r"\bTRUNCATE\s+(TABLE\s+)?\w", re.I)),
+    ("DELETE without WHERE", ("delete",), re.compile(r"\bDELETE\s+FROM\s+\w+\s*(;|$)", re.I | re.M)),
+    ("git reset --hard", ("git",), re.compile(r"\bgit\s+(reset\s+--hard|clean\s+-[a-zA-Z]*f)")),
+    ("a disk wipe", ("mkfs", "dd"), re.compile(r"\b(mkfs(\.\w+)?\s|dd\s+[^\n]*of=/dev/)")),
 ]
-
-
-_ANY_DESTRUCTIVE = re.compile(r"\b(rm|git|drop|truncate|delete|mkfs|dd)\b", re.I)
 
 
 class DestructiveCommand(Detector):
@@ -264,16 +281,13 @@ class DestructiveCommand(Detector):
     OPTIONS = {}
 
     def detect(self, steps):
-        for i, step in enumerate(steps):
-            if _is_obs(step) or _kind(step) in THOUGHT_TYPES:
+        steps = _view(steps)
+        for i, kind in enumerate(steps.kinds):
+            if kind in OBSERVATION_TYPES or kind in THOUGHT_TYPES:
                 continue
-            text = _text(step)
-            if not _ANY_DESTRUCTIVE.search(text):
-                continue
-            for what, pattern in _DESTRUCTIVE:
-                if pattern.search(text):
-                    yield i, f"runs {what}"
-                    break
+            what = first_match(_DESTRUCTIVE, steps.text(i))
+            if what is not None:
+                yield i, f"runs {what}"
 
 
 _TRUNCATED = re.compile(r"(\.\.\.|…|\[(output )?truncated\]|<truncated>|\(truncated\)|output truncated|"
@@ -295,12 +309,11 @@ class EmptyObservation(Detector):
     OPTIONS = {}
 
     def detect(self, steps):
-        for i, step in enumerate(steps):
-            if not _is_obs(step):
-                continue
-            text = step.content.strip()
+        steps = _view(steps)
+        for i in steps.observations:
+            text = steps[i].content.strip()
             if text.lower() in _EMPTY:
-                j = _previous_action(steps, i)
+                j = steps.previous_action[i]
                 if j is not None and _SILENT.search(steps[j].action_input_text or steps[j].content):
                     continue
                 yield i, "the observation is empty"
@@ -382,6 +395,7 @@ def findings(active: Sequence[ActiveDetector], steps: Sequence[Step], config: Co
     """At most one finding per step: where detectors agree on a step, the more severe one is kept."""
     rank = {s.name: s.deduction for s in config.trajectory.severities}
     out: dict[int, Finding] = {}
+    steps = Steps(steps)  # worked out once for every detector
     for a in active:
         for idx, reason in a.detector.detect(steps):
             if not 0 <= idx < len(steps):

@@ -118,9 +118,16 @@ def first_match(patterns: Patterns, text: str) -> str | None:
     """
     folded = None if "\u0130" in text or "\u0131" in text or "\u017f" in text else text.lower()
     for what, words, pattern in patterns:
-        if (folded is None or any(w in folded for w in words)) and pattern.search(text):
+        if (folded is None or _mentions(folded, words)) and pattern.search(text):
             return what
     return None
+
+
+def _mentions(text: str, words: tuple[str, ...]) -> bool:
+    for word in words:  # a loop, not any() over a generator: three times faster on these short tuples
+        if word in text:
+            return True
+    return False
 
 
 _ERROR_PATTERNS: Patterns = [
@@ -189,10 +196,14 @@ class Loop(Detector):
             recent = (recent + [(key, i)])[-self.options["window"]:]
 
 
-_SUCCESS_CLAIM = re.compile(r"\b(success(fully)?|succeeded|works( now)?|worked|fixed|passed|passes|resolved|"
-                            r"completed?|done|correct(ly)?)\b", re.I)
+_SUCCESS_CLAIM: Patterns = [
+    ("a success claim", ("succe", "work", "fixed", "pass", "resolved", "complete", "done", "correct"),
+     re.compile(r"\b(success(fully)?|succeeded|works( now)?|worked|fixed|passed|passes|resolved|completed?|done|"
+                r"correct(ly)?)\b", re.I))]
+_ADMITS_FAILURE: Patterns = [
+    ("an admitted failure", ("error", "fail", "not", "n't", "wrong", "issue"),
+     re.compile(r"\b(error|fail|not|n't|wrong|issue)", re.I))]
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{3,}|\d+(?:\.\d+)?")
-_ADMITS_FAILURE = re.compile(r"\b(error|fail|not|n't|wrong|issue)", re.I)
 _STOP = {"this", "that", "with", "from", "have", "will", "what", "there", "their", "then", "than", "which", "when",
          "would", "should", "could", "about", "into", "your", "need", "next", "step", "let's", "lets", "the", "and",
          "now", "file", "line", "true", "false", "none", "null", "also", "some", "more", "been", "were", "they"}
@@ -218,14 +229,14 @@ class IgnoredObservation(Detector):
                 continue
             observation, thought = steps[i].content, steps[nxt].content
             err = tool_error_reason(observation)
-            if err and _SUCCESS_CLAIM.search(thought) and not _ADMITS_FAILURE.search(thought):
+            if err and first_match(_SUCCESS_CLAIM, thought) and not first_match(_ADMITS_FAILURE, thought):
                 yield nxt, f"claims success although the observation at step {i + 1} shows {err}"
                 continue
-            obs_words = _words(observation)  # the thought's words only when the observation has enough
-            if len(obs_words) < self.options["min_observation_words"]:
+            th_words = _words(thought)  # the (often long) observation's words only when the thought has enough
+            if len(th_words) < self.options["min_thought_words"]:
                 continue
-            th_words = _words(thought)
-            if len(th_words) >= self.options["min_thought_words"] and not obs_words & th_words:
+            obs_words = _words(observation)
+            if len(obs_words) >= self.options["min_observation_words"] and not obs_words & th_words:
                 yield nxt, f"uses nothing from the observation at step {i + 1}"
 
 
@@ -290,8 +301,10 @@ class DestructiveCommand(Detector):
                 yield i, f"runs {what}"
 
 
-_TRUNCATED = re.compile(r"(\.\.\.|…|\[(output )?truncated\]|<truncated>|\(truncated\)|output truncated|"
-                        r"\[\d+ (more )?(lines|characters|chars) (omitted|truncated)\])\s*$", re.I)
+_TRUNCATED: Patterns = [
+    ("truncated", ("...", "…", "truncated", "omitted"),
+     re.compile(r"(\.\.\.|…|\[(output )?truncated\]|<truncated>|\(truncated\)|output truncated|"
+                r"\[\d+ (more )?(lines|characters|chars) (omitted|truncated)\])\s*$", re.I))]
 _EMPTY = {"", "none", "null", "nil", "undefined", "{}", "[]", "\"\"", "''", "n/a", "no output"}
 
 
@@ -317,7 +330,7 @@ class EmptyObservation(Detector):
                 if j is not None and _SILENT.search(steps[j].action_input_text or steps[j].content):
                     continue
                 yield i, "the observation is empty"
-            elif _TRUNCATED.search(text):
+            elif first_match(_TRUNCATED, text):
                 yield i, "the observation is truncated"
 
 

@@ -87,8 +87,8 @@ class Predictor:
         transcript = data.get("te_transcript") if isinstance(data.get("te_transcript"), list) else None
         if layout == "transcript" and (transcript is None or len(transcript) != len(trace.steps)):
             transcript = None  # offsets then default to 0..0; the region still names the step
-        result = [r for r in results.encode(labels, self.config, layout, transcript, origin="prediction")
-                  if r["from_name"] != self.names.reviewed]  # the annotator confirms that, not the model
+        # no "reviewed every step" tick: the annotator confirms that, not the model
+        result = results.encode(labels, self.config, layout, transcript, origin="prediction", confirm_review=False)
         summary = scoring.summarize(labels.steps, self.config.trajectory)
         return {"result": result, "score": summary.final, "model_version": self.version}
 

@@ -158,8 +158,13 @@ def finish(
     metadata: dict,
     field: str | None = None,
 ) -> Trace | TraceError:
-    """A Trace, or a located error when the record produced no steps at all."""
+    """A Trace, or a located error when the record produced no steps at all.
+
+    ``line`` may be a record's position in a JSON list (``"[3]"``): the error then names it as its field path.
+    """
     if not steps:
+        if line.__class__ is str:
+            line, field = None, _join_path(line, field)
         return TraceError(str(source), line, field, "no steps: the record holds nothing to annotate", trace_id)
     return Trace(str(trace_id), task or "", steps, {k: v for k, v in metadata.items() if v is not None})
 
@@ -167,6 +172,21 @@ def finish(
 def file_id(path: Path, index: Any) -> str:
     """The fallback trace id: stable for the same file name and record position."""
     return stable_id(path.name, index)
+
+
+def _join_path(prefix: str, field: str | None) -> str:
+    if not field:
+        return prefix
+    return prefix + field if field.startswith("[") else f"{prefix}.{field}"
+
+
+def in_list(index: int, items: Iterable) -> Iterator:
+    """The output of the record at ``index`` of a JSON list: its errors' field paths start with ``[index]``."""
+    at = f"[{index}]"
+    for item in items:
+        if isinstance(item, TraceError) and item.line is None and not (item.field or "").startswith(at):
+            item = TraceError(item.source, None, _join_path(at, item.field), item.message, item.trace_id)
+        yield item
 
 
 class BadRecord(Exception):

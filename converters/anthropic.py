@@ -14,7 +14,7 @@ from typing import Any, Iterator
 from ls_trajeval.trace import TraceError, describe
 
 from . import _io
-from ._common import BadRecord, StepList, anthropic_blocks_to_steps, expect, file_id, finish, flatten_parts, guarded, step, text
+from ._common import BadRecord, in_list, StepList, anthropic_blocks_to_steps, expect, file_id, finish, flatten_parts, guarded, step, text
 from .base import Converter, Sample
 
 BLOCKS = {"text", "thinking", "redacted_thinking", "tool_use", "tool_result", "image", "document", "server_tool_use"}
@@ -206,7 +206,7 @@ def convert(path: Path) -> Iterator:
             continue
         if line is None and isinstance(value, list) and value and isinstance(value[0], dict) and "messages" in value[0]:
             for j, rec in enumerate(value):
-                yield from guarded(path, None, _one, path, f"[{j}]", j, rec)
+                yield from in_list(j, guarded(path, None, _one, path, f"[{j}]", j, rec))
             continue
         yield from guarded(path, line, _one, path, line, index, value)
         index += 1

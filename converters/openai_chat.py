@@ -15,7 +15,7 @@ from typing import Any, Iterator
 from ls_trajeval.trace import TraceError, describe
 
 from . import _io
-from ._common import BadRecord, StepList, chat_messages_to_steps, expect, file_id, finish, guarded, text, warn_all
+from ._common import BadRecord, in_list, StepList, chat_messages_to_steps, expect, file_id, finish, guarded, text, warn_all
 from .base import Converter, Sample
 
 ROLES = {"system", "developer", "user", "assistant", "tool", "function"}
@@ -185,7 +185,7 @@ def convert(path: Path) -> Iterator:
             yield value
         elif isinstance(value, list) and value and _messages_of(value[0]) is not None:
             for j, rec in enumerate(value):
-                yield from guarded(path, None, _one, path, f"[{j}]", j, rec)
+                yield from in_list(j, guarded(path, None, _one, path, f"[{j}]", j, rec))
         else:
             yield from guarded(path, None, _one, path, None, 0, value)
         return

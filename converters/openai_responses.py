@@ -21,7 +21,7 @@ from typing import Any, Iterator
 from ls_trajeval.trace import TraceError, describe
 
 from . import _io
-from ._common import BadRecord, StepList, compact, expect, file_id, finish, flatten_parts, guarded, render_args, step, text
+from ._common import BadRecord, in_list, StepList, compact, expect, file_id, finish, flatten_parts, guarded, render_args, step, text
 from .base import Converter, ConvertWarning, Sample
 
 CALLS = {"function_call": "name", "custom_tool_call": "name", "local_shell_call": None, "mcp_call": "name"}
@@ -220,7 +220,7 @@ def convert(path: Path) -> Iterator:
             yield value
         elif isinstance(value, list) and value and isinstance(value[0], dict) and ("output" in value[0] or "input" in value[0]) and "type" not in value[0]:
             for j, rec in enumerate(value):
-                yield from guarded(path, None, _one, path, f"[{j}]", j, rec)
+                yield from in_list(j, guarded(path, None, _one, path, f"[{j}]", j, rec))
         else:
             yield from guarded(path, None, _one, path, None, 0, value)
         return

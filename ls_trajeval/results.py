@@ -151,7 +151,7 @@ def decode(result: list[Mapping], config: Config, n_steps: int) -> TraceLabels:
             continue  # per-region values of a region that was deleted
         span = region["steps"]
         inside = range(max(span.start, 0), min(span.stop, max(n_steps, 0)))
-        if len(inside) < len(span):
+        if span.start < 0 or span.stop > max(n_steps, 0):  # not len(): a range of 10^400 steps has none
             warnings.append(f"region {rid}: steps {span.start}-{span.stop - 1} reach beyond the trace's "
                             f"{n_steps} steps")
         for idx in inside:

@@ -224,3 +224,25 @@ def test_inspect_ai_archive_cut_short(tmp_path):
     p.write_bytes(data[:40] + data[-200:])
     traces, errors = own("inspect_ai", p)
     assert errors and all(str(p) in e.source for e in errors)
+
+
+# ---------------------------------------------------------------- a record of a JSON list: located by its index
+
+@pytest.mark.parametrize("name, bad, good, field", [
+    ("anthropic", {"messages": []}, {"messages": [{"role": "user", "content": "hi"}]}, "[0]"),  # no steps
+    ("anthropic", {"messages": [{"role": 5, "content": "x"}]}, {"messages": [{"role": "user", "content": "hi"}]},
+     "[0].messages[0].role"),
+    ("openai_chat", {"messages": [{"role": "user", "content": "x"}], "choices": []},
+     {"messages": [{"role": "user", "content": "hi"}]}, None),
+    ("openai_chat", {"messages": [{"role": "assistant", "content": 5}]},
+     {"messages": [{"role": "user", "content": "hi"}]}, "[0].messages[0].content"),
+    ("openai_responses", {"output": [{"type": "message", "role": "user", "content": 5}]},
+     {"output": [{"type": "message", "role": "user", "content": "hi"}]}, "[0].output[0].content"),
+])
+def test_record_of_a_json_list_is_located_by_its_index(tmp_path, name, bad, good, field):
+    p = tmp_path / "list.json"
+    p.write_text(json.dumps([bad, good]), encoding="utf-8")
+    traces, errors = own(name, p)
+    assert len(traces) == 1 + (field is None)
+    for e in errors:  # the fuzz contract: a line is a line number (found: line "[0]", a string)
+        assert e.line is None and e.field == field and str(p) in e.source

@@ -128,3 +128,14 @@ def test_detection_when_the_first_line_is_nested_100000_deep(first, tmp_path):
     p.write_text(first + "\n" + '{"trace_id": "a", "task": "t", "trace": [{"type": "x", "content": "y"}]}\n')
     items = list(convert_file(p))  # auto-detection: found this uncaught RecursionError in the format sniffer
     assert items and all(isinstance(i, (Trace, TraceError, ConvertWarning)) for i in items)
+
+
+def test_decoder_region_spanning_10_to_the_400_steps():
+    """Found by the long run: len() of the region's range overflowed (OverflowError) instead of a warning."""
+    from ls_trajeval.results import decode
+
+    config, seeds = fuzzlib._decoder_setup()
+    result = [dict(r, value=dict(r["value"], start=-(10 ** 401))) if r.get("id") == "bbb222" else r for r in seeds[0]]
+    labels = decode(result, config, 7)
+    assert len(labels.steps) == 7
+    assert any("reach beyond the trace's 7 steps" in w for w in labels.warnings)

@@ -84,6 +84,67 @@ def test_empty_and_truncated_observations():
     assert hits(d, silent) == [3]
 
 
+def test_tool_error_flags_the_action_only_within_three_steps_and_before_another_observation():
+    steps = [S("action", "bash", "make"), S("thought", "wait"), S("thought", "wait"), S("observation", "Error: boom"),
+             S("action", "bash", "ls"), S("thought", "hm"), S("thought", "hm"), S("thought", "hm"),
+             S("observation", "fatal: x"), S("action", "bash", "cat a"), S("observation", "ok"), S("observation", "error: y")]
+    assert hits(detectors.ToolError(), steps) == [0, 8, 11]
+
+
+@pytest.mark.parametrize("text,reason", [
+    ("exİt code 1", "a non-zero exit code"),  # re.I matches İ, ı and ſ to i and s; lower() does not
+    ("ſtatus: 503", "an HTTP error status"),
+    ("Permıssion denied", "'permission denied'"),
+    ("EXIT CODE 2", "a non-zero exit code"),
+    ("all good, exit code 0", None),
+])
+def test_error_patterns_match_case_insensitively_as_re_does(text, reason):
+    assert detectors.tool_error_reason(text) == reason
+
+
+def test_odd_case_letters_in_commands_and_loops():
+    assert hits(detectors.DestructiveCommand(), [S("action", "sql", "DROP DATABAſE prod")]) == [0]
+    # any Unicode whitespace run counts as one space
+    assert hits(detectors.Loop(), [S("action", "search", "foo\u00a0 bar"), S("action", "Search", "foo bar\u2003")]) == [1]
+
+
+def test_findings_hand_plugins_a_plain_list_of_the_steps():
+    seen = []
+
+    class Plugin(detectors.Detector):
+        name = "plugin"
+
+        def detect(self, steps):
+            seen.append((isinstance(steps, list), len(steps), steps[1].content))
+            return iter([(1, "why")])
+
+    active = [detectors.ActiveDetector(Plugin(), "wrong_arguments", "major"),
+              detectors.ActiveDetector(detectors.ToolError(), "wrong_arguments", "minor")]
+    steps = [S("action", "bash", "x"), S("observation", "Error: no")]
+    found = detectors.findings(active, steps, CONFIG)
+    assert seen == [(True, 2, "Error: no")]
+    assert {i: (f.detector, f.severity) for i, f in found.items()} == {1: ("plugin", "major"), 0: ("tool_error", "minor")}
+
+
+@pytest.mark.parametrize("layout", labelconfig.LAYOUTS)
+def test_prediction_region_ids_are_unique_and_shared_within_a_region(layout):
+    trace = {"trace_id": "ids", "task": "t", "trace": [
+        {"type": "action", "content": "bash", "action_input": f"cat missing{i}.txt"} if i % 2 == 0 else
+        {"type": "observation", "content": f"cat: missing{i}.txt: No such file or directory"} for i in range(600)]}
+    pred = Predictor(CONFIG).predict({"id": 1, "data": task_data(parse_trace(trace), CONFIG)}, layout)
+    ids = [r["id"] for r in pred["result"]]
+    assert all(isinstance(i, str) and i for i in ids)
+    if layout == "paged":
+        assert len(set(ids)) == len(ids)
+    else:  # a region's label, type, severity and rationale share its id; regions do not
+        by_id = {}
+        for r in pred["result"]:
+            by_id.setdefault(r["id"], set()).add(r["value"]["start"])
+        assert len(by_id) == 300 and all(len(v) == 1 for v in by_id.values())
+    assert Predictor(CONFIG).predict({"id": 1, "data": task_data(parse_trace(trace), CONFIG)}, layout)["result"][0]["id"] \
+        not in ids  # another prediction, other ids
+
+
 def test_detector_config_errors_are_located():
     raw = CONFIG.to_dict()
     raw["ml_backend"] = {"detectors": {"loop": {"window": "x"}, "nope": True, "tool_error": {"colour": 1}}}

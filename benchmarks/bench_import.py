@@ -13,7 +13,9 @@
    process: wall time, peak RSS, and completeness (line count and a checksum over the sorted trace ids).
 6. ``ls-trajeval report`` on that export: wall time and peak RSS.
 
-The order of steps 2 and 3 alternates with --cli-first, so that a growing database does not favour one side.
+The order of steps 2 and 3 alternates with --cli-first, so that a growing database does not favour one side
+(run both orders and take the geometric mean of the two ratios); a CHECKPOINT before each side keeps one side's
+writes from being flushed during the other's run.
 """
 from __future__ import annotations
 
@@ -145,11 +147,21 @@ def main() -> None:
             print(f"  cli: {out.strip()}", flush=True)
             return wall, rss
 
+        def settle():
+            # the first side's writes are otherwise flushed by a checkpoint during the second side's run
+            # (PostgreSQL's log showed a 160 s checkpoint write), which charges one side for the other's work
+            pg.psql("CHECKPOINT")
+            time.sleep(5)
+
         if args.cli_first:
+            settle()
             cli_wall, cli_rss = run_cli()
+            settle()
             bare_wall = run_bare()
         else:
+            settle()
             bare_wall = run_bare()
+            settle()
             cli_wall, cli_rss = run_cli()
         for pid in (pa, pb):
             n = studio.get_project(client, pid)["task_number"]

@@ -359,10 +359,16 @@ class _Checker:
     def number(self, value: Any, path: str, default: float) -> float:
         if value is None:
             return default
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        number = None
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            try:
+                number = float(value)  # an int beyond float's range raises here
+            except OverflowError:
+                pass
+        if number is None or not math.isfinite(number):
             self.error(path, f"expected a number, got {_show(value)}")
             return default
-        return float(value)
+        return number
 
     def seq(self, value: Any, path: str) -> list:
         if value is None:
@@ -391,6 +397,8 @@ def _show(value: Any) -> str:
         return "a mapping"
     if isinstance(value, list):
         return "a list"
+    if isinstance(value, int) and value.bit_length() > 200:
+        return f"an integer of about {int(value.bit_length() * 0.30103)} digits"  # repr() refuses beyond 4300
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 

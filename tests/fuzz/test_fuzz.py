@@ -139,3 +139,14 @@ def test_decoder_region_spanning_10_to_the_400_steps():
     labels = decode(result, config, 7)
     assert len(labels.steps) == 7
     assert any("reach beyond the trace's 7 steps" in w for w in labels.warnings)
+
+
+# Found by the long run (config_loader input #92344): math.isfinite raised OverflowError on such an int.
+def test_config_number_of_400_digits_is_a_located_error(tmp_path):
+    from ls_trajeval import config as cfg, label_configs
+
+    text = label_configs.path("trajectory_eval").read_text(encoding="utf-8")
+    p = tmp_path / "c.yaml"
+    p.write_text(text.replace("      initial: 100\n", "      initial: 1" + "0" * 400 + "\n", 1), encoding="utf-8")
+    with pytest.raises(cfg.ConfigError, match="running_score.initial"):
+        cfg.load(p)

@@ -17,6 +17,7 @@ of workers answer alike.
 from __future__ import annotations
 
 import base64
+import gc
 import hmac
 import json
 import logging
@@ -287,5 +288,10 @@ def create_app():
             return studio.connect(os.environ["LABEL_STUDIO_URL"], os.environ["LABEL_STUDIO_API_KEY"])
     else:
         log.warning("LABEL_STUDIO_URL / LABEL_STUDIO_API_KEY not set: predictions only, no score write-back")
-    return build(config, user=os.environ.get(ENV_USER) or None, password=os.environ.get(ENV_PASSWORD),
-                 client=client, queue_workers=int(os.environ.get(ENV_QUEUE_WORKERS) or 2))
+    app = build(config, user=os.environ.get(ENV_USER) or None, password=os.environ.get(ENV_PASSWORD),
+                client=client, queue_workers=int(os.environ.get(ENV_QUEUE_WORKERS) or 2))
+    # Everything loaded so far lives as long as the worker. Left in the collector's oldest generation, it
+    # made each full collection (every ~70 requests of 200 steps) a 25-40 ms pause: 1% of requests.
+    gc.collect()
+    gc.freeze()
+    return app

@@ -28,7 +28,7 @@ from ls_trajeval import label_configs, labelconfig, studio, trace  # noqa: E402
 from ls_trajeval.importer import import_traces  # noqa: E402
 from ls_trajeval.localserver import LocalLabelStudio  # noqa: E402
 from ls_trajeval.tasks import task_data  # noqa: E402
-from tests.browser.conftest import ARGS, CHROMIUM  # noqa: E402
+from tests.conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 from tests.browser.ui import Annotator  # noqa: E402
 
 NAIVE = """<View>
@@ -110,7 +110,7 @@ def main(argv=None) -> int:
     results: dict[tuple[str, int], list[tuple[float, float, float]]] = {}
     with LocalLabelStudio(data_dir, log=print) as server, sync_playwright() as p:
         client = studio.connect(server.url, server.credentials.token)
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         a = Annotator(browser.new_context(viewport={"width": 1400, "height": 1000}).new_page(), server.url)
         a.login(server.credentials.email, server.credentials.password)
         for layout in args.layouts.split(","):

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence, Union
 
-from . import config
 from .scoring import running_scores
 
 DEFAULT_SEVERITY_WEIGHTS = {"minor": -1.0, "major": -5.0, "critical": -10.0}
@@ -144,6 +143,8 @@ def load_settings(config_path: Optional[str], **overrides: Any) -> AnalysisSetti
     s = AnalysisSettings()
     if config_path:
         try:
+            from . import config  # here, not at import: `convert` and the other commands never need it
+
             c = config.load(config_path)
         except config.ConfigError as exc:
             raise ConfigError(str(exc)) from None

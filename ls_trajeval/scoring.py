@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
-from .config import TrajectoryScheme
 from .labels import StepLabel
+
+if TYPE_CHECKING:  # the config model (and PyYAML) load on first use, not with every CLI command
+    from .config import TrajectoryScheme
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,8 @@ def one(rec: Any, ctx: Ctx) -> list:
     if not isinstance(rec, dict):
         raise Bad(None, "expected a SWE-bench record object")
     iid = want(rec, "instance_id", str, "", required=True)
+    if not iid.strip():
+        raise Bad("instance_id", "empty: it is the trace's id")
     model = want(rec, "model_name_or_path", str, "", default=None)
     problem = want(rec, "problem_statement", str, "", default="")
     steps = []

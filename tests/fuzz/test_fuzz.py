@@ -150,3 +150,17 @@ def test_config_number_of_400_digits_is_a_located_error(tmp_path):
     p.write_text(text.replace("      initial: 100\n", "      initial: 1" + "0" * 400 + "\n", 1), encoding="utf-8")
     with pytest.raises(cfg.ConfigError, match="running_score.initial"):
         cfg.load(p)
+
+
+# Found by the long run (converter:swebench input #4271): an empty instance_id made a trace with an empty id.
+def test_swebench_empty_instance_id_is_a_located_error_and_the_rest_converts(tmp_path):
+    from ls_trajeval.converters.registry import get_converter
+    from ls_trajeval.trace import Trace, TraceError
+
+    rec = {"repo": "psf/requests", "patch": "diff --git a/x b/x\n", "problem_statement": "p"}
+    p = tmp_path / "instances.json"
+    p.write_text(json.dumps([dict(rec, instance_id="psf__requests-1"), dict(rec, instance_id="  ")]), encoding="utf-8")
+    out = list(get_converter("swebench").convert(p))
+    assert [t.trace_id for t in out if isinstance(t, Trace)] == ["psf__requests-1"]
+    errors = [e for e in out if isinstance(e, TraceError)]
+    assert len(errors) == 1 and "instance_id" in str(errors[0]) and str(p) in errors[0].source

@@ -164,3 +164,19 @@ def test_swebench_empty_instance_id_is_a_located_error_and_the_rest_converts(tmp
     assert [t.trace_id for t in out if isinstance(t, Trace)] == ["psf__requests-1"]
     errors = [e for e in out if isinstance(e, TraceError)]
     assert len(errors) == 1 and "instance_id" in str(errors[0]) and str(p) in errors[0].source
+
+
+# Found by the long run (converter:openinference input #59149): a span whose trace id was an object
+# raised TypeError (unhashable) when spans were grouped by trace.
+def test_openinference_span_with_an_object_as_trace_id_is_a_located_error(tmp_path):
+    from ls_trajeval.converters.registry import get_converter
+
+    good = {"name": "llm", "context": {"trace_id": "t1", "span_id": "s1"}, "span_kind": "LLM",
+            "attributes": {"openinference.span.kind": "LLM", "output.value": "hello"}}
+    bad = dict(good, context={"trace_id": {"x": 1}, "span_id": "s2"})
+    p = tmp_path / "spans.jsonl"
+    p.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n", encoding="utf-8")
+    out = list(get_converter("openinference").convert(p))
+    errors = [e for e in out if isinstance(e, TraceError)]
+    assert len(errors) == 1 and errors[0].line == 2 and "trace_id" in str(errors[0]), out
+    assert [t.trace_id for t in out if isinstance(t, Trace)] == ["t1"]

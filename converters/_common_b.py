@@ -667,6 +667,8 @@ def sample_objects(sample: Sample, limit: int = 5) -> list:
 def finish_trace(trace_id: str, task: str | None, steps: list[Step], metadata: dict, where: str = "") -> Trace:
     if not steps:
         raise Bad(where or None, "no steps could be made from this record")
+    if not str(trace_id).strip():  # a converter's own fallback should have given one; never emit an empty id
+        raise Bad(where or None, "the record's trace id is empty")
     return Trace(str(trace_id), task or "", steps, {k: v for k, v in metadata.items() if v is not None})
 
 

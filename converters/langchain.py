@@ -243,7 +243,7 @@ def _trace(runs: list, ctx: Ctx) -> Trace:
     if root.get("error"):
         md["error"] = root["error"]
     tid = root.get("trace_id") or root.get("id")
-    if tid is None or str(tid).startswith("["):
+    if tid is None or not str(tid).strip() or str(tid).startswith("["):
         tid = ctx.default_id()
     return finish_trace(str(tid), task, steps, md)
 

@@ -180,3 +180,17 @@ def test_openinference_span_with_an_object_as_trace_id_is_a_located_error(tmp_pa
     errors = [e for e in out if isinstance(e, TraceError)]
     assert len(errors) == 1 and errors[0].line == 2 and "trace_id" in str(errors[0]), out
     assert [t.trace_id for t in out if isinstance(t, Trace)] == ["t1"]
+
+
+# Found by the long run (converter:langchain input #8117): a root run with "id": "" made a trace with an empty id.
+def test_langchain_run_with_an_empty_id_gets_the_stable_default_id(tmp_path):
+    from ls_trajeval.converters.registry import get_converter
+
+    p = tmp_path / "runs.jsonl"
+    p.write_text(json.dumps({"id": "", "run_type": "chain", "inputs": {"question": "List files"}, "outputs": None,
+                             "error": "Timeout after tool"}) + "\n", encoding="utf-8")
+    first = list(get_converter("langchain").convert(p))
+    again = list(get_converter("langchain").convert(p))
+    traces = [t for t in first if isinstance(t, Trace)]
+    assert len(traces) == 1 and traces[0].trace_id.strip()
+    assert traces[0].trace_id == [t for t in again if isinstance(t, Trace)][0].trace_id  # stable across runs

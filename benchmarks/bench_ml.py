@@ -108,8 +108,10 @@ def _client(url: str, body: bytes, per_client: int, go, out) -> None:
             ok, why = False, type(exc).__name__
         finally:
             conn.close()
-        dt = time.perf_counter() - t0
-        (times.append(dt) if ok else errors.append(str(why)))
+        if ok:
+            times.append(time.perf_counter() - t0)
+        else:
+            errors.append(str(why))
     out.put((times, errors))
 
 
@@ -124,7 +126,7 @@ def latency(url: str, n_steps: int, clients: int, per_client: int) -> dict:
     procs = [ctx.Process(target=_client, args=(url, body, per_client, go, out)) for _ in range(clients)]
     for p in procs:
         p.start()
-    time.sleep(0.5)  # every client connected and waiting
+    time.sleep(0.5)  # every client process started and waiting for the go
     t0 = time.perf_counter()
     go.set()
     times: list[float] = []

@@ -433,6 +433,13 @@ def tool_calls_of(m: dict) -> list[ToolCall]:
     return out
 
 
+def tree_id(value: Any, where: str) -> Any:
+    """A run or span id as given, when it can key a tree (a string or a number), else a located error."""
+    if value is None or isinstance(value, (str, int, float)):
+        return value
+    raise Bad(where, f"expected a string, got {describe(value)}")
+
+
 def _sid(v: Any) -> str | None:
     return None if v is None or v == "" else str(v)
 

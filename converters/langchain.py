@@ -20,7 +20,7 @@ from ls_trajeval.trace import Trace, TraceError
 
 from ._common_b import (Bad, Ctx, ToolEvent, assemble, describe, finish_trace, guarded, jdump,
                         llm_event_from_messages, mk_step, read_input, time_key, sample_objects, task_from_input,
-                        text_of, unwrap_message)
+                        text_of, tree_id, unwrap_message)
 from .base import Converter, Sample
 
 NAME = "langchain"
@@ -49,10 +49,8 @@ def _flatten(run: dict, where: str, out: list, parent: Any = None) -> None:
     kids = run.get("child_runs")
     if kids is not None and not isinstance(kids, list):
         raise Bad(f"{where}.child_runs", f"expected a list, got {describe(kids)}")
-    for k in ("id", "parent_run_id", "trace_id"):  # run ids are keys of the run tree: a string or a number
-        v = run.get(k)
-        if v is not None and not isinstance(v, (str, int, float)):
-            raise Bad(f"{where}.{k}", f"expected a string, got {describe(v)}")
+    for k in ("id", "parent_run_id", "trace_id"):
+        tree_id(run.get(k), f"{where}.{k}")
     node = {k: v for k, v in run.items() if k != "child_runs"}
     node["_where"] = where
     if parent is not None and node.get("parent_run_id") is None:

@@ -24,7 +24,7 @@ from ls_trajeval.trace import TraceError, loads_strict
 
 from ._common_b import (Bad, Ctx, ToolEvent, assemble, describe, finish_trace, flat_attrs, guarded, indexed, jdump,
                         llm_event_from_messages, maybe_json, mk_step, nest, parse_time, read_input, sample_objects, time_key,
-                        task_from_input, text_of, tree_order, warn)
+                        task_from_input, text_of, tree_id, tree_order, warn)
 from .base import Converter, Sample
 from .otel_genai import _span_keys, requests_of
 from ._common_b import otlp_spans
@@ -88,13 +88,6 @@ def _status(code: Any) -> str:
     return "ERROR" if s.endswith("ERROR") or s == "2" else ("OK" if s.endswith("OK") or s == "1" else "UNSET")
 
 
-def _ident(value: Any, where: str) -> Any:
-    """A trace, span or parent id as given (a string or a number), or a located error: ids key the span tree."""
-    if value is None or (isinstance(value, (str, int)) and not isinstance(value, bool)):
-        return value
-    raise Bad(where, f"expected an id (a string), got {describe(value)}")
-
-
 def _phoenix(o: dict, where: str) -> dict:
     if _is_df_span(o):
         attrs = {k[len("attributes."):]: v for k, v in o.items() if k.startswith("attributes.")}
@@ -118,9 +111,9 @@ def _phoenix(o: dict, where: str) -> dict:
         if isinstance(ev, dict):
             events.append({"name": ev.get("name"), "time": parse_time(ev.get("timestamp")),
                            "attrs": flat_attrs(ev.get("attributes") or {}) if isinstance(ev.get("attributes"), dict) else {}})
-    return {"trace_id": _ident(ctx.get("trace_id"), f"{where}context.trace_id"),
-            "span_id": _ident(ctx.get("span_id"), f"{where}context.span_id"),
-            "parent_id": _ident(o.get("parent_id") or o.get("parent_span_id"), f"{where}parent_id"),
+    return {"trace_id": tree_id(ctx.get("trace_id"), f"{where}context.trace_id"),
+            "span_id": tree_id(ctx.get("span_id"), f"{where}context.span_id"),
+            "parent_id": tree_id(o.get("parent_id") or o.get("parent_span_id"), f"{where}parent_id"),
             "name": o.get("name"), "start": time_key(o.get("start_time")), "start_raw": o.get("start_time"),
             "attrs": attrs, "events": events, "status_code": _status(o.get("status_code")),
             "status_message": o.get("status_message") or None, "_where": where}
@@ -144,9 +137,9 @@ def _trail(spans: list, where: str, out: list, parent: Any = None, trace_id: Any
             if isinstance(ev, dict):
                 events.append({"name": ev.get("Name", ev.get("name")), "time": parse_time(ev.get("Timestamp", ev.get("timestamp"))),
                                "attrs": ev.get("Attributes", ev.get("attributes")) or {}})
-        sid = _ident(sp.get("span_id"), f"{w}.span_id")
-        node = {"trace_id": _ident(sp.get("trace_id", trace_id), f"{w}.trace_id"), "span_id": sid if sid is not None else w,
-                "parent_id": _ident(sp.get("parent_span_id"), f"{w}.parent_span_id") or parent, "name": sp.get("span_name", sp.get("name")),
+        sid = tree_id(sp.get("span_id"), f"{w}.span_id")
+        node = {"trace_id": tree_id(sp.get("trace_id", trace_id), f"{w}.trace_id"), "span_id": sid if sid is not None else w,
+                "parent_id": tree_id(sp.get("parent_span_id"), f"{w}.parent_span_id") or parent, "name": sp.get("span_name", sp.get("name")),
                 "start": time_key(sp.get("timestamp", sp.get("start_time"))), "start_raw": sp.get("timestamp", sp.get("start_time")),
                 "attrs": flat_attrs(attrs), "events": events, "status_code": _status(sp.get("status_code")),
                 "status_message": sp.get("status_message") or None, "_where": w}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
+from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
@@ -199,6 +199,8 @@ def tree_order(
         k = sort_key(n)
         keys.append((k is None, k if k is not None else 0, i))
     key = keys.__getitem__
+    if not children:  # a flat list, the usual export: one sort
+        return [(nodes[i], 0) for i in sorted(range(len(nodes)), key=key)]
 
     out: list[tuple[Any, int]] = []
     seen = set()
@@ -227,12 +229,16 @@ def tree_order(
 
 # ---------------------------------------------------------------- steps
 
+def clean_meta(meta: dict) -> dict:
+    """A copy of step metadata without its empty entries (None values and empty objects)."""
+    return {k: v for k, v in meta.items() if v is not None and (v.__class__ is not dict or v)}
+
+
 def mk_step(stype: str, content: Any, action_input: Any = None, **meta: Any) -> Step:
-    for k, v in list(meta.items()):
-        if v is None or v == {}:
-            del meta[k]
-    extra = {"metadata": meta} if meta else {}
-    return Step(stype, content if isinstance(content, str) else text_of(content), action_input, extra)
+    if meta:
+        meta = clean_meta(meta)
+    return Step(stype, content if content.__class__ is str else text_of(content), action_input,
+                {"metadata": meta} if meta else {})
 
 
 def step_meta(step: Step) -> dict:
@@ -324,13 +330,17 @@ def assemble(events: list) -> list[Step]:
         if isinstance(e, Step):
             steps.append(e)
         elif isinstance(e, ToolEvent):
-            steps.append(mk_step("action", e.name, args_text(e.args), tool_call_id=e.call_id, **e.meta))
+            # Step() with cleaned metadata built once per event: this loop makes most of a trace's steps
+            meta = clean_meta(e.meta)
+            cid = e.call_id
+            am = {"tool_call_id": cid, **meta} if cid else meta
+            steps.append(Step("action", e.name, args_text(e.args), {"metadata": am} if am else {}))
             if e.has_output or e.is_error:
-                rtype = "error" if e.is_error else "observation"
-                steps.append(mk_step(rtype, text_of(e.output), tool_call_id=e.call_id, tool_name=e.name, **e.meta))
+                om = {"tool_call_id": cid, "tool_name": e.name, **meta} if cid else {"tool_name": e.name, **meta}
+                steps.append(Step("error" if e.is_error else "observation", text_of(e.output), None, {"metadata": om}))
         elif isinstance(e, LLMEvent):
             follows_tool = bool(e.tool_calls) or tool_next[i]
-            meta = dict(e.meta)
+            meta = clean_meta(e.meta)
             if e.tool_calls:
                 meta["tool_calls"] = [{"name": t.name, "id": t.call_id} if t.call_id else {"name": t.name} for t in e.tool_calls]
             emitted = False
@@ -338,7 +348,7 @@ def assemble(events: list) -> list[Step]:
                 steps.append(mk_step("thought", e.reasoning, reasoning=True, **meta))
                 emitted = True
             if e.text or not (emitted or e.tool_calls):
-                steps.append(mk_step("thought" if follows_tool else "message", e.text, **meta))
+                steps.append(Step("thought" if follows_tool else "message", e.text, None, {"metadata": dict(meta)} if meta else {}))
                 emitted = True
             steps.extend(e.extra_steps)
             for tc in unmatched.get(i, []):
@@ -532,6 +542,8 @@ def llm_event_from_messages(out_msgs: list, in_msgs: list | None = None, **meta:
             continue
         if norm_role(m.get("role")) == "tool" and m.get("tool_call_id"):
             ev.input_results[str(m["tool_call_id"])] = (text_of(m.get("content")), False)
+        if m.get("content").__class__ is str and "parts" not in m:  # plain text: no tool results in it
+            continue
         for cid, val, is_err in message_parts(m)[3]:
             if cid:
                 ev.input_results[cid] = (val, is_err)
@@ -919,6 +931,10 @@ _INT = re.compile(r"-?\d+")
 _DECIMAL = re.compile(r"-?\d+\.\d+")
 _ISO_FAST = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:[.,](\d+))?(Z|z|[+-]\d{2}:\d{2})?")
 _EPOCH_ORD = date(1970, 1, 1).toordinal()
+_EPOCH_DT = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH_NAIVE = datetime(1970, 1, 1)  # a time without an offset counts as UTC, as in parse_time
+_MICROSECOND = timedelta(microseconds=1)
+_DIGITS = re.compile(r"\d+")
 _ISO_FRAC = re.compile(r"^(.*?T\d{2}:\d{2}:\d{2})(?:[.,](\d+))?(.*)$")
 
 
@@ -928,20 +944,35 @@ def time_key(value: Any) -> int | None:
         return None
     if isinstance(value, str):
         s = value.strip()
-        m = _ISO_FAST.fullmatch(s) if s[4:5] == "-" else None
-        if m is not None:  # the usual "2024-01-01T00:00:00.123Z": integer arithmetic, no datetime parse
-            y, mo, d, h, mi, sec, frac, tz = m.groups()
+        if s[4:5] == "-":
             try:
-                days = date(int(y), int(mo), int(d)).toordinal() - _EPOCH_ORD
+                dt = datetime.fromisoformat(s)  # C code, and exact to the microsecond (3.11 reads "Z")
             except ValueError:
-                days = None
-            hh, mm, ss = int(h), int(mi), int(sec)
-            if days is not None and hh < 24 and mm < 60 and ss < 60:
-                off = 0
-                if tz and tz not in "Zz":
-                    off = (int(tz[1:3]) * 3600 + int(tz[-2:]) * 60) * (1 if tz[0] == "+" else -1)
-                secs = days * 86400 + hh * 3600 + mm * 60 + ss - off
-                return secs * 1_000_000_000 + (int(frac[:9].ljust(9, "0")) if frac else 0)
+                dt = None
+            if dt is not None:
+                ns = (dt - (_EPOCH_DT if dt.tzinfo is not None else _EPOCH_NAIVE)) // _MICROSECOND * 1000
+                dot = s.find(".", 19)
+                if dot == -1:
+                    dot = s.find(",", 19)
+                if dot != -1:
+                    frac = _DIGITS.match(s, dot + 1)
+                    if frac is not None and len(frac.group()) > 6:  # digits past the microsecond: OTel's ns
+                        ns += int(frac.group()[6:9].ljust(3, "0"))
+                return ns
+            m = _ISO_FAST.fullmatch(s)  # what an older fromisoformat refuses ("Z", 9 digits)
+            if m is not None:
+                y, mo, d, h, mi, sec, frac, tz = m.groups()
+                try:
+                    days = date(int(y), int(mo), int(d)).toordinal() - _EPOCH_ORD
+                except ValueError:
+                    days = None
+                hh, mm, ss = int(h), int(mi), int(sec)
+                if days is not None and hh < 24 and mm < 60 and ss < 60:
+                    off = 0
+                    if tz and tz not in "Zz":
+                        off = (int(tz[1:3]) * 3600 + int(tz[-2:]) * 60) * (1 if tz[0] == "+" else -1)
+                    secs = days * 86400 + hh * 3600 + mm * 60 + ss - off
+                    return secs * 1_000_000_000 + (int(frac[:9].ljust(9, "0")) if frac else 0)
         if _INT.fullmatch(s):
             return time_key(int(s))
         if _DECIMAL.fullmatch(s):

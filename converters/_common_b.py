@@ -409,6 +409,13 @@ def unwrap_message(msg: Any) -> dict | None:
     return None
 
 
+def read_message(msg: Any) -> dict | None:
+    """unwrap_message for reading only: a plain {role, ...} message is returned as is, not copied."""
+    if msg.__class__ is dict and "role" in msg and "lc" not in msg and "data" not in msg:
+        return msg
+    return unwrap_message(msg)
+
+
 def norm_role(role: Any) -> str:
     if role is None:
         return ""
@@ -517,10 +524,10 @@ def message_steps(msg: Any, **meta: Any) -> list[Step]:
 
 def llm_event_from_messages(out_msgs: list, in_msgs: list | None = None, **meta: Any) -> LLMEvent:
     """A model turn from its output messages; tool results in its input are kept for call pairing."""
-    ev = LLMEvent(meta={k: v for k, v in meta.items() if v is not None})
+    ev = LLMEvent(meta=meta)  # its empty entries go when assemble() makes the steps
     texts, reasons = [], []
     for raw in out_msgs:
-        m = unwrap_message(raw)
+        m = read_message(raw)
         if m is None:
             texts.append(text_of(raw))
             continue
@@ -537,7 +544,7 @@ def llm_event_from_messages(out_msgs: list, in_msgs: list | None = None, **meta:
     ev.text = "\n".join(texts)
     ev.reasoning = "\n".join(reasons)
     for raw in in_msgs or []:
-        m = unwrap_message(raw)
+        m = read_message(raw)
         if m is None:
             continue
         if norm_role(m.get("role")) == "tool" and m.get("tool_call_id"):
@@ -768,24 +775,30 @@ def otlp_value(v: Any) -> Any:
     if "arrayValue" in v:
         return [otlp_value(x) for x in (v["arrayValue"] or {}).get("values", []) or []]
     if "kvlistValue" in v:
-        return otlp_attrs((v["kvlistValue"] or {}).get("values", []) or [])
+        return otlp_attrs((v["kvlistValue"] or {}).get("values", []) or [], "", "kvlistValue")
     if "bytesValue" in v:
         return v["bytesValue"]
     return None if not v else v
 
 
-def otlp_attrs(attrs: Any, where: str = "attributes") -> dict:
+def otlp_attrs(attrs: Any, where: str = "", field: str = "attributes") -> dict:
+    """An OTLP attribute list as a dict; errors are located at ``where + field`` (built only then)."""
     if attrs is None:
         return {}
     if isinstance(attrs, dict):
         return attrs
     if not isinstance(attrs, list):
-        raise Bad(where, f"expected a list of key/value pairs, got {describe(attrs)}")
+        raise Bad(where + field, f"expected a list of key/value pairs, got {describe(attrs)}")
     out = {}
     for i, kv in enumerate(attrs):
-        if not isinstance(kv, dict) or not isinstance(kv.get("key"), str):
-            raise Bad(f"{where}[{i}]", "expected {key, value}")
-        out[kv["key"]] = otlp_value(kv.get("value"))
+        key = kv.get("key") if kv.__class__ is dict else None
+        if key.__class__ is not str:
+            if not isinstance(kv, dict) or not isinstance(kv.get("key"), str):
+                raise Bad(f"{where}{field}[{i}]", "expected {key, value}")
+            key = kv["key"]
+        v = kv.get("value")
+        # most attributes are strings: skip the general decoder for them
+        out[key] = v["stringValue"] if v.__class__ is dict and "stringValue" in v else otlp_value(v)
     return out
 
 
@@ -818,7 +831,7 @@ def otlp_spans(req: Any, where: str = "", first: int = 0) -> list[dict]:
         w = f"{where}resourceSpans[{i}]"
         if not isinstance(rs, dict):
             raise Bad(w, f"expected an object, got {describe(rs)}")
-        res = otlp_attrs((rs.get("resource") or {}).get("attributes"), f"{w}.resource.attributes")
+        res = otlp_attrs((rs.get("resource") or {}).get("attributes"), w, ".resource.attributes")
         for j, ss in enumerate(rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans") or []):
             sw = f"{w}.scopeSpans[{j}]"
             if not isinstance(ss, dict):
@@ -839,12 +852,12 @@ def otlp_spans(req: Any, where: str = "", first: int = 0) -> list[dict]:
                 for e_i, ev in enumerate(sp.get("events") or []):
                     if isinstance(ev, dict):
                         events.append({"name": ev.get("name"), "time": parse_time(ev.get("timeUnixNano")),
-                                       "attrs": otlp_attrs(ev.get("attributes"), f"{spw}.events[{e_i}].attributes")})
+                                       "attrs": otlp_attrs(ev.get("attributes"), spw, f".events[{e_i}].attributes")})
                 out.append({
                     "trace_id": sp.get("traceId"), "span_id": sp.get("spanId"), "parent_id": sp.get("parentSpanId") or None,
                     "name": sp.get("name"), "kind": sp.get("kind"),
                     "start": time_key(sp.get("startTimeUnixNano")), "end": parse_time(sp.get("endTimeUnixNano")),
-                    "start_raw": sp.get("startTimeUnixNano"), "attrs": otlp_attrs(sp.get("attributes"), f"{spw}.attributes"),
+                    "start_raw": sp.get("startTimeUnixNano"), "attrs": otlp_attrs(sp.get("attributes"), spw, ".attributes"),
                     "events": events, "status_code": code, "status_message": msg,
                     "service": res.get("service.name"), "scope": scope, "_where": spw,
                 })
@@ -869,9 +882,10 @@ def flat_attrs(attrs: dict, prefix: str = "") -> dict:
 def indexed(attrs: dict, prefix: str) -> list[dict]:
     """``prefix.N.rest`` keys gathered into a list of {rest: value} dicts ordered by N."""
     groups: dict[int, dict] = {}
-    plen = len(prefix) + 1
+    dotted = prefix + "."
+    plen = len(dotted)
     for k, v in attrs.items():
-        if not k.startswith(prefix + "."):
+        if not k.startswith(dotted):
             continue
         rest = k[plen:]
         n, _, tail = rest.partition(".")
@@ -884,6 +898,9 @@ def indexed(attrs: dict, prefix: str) -> list[dict]:
 def nest(flat: dict) -> dict:
     """{"a.b": 1, "a.c.0.d": 2} -> {"a": {"b": 1, "c": [{"d": 2}]}}, for flattened message attributes."""
     root: dict = {}
+    if not any("." in k or v.__class__ is dict for k, v in flat.items()):  # the usual {role, content}
+        root.update(flat)
+        return [root[k] for k in sorted(root, key=int)] if root and all(k.isdigit() for k in root) else root
     for k, v in flat.items():
         parts = k.split(".") if k else [k]
         cur = root
@@ -944,6 +961,8 @@ def time_key(value: Any) -> int | None:
         return None
     if isinstance(value, str):
         s = value.strip()
+        if s.isdigit() and s.isascii():  # OTLP's startTimeUnixNano is a decimal string
+            return time_key(int(s))
         if s[4:5] == "-":
             try:
                 dt = datetime.fromisoformat(s)  # C code, and exact to the microsecond (3.11 reads "Z")

@@ -16,8 +16,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ._common_b import (Bad, Ctx, args_text, drive, finish_trace, message_parts, mk_step, norm_role, pair_by_id,
-                        sample_objects, text_of, tool_calls_of)
+from ls_trajeval.trace import Step
+
+from ._common_b import (Bad, Ctx, args_text, clean_meta, drive, finish_trace, message_parts, mk_step, norm_role,
+                        pair_by_id, sample_objects, text_of, tool_calls_of)
 from .base import Converter, Sample
 
 NAME = "multi_agent"
@@ -78,8 +80,21 @@ def detect(sample: Sample) -> float:
     return _generic_score(objs[0])
 
 
+_CLASSIFIED: dict = {}
+
+
 def _classify(role: str, name: str | None) -> tuple[str, dict]:
     """(step type, metadata) for one transcript entry from its role label and agent name."""
+    # a transcript repeats a few (role, name) pairs thousands of times: classify each pair once
+    hit = _CLASSIFIED.get((role, name))
+    if hit is None:
+        if len(_CLASSIFIED) > 4096:
+            _CLASSIFIED.clear()
+        hit = _CLASSIFIED[(role, name)] = _classify_new(role, name)
+    return hit[0], dict(hit[1])
+
+
+def _classify_new(role: str, name: str | None) -> tuple[str, dict]:
     meta: dict = {}
     agent, annot = name, None
     m = _ROLE_ANNOT.match(role or "")
@@ -160,7 +175,8 @@ def _who_when(rec: dict, ctx: Ctx) -> list:
 def _generic(rec: dict, ctx: Ctx) -> list:
     key = next(k for k in _LIST_KEYS if isinstance(rec.get(k), list))
     steps = []
-    task = None
+    task = next((rec[k] for k in ("task", "question", "goal", "query", "input") if isinstance(rec.get(k), str)), None)
+    first_user = None
     for i, m in enumerate(rec[key]):
         w = f"{key}[{i}]"
         if not isinstance(m, dict):
@@ -190,26 +206,28 @@ def _generic(rec: dict, ctx: Ctx) -> list:
             steps.append(mk_step("thought", text_of(content), **base))
             continue
         stype, meta = _classify(role or (agent or ""), agent if role else None)
-        meta.update({k: v for k, v in base.items() if k != "agent" or v})
+        for k, v in base.items():
+            if v is not None and (k != "agent" or v):
+                meta[k] = v
         if m.get("tool_call_id") is not None:
             meta["tool_call_id"] = m["tool_call_id"]
         if mtype:
             meta["message_type"] = mtype
-        text, reasoning, _, _ = message_parts(m) if isinstance(content, (str, list)) or content is None else (text_of(content), "", [], [])
-        calls = tool_calls_of(m)
+        if isinstance(content, (str, list)) or content is None:
+            text, reasoning, calls, _ = message_parts(m)  # calls: tool_calls and tool-use parts alike
+        else:
+            text, reasoning, calls = text_of(content), "", tool_calls_of(m)
         if reasoning:
             steps.append(mk_step("thought", reasoning, **meta))
         if text or not calls:
-            steps.append(mk_step("thought" if calls and stype == "message" else stype, text, **meta))
+            steps.append(Step("thought" if calls and stype == "message" else stype, text, None, {"metadata": clean_meta(meta)}))
         for tc in calls:
             steps.append(mk_step("action", tc.name, args_text(tc.args), tool_call_id=tc.call_id, agent=agent))
-        if task is None and norm_role(role or agent or "") == "user":
-            task = text
+        if first_user is None and task is None and norm_role(role or agent or "") == "user":
+            first_user = text
     steps = pair_by_id(steps)
-    for k in ("task", "question", "goal", "query", "input"):
-        if isinstance(rec.get(k), str):
-            task = rec[k]
-            break
+    if task is None:
+        task = first_user
     md = ctx.provenance(NAME)
     for k, v in rec.items():
         if k != key and k not in ("task",) and not isinstance(v, list):

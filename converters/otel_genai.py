@@ -143,6 +143,9 @@ def model_messages(sp: dict) -> tuple[list, list]:
 
 
 def _usage(a: dict) -> dict | None:
+    if "gen_ai.usage.input_tokens" not in a and "gen_ai.usage.output_tokens" not in a and not any(
+            k in a for k in ("gen_ai.usage.prompt_tokens", "gen_ai.usage.completion_tokens")):
+        return None
     u = {}
     for k, names in (("input_tokens", ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens")),
                      ("output_tokens", ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"))):

@@ -100,3 +100,20 @@ def test_detect_real_who_and_when(path):
 @pytest.mark.parametrize("path", part_a_real_files(), ids=lambda p: p.name)
 def test_detect_rejects_part_a(path):
     assert detect("multi_agent", path) == 0
+
+
+def test_tool_use_parts_in_content_become_actions(tmp_path):
+    # an agent whose content is an Anthropic-style part list: its tool_use part is a call, not lost text
+    rec = {"id": "parts-1", "messages": [
+        {"sender": "user_proxy", "content": "add 2 and 2"},
+        {"sender": "planner", "role": "assistant", "content": [
+            {"type": "text", "text": "I will add."},
+            {"type": "tool_use", "id": "tu_1", "name": "add", "input": {"a": 2, "b": 2}}]},
+        {"sender": "executor", "role": "tool", "tool_call_id": "tu_1", "content": "4"}]}
+    p = tmp_path / "parts.jsonl"
+    p.write_text(json.dumps(rec) + "\n", encoding="utf-8")
+    (t,), errors, _ = convert("multi_agent", p)
+    assert errors == []
+    assert types(t) == ["message", "thought", "action", "observation"]
+    assert (t.steps[2].content, json.loads(t.steps[2].action_input), meta(t.steps[2])["tool_call_id"]) == ("add", {"a": 2, "b": 2}, "tu_1")
+    assert t.steps[3].content == "4" and meta(t.steps[3])["tool_call_id"] == "tu_1"

@@ -7,7 +7,10 @@ Repeater config (anchor: 15.3 s to interactive at 200 steps), all built and meas
 the trace); "build" is from the task's data arriving to the same point, the part the config decides.
 "Interactive" = the first step's control is visible and enabled (transcript: the step's "label whole
 utterance" button; paged and naive: the first correctness radio). "Submit" = click on Submit until
-Label Studio answers the annotation POST. Prints medians and the ratio naive / ours per size.
+Label Studio answers the annotation POST. Each is measured in two ways of opening a task: "quick" (the
+task's own URL, ``?task=ID``, as the Data Manager opens it, with the annotation tabs) and "stream" (the
+label stream, ``?labeling=1``, what "Label All Tasks" opens). Prints medians and the ratio naive / ours of
+the open time per mode and size.
 """
 from __future__ import annotations
 
@@ -72,14 +75,16 @@ READY = {"transcript": "[data-testid='phrase:0'] button", "paged": ".te-step ~ *
          ".lsf-main-view label.ant-radio-wrapper", "naive": ".lsf-main-view label.ant-radio-wrapper"}
 
 
-def measure(a: Annotator, layout: str, pid: int, tid: int, timeout_s: float) -> tuple[float, float, float]:
+def measure(a: Annotator, layout: str, pid: int, tid: int, timeout_s: float, stream: bool = False) -> tuple[float, float, float]:
+    """One task: open (quick view, or the label stream when ``stream``), mark the outcome, submit."""
     page = a.page
     page.set_default_timeout(timeout_s * 1000)
     got = []
-    hook = lambda r: got.append(time.monotonic()) if re.search(rf"/api/tasks/{tid}(\?|$)", r.url) else None  # noqa: E731
+    task_url = r"/api/dm/actions\?id=next_task" if stream else rf"/api/tasks/{tid}(\?|$)"
+    hook = lambda r: got.append(time.monotonic()) if re.search(task_url, r.url) else None  # noqa: E731
     page.on("requestfinished", hook)
     t0 = time.monotonic()
-    t_open = a.open(pid, tid, ready=READY[layout])
+    t_open = a.open(pid, None if stream else tid, ready=READY[layout])
     page.remove_listener("requestfinished", hook)
     t_build = t0 + t_open - got[-1] if got else float("nan")
     if layout == "transcript":
@@ -87,7 +92,9 @@ def measure(a: Annotator, layout: str, pid: int, tid: int, timeout_s: float) -> 
     if layout != "naive":
         a.choose("failure")
     t0 = time.monotonic()
-    a.submit()
+    saved = a.submit()
+    if saved.get("task") != tid:  # the stream serves the queue's next task, which must be the one timed
+        raise RuntimeError(f"Label Studio saved an annotation of task {saved.get('task')}, expected {tid}")
     return t_open, t_build, time.monotonic() - t0
 
 
@@ -98,6 +105,9 @@ def main(argv=None) -> int:
     ap.add_argument("--data-dir", help="an initialised Label Studio data dir to copy (default: init a fresh one)")
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--layouts", default="transcript,paged,naive")
+    ap.add_argument("--modes", default="quick,stream",
+                    help="quick: the task's own URL (?task=ID, with the annotation tabs); stream: the label stream"
+                         " (?labeling=1, what 'Label All Tasks' opens)")
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     tmp = Path(tempfile.mkdtemp(prefix="bench-browser-"))
@@ -107,17 +117,19 @@ def main(argv=None) -> int:
     from playwright.sync_api import sync_playwright
 
     c = cfg.load(label_configs.path("trajectory_eval"))
-    results: dict[tuple[str, int], list[tuple[float, float, float]]] = {}
+    results: dict[tuple[str, str, int], list[tuple[float, float, float]]] = {}
+    modes = args.modes.split(",")
     with LocalLabelStudio(data_dir, log=print) as server, sync_playwright() as p:
         client = studio.connect(server.url, server.credentials.token)
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         a = Annotator(browser.new_context(viewport={"width": 1400, "height": 1000}).new_page(), server.url)
         a.login(server.credentials.email, server.credentials.password)
-        for layout in args.layouts.split(","):
+        for layout, mode in [(x, m) for m in modes for x in args.layouts.split(",")]:
+            # one project per layout and mode: the stream serves a project's unlabeled tasks in order
             if layout == "naive":
-                project = studio._dump(client.projects.create(title="bench naive", label_config=naive_config(c)))
+                project = studio._dump(client.projects.create(title=f"bench naive {mode}", label_config=naive_config(c)))
             else:
-                project = studio.create_project(client, c, layout, f"bench {layout}")
+                project = studio.create_project(client, c, layout, f"bench {layout} {mode}")
             pid = project["id"]
             for n in sizes:
                 runs = 1 if n >= 1000 else args.repeats
@@ -129,30 +141,32 @@ def main(argv=None) -> int:
                 ids = {t["data"]["trace_id"]: t["id"] for t in studio.iter_tasks(client, pid)}
                 for t in traces:
                     try:
-                        r = measure(a, layout, pid, ids[t["trace_id"]], args.timeout)
+                        r = measure(a, layout, pid, ids[t["trace_id"]], args.timeout, stream=mode == "stream")
                     except Exception as exc:  # noqa: BLE001 - a timeout is a result here
                         print(f"{layout} {n}: failed ({type(exc).__name__}: {str(exc).splitlines()[0][:100]})")
                         r = (float("nan"),) * 3
-                    results.setdefault((layout, n), []).append(r)
-                    print(f"{layout:10} {n:5} steps: open {r[0]:6.2f} s, build {r[1]:6.2f} s, submit {r[2]:6.2f} s",
-                          flush=True)
+                    results.setdefault((mode, layout, n), []).append(r)
+                    print(f"{mode:6} {layout:10} {n:5} steps: open {r[0]:6.2f} s, build {r[1]:6.2f} s,"
+                          f" submit {r[2]:6.2f} s", flush=True)
         browser.close()
     shutil.rmtree(tmp, ignore_errors=True)
 
-    def med(layout, n, i):
-        vals = [r[i] for r in results.get((layout, n), []) if r[i] == r[i]]
+    def med(mode, layout, n, i):
+        vals = [r[i] for r in results.get((mode, layout, n), []) if r[i] == r[i]]
         return statistics.median(vals) if vals else float("nan")
 
-    print("\nmedians (s): open / build / submit; ratio = naive Repeater build / ours;"
+    print("\nmedians (s): open / build / submit; ratios = naive Repeater open / ours, same mode;"
           " anchor (facts sheet): naive 15.3 s to interactive at 200 steps")
-    print(f"{'steps':>5} | {'transcript':>20} | {'paged':>20} | {'naive Repeater':>20} | naive/transcript  naive/paged")
-    for n in sizes:
-        cells = {x: tuple(med(x, n, i) for i in range(3)) for x in ("transcript", "paged", "naive")}
-        if not any(v == v for cell in cells.values() for v in cell):
-            continue
-        row = " | ".join(f"{o:6.2f} {b:6.2f} {s_:6.2f}" for o, b, s_ in cells.values())
-        print(f"{n:5} | {row} | {cells['naive'][1] / cells['transcript'][1]:16.1f} "
-              f"{cells['naive'][1] / cells['paged'][1]:12.1f}")
+    print(f"{'mode':>6} {'steps':>5} | {'transcript':>20} | {'paged':>20} | {'naive Repeater':>20} |"
+          f" naive/transcript  naive/paged")
+    for mode in modes:
+        for n in sizes:
+            cells = {x: tuple(med(mode, x, n, i) for i in range(3)) for x in ("transcript", "paged", "naive")}
+            if not any(v == v for cell in cells.values() for v in cell):
+                continue
+            row = " | ".join(f"{o:6.2f} {b:6.2f} {s_:6.2f}" for o, b, s_ in cells.values())
+            print(f"{mode:>6} {n:5} | {row} | {cells['naive'][0] / cells['transcript'][0]:16.1f} "
+                  f"{cells['naive'][0] / cells['paged'][0]:12.1f}")
     print(f"\npaged layout limit in use: labelconfig.PAGED_MAX_STEPS = {labelconfig.PAGED_MAX_STEPS}")
     return 0
 

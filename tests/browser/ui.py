@@ -50,11 +50,15 @@ class Annotator:
         p.wait_for_url(re.compile(r".*/(projects/?|)$"))
 
     # ------------------------------------------------------------ opening a task
-    def open(self, project_id: int, task_id: int, ready: str | None = None) -> float:
-        """Open a task in the labeling UI; return seconds until ``ready`` (default: first step) is usable."""
+    def open(self, project_id: int, task_id: int | None, ready: str | None = None) -> float:
+        """Open a task in the labeling UI; return seconds until ``ready`` (default: first step) is usable.
+
+        ``task_id`` None opens the label stream ("Label All Tasks"): Label Studio's next task in the queue.
+        """
         p = self.page
         t0 = time.monotonic()
-        p.goto(f"{self.url}/projects/{project_id}/data?task={task_id}")
+        query = "labeling=1" if task_id is None else f"task={task_id}"
+        p.goto(f"{self.url}/projects/{project_id}/data?{query}")
         p.wait_for_selector(ready or "[data-testid='phrase:0'] button, .te-step", timeout=120_000)
         elapsed = time.monotonic() - t0
         p.wait_for_load_state("networkidle")
@@ -62,6 +66,11 @@ class Annotator:
         p.wait_for_function("!document.querySelector('.lsf-label-view__lsf-wrapper_mode_explorer')"
                             " || getComputedStyle(document.querySelector('.lsf-main-view')).pointerEvents !== 'none'")
         time.sleep(0.5)
+        if task_id is None:  # the stream opens with the project's instructions over the task
+            modal = p.locator(".lsf-modal-ls_visible")
+            if modal.count():
+                modal.get_by_role("button", name="Close modal").click()
+                modal.wait_for(state="detached")
         return elapsed
 
     @property

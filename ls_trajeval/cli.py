@@ -177,6 +177,7 @@ def import_(inputs, project, create_title, config_path, layout, fmt, prelabels, 
         click.echo(f"prelabels: {prelabeler.count} predictions", err=True)
     click.echo(f"project {project_id}: imported {summary.imported}, skipped {summary.skipped} "
                f"(already there), rejected {summary.rejected}")
+    click.echo(f"annotate: {studio.label_stream_url(studio.server_url(url), project_id)}", err=True)
     if summary.paged and summary.long_traces:
         click.echo(f"warning: {summary.long_traces} traces have more than {PAGED_MAX_STEPS} steps "
                    f"(longest {summary.max_steps}); the paged layout opens them slowly and can lose drafts: "

@@ -55,6 +55,7 @@ def run_demo(data_dir: str | None, port: int, config: Config, layout: str = "tra
         creds = server.credentials
         echo("")
         echo(f"  Label Studio:  {server.url}/projects/{project['id']}/data")
+        echo(f"  annotate:      {studio.label_stream_url(server.url, project['id'])}")
         echo(f"  log in as:     {creds.email}")
         echo(f"  password:      {creds.password}")
         echo("")

@@ -26,6 +26,7 @@ def test_demo_sets_up_once_and_reuses_instance_and_project(tmp_path):
     assert f"sample traces: imported {n_samples}, already there 0" in first
     url = re.search(r"Label Studio:\s+(http://127\.0\.0\.1:(\d+))/projects/(\d+)/data", first)
     assert url, first
+    assert f"annotate:      {url.group(1)}/projects/{url.group(3)}/data?labeling=1" in first
     assert re.search(r"log in as:\s+admin@example.com", first) and re.search(r"password:\s+\S+", first)
     assert "ls-trajeval export --project" in first and "LABEL_STUDIO_API_KEY=" in first
     second = run_demo(tmp_path / "ls")

@@ -4,13 +4,14 @@ expected line. Also: a wrong step switched back to correct, and a saved draft re
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pytest
 from click.testing import CliRunner
 
 from ls_trajeval import config as cfg
-from ls_trajeval import label_configs
+from ls_trajeval import label_configs, studio
 from ls_trajeval.cli import main_group
 
 from .ui import dumps
@@ -166,3 +167,30 @@ def test_draft_is_resumed(guard, project, projects, layout, tmp_path):
     a.submit()
     t = trace(f"{layout}-draft")
     same(export(pid, tmp_path)[t["trace_id"]], expected_record(t, layout))
+
+
+def test_label_stream_printed_by_import(guard, ls_env, projects, ls_client, tmp_path):
+    """`import` prints the label stream's address; an annotator labels there, task after task."""
+    a = guard
+    traces = [trace(f"stream-{k}") for k in range(2)]
+    src = tmp_path / "traces.jsonl"
+    src.write_text("".join(json.dumps(t) + "\n" for t in traces), encoding="utf-8")
+    r = CliRunner().invoke(main_group, ["import", "--create", "browser stream", "--quiet", str(src)],
+                           catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    pid = int(re.search(r"project (\d+): imported 2", r.output).group(1))
+    assert f"annotate: {ls_env.url}/projects/{pid}/data?labeling=1" in r.output
+    tasks = {t["data"]["trace_id"]: t["id"] for t in studio.iter_tasks(ls_client, pid)}
+
+    a.open(pid, None)  # the stream serves the first unlabeled task
+    label_step_three(a, "transcript")
+    finish(a, "transcript")
+    assert a.submit()["task"] == tasks["stream-0"]
+    # and then the next one, without going back to the list
+    a.page.wait_for_function("document.querySelectorAll('.lsf-main-view .htx-highlight').length === 0")
+    finish(a, "transcript")
+    assert a.submit()["task"] == tasks["stream-1"]
+    got = export(pid, tmp_path)
+    same(got["stream-0"], expected_record(traces[0], "transcript"))
+    same(got["stream-1"], expected_record(traces[1], "transcript", wrong=False))
+    assert not a.watch.dialogs and not a.watch.errors

@@ -142,16 +142,17 @@ def model_messages(sp: dict) -> tuple[list, list]:
     return ins, outs
 
 
+_USAGE = (("input_tokens", ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens")),
+          ("output_tokens", ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens")))
+
+
 def _usage(a: dict) -> dict | None:
-    if "gen_ai.usage.input_tokens" not in a and "gen_ai.usage.output_tokens" not in a and not any(
-            k in a for k in ("gen_ai.usage.prompt_tokens", "gen_ai.usage.completion_tokens")):
-        return None
     u = {}
-    for k, names in (("input_tokens", ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens")),
-                     ("output_tokens", ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"))):
+    for k, names in _USAGE:
         for n in names:
-            if isinstance(a.get(n), (int, float)):
-                u[k] = a[n]
+            v = a.get(n)
+            if isinstance(v, (int, float)):
+                u[k] = v
                 break
     return u or None
 

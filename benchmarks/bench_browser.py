@@ -3,14 +3,14 @@ Repeater config (anchor: 15.3 s to interactive at 200 steps), all built and meas
 
     python benchmarks/bench_browser.py [--sizes 10,200,1000] [--repeats 3] [--data-dir DIR]
 
-"Open" is from navigating to the task's URL (the whole Label Studio app boots: ~5 s here whatever
+"Open" is from navigating to the task's URL (the whole Label Studio app boots: 1.3-2 s here whatever
 the trace); "build" is from the task's data arriving to the same point, the part the config decides.
 "Interactive" = the first step's control is visible and enabled (transcript: the step's "label whole
 utterance" button; paged and naive: the first correctness radio). "Submit" = click on Submit until
 Label Studio answers the annotation POST. Each is measured in two ways of opening a task: "quick" (the
 task's own URL, ``?task=ID``, as the Data Manager opens it, with the annotation tabs) and "stream" (the
-label stream, ``?labeling=1``, what "Label All Tasks" opens). Prints medians and the ratio naive / ours of
-the open time per mode and size.
+label stream, ``?labeling=1``, what "Label All Tasks" opens). Prints medians and the ratios ours / naive and
+ours / anchor of the open time per mode and size.
 """
 from __future__ import annotations
 
@@ -75,8 +75,14 @@ READY = {"transcript": "[data-testid='phrase:0'] button", "paged": ".te-step ~ *
          ".lsf-main-view label.ant-radio-wrapper", "naive": ".lsf-main-view label.ant-radio-wrapper"}
 
 
-def measure(a: Annotator, layout: str, pid: int, tid: int, timeout_s: float, stream: bool = False) -> tuple[float, float, float]:
-    """One task: open (quick view, or the label stream when ``stream``), mark the outcome, submit."""
+def measure(a: Annotator, layout: str, pid: int, tid: int, timeout_s: float, stream: bool = False,
+            next_tid: int | None = None) -> tuple[float, float, float, float]:
+    """One task: open (quick view, or the label stream when ``stream``), mark the outcome, submit.
+
+    In the stream, Label Studio then loads the queue's next task in the page: "next" is the time from the
+    saved annotation until that task (``next_tid``) is built and its first step control is on the page,
+    what an annotator working down the queue waits for. It is awaited in any case, so that the next
+    measurement never starts while the page is still busy with it."""
     page = a.page
     page.set_default_timeout(timeout_s * 1000)
     got = []
@@ -87,15 +93,25 @@ def measure(a: Annotator, layout: str, pid: int, tid: int, timeout_s: float, str
     t_open = a.open(pid, None if stream else tid, ready=READY[layout])
     page.remove_listener("requestfinished", hook)
     t_build = t0 + t_open - got[-1] if got else float("nan")
-    if layout == "transcript":
-        a.choose("I reviewed every step")
     if layout != "naive":
+        a.choose("I reviewed every step")
         a.choose("failure")
+    old = page.evaluate_handle("s => document.querySelector(s)", READY[layout])
     t0 = time.monotonic()
     saved = a.submit()
+    t_submit = time.monotonic() - t0
     if saved.get("task") != tid:  # the stream serves the queue's next task, which must be the one timed
         raise RuntimeError(f"Label Studio saved an annotation of task {saved.get('task')}, expected {tid}")
-    return t_open, t_build, time.monotonic() - t0
+    t_next = float("nan")
+    if stream and next_tid is not None:
+        t0 = time.monotonic()
+        # (the editor's store is window.Htx; a control of the new task is a new element)
+        page.wait_for_function("([id, sel, old]) => { const e = document.querySelector(sel);"
+                               " return window.Htx && window.Htx.task && window.Htx.task.id === id && !!e && e !== old; }",
+                               arg=[next_tid, READY[layout], old], polling=50)
+        t_next = time.monotonic() - t0
+    page.wait_for_load_state("networkidle")
+    return t_open, t_build, t_submit, t_next
 
 
 def main(argv=None) -> int:
@@ -105,6 +121,8 @@ def main(argv=None) -> int:
     ap.add_argument("--data-dir", help="an initialised Label Studio data dir to copy (default: init a fresh one)")
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--layouts", default="transcript,paged,naive")
+    ap.add_argument("--naive-max", type=int, default=200,
+                    help="largest trace for the naive Repeater (at 1000 steps it takes minutes to open)")
     ap.add_argument("--modes", default="quick,stream",
                     help="quick: the task's own URL (?task=ID, with the annotation tabs); stream: the label stream"
                          " (?labeling=1, what 'Label All Tasks' opens)")
@@ -117,7 +135,7 @@ def main(argv=None) -> int:
     from playwright.sync_api import sync_playwright
 
     c = cfg.load(label_configs.path("trajectory_eval"))
-    results: dict[tuple[str, str, int], list[tuple[float, float, float]]] = {}
+    results: dict[tuple[str, str, int], list[tuple[float, float, float, float]]] = {}
     modes = args.modes.split(",")
     with LocalLabelStudio(data_dir, log=print) as server, sync_playwright() as p:
         client = studio.connect(server.url, server.credentials.token)
@@ -132,6 +150,8 @@ def main(argv=None) -> int:
                 project = studio.create_project(client, c, layout, f"bench {layout} {mode}")
             pid = project["id"]
             for n in sizes:
+                if layout == "naive" and n > args.naive_max:
+                    continue
                 runs = 1 if n >= 1000 else args.repeats
                 traces = [synthetic(n, k) for k in range(runs)]
                 if layout == "naive":
@@ -139,15 +159,17 @@ def main(argv=None) -> int:
                 else:
                     import_traces(client, pid, [trace.parse_trace(t) for t in traces], c, progress=False)
                 ids = {t["data"]["trace_id"]: t["id"] for t in studio.iter_tasks(client, pid)}
-                for t in traces:
+                for k, t in enumerate(traces):
+                    following = ids[traces[k + 1]["trace_id"]] if k + 1 < len(traces) else None
                     try:
-                        r = measure(a, layout, pid, ids[t["trace_id"]], args.timeout, stream=mode == "stream")
+                        r = measure(a, layout, pid, ids[t["trace_id"]], args.timeout, stream=mode == "stream",
+                                    next_tid=following)
                     except Exception as exc:  # noqa: BLE001 - a timeout is a result here
                         print(f"{layout} {n}: failed ({type(exc).__name__}: {str(exc).splitlines()[0][:100]})")
-                        r = (float("nan"),) * 3
+                        r = (float("nan"),) * 4
                     results.setdefault((mode, layout, n), []).append(r)
                     print(f"{mode:6} {layout:10} {n:5} steps: open {r[0]:6.2f} s, build {r[1]:6.2f} s,"
-                          f" submit {r[2]:6.2f} s", flush=True)
+                          f" submit {r[2]:6.2f} s, next {r[3]:6.2f} s", flush=True)
         browser.close()
     shutil.rmtree(tmp, ignore_errors=True)
 
@@ -155,18 +177,22 @@ def main(argv=None) -> int:
         vals = [r[i] for r in results.get((mode, layout, n), []) if r[i] == r[i]]
         return statistics.median(vals) if vals else float("nan")
 
-    print("\nmedians (s): open / build / submit; ratios = naive Repeater open / ours, same mode;"
-          " anchor (facts sheet): naive 15.3 s to interactive at 200 steps")
-    print(f"{'mode':>6} {'steps':>5} | {'transcript':>20} | {'paged':>20} | {'naive Repeater':>20} |"
-          f" naive/transcript  naive/paged")
+    anchor = 15.3
+    layouts = ("transcript", "paged", "naive")
+    print("\nmedians (s): open / build / submit / next (stream only). Ratios ours / naive Repeater, same mode and"
+          " run (below 1: ours is sooner), of the open and (stream) next times; and of the open time to the facts"
+          f" sheet's anchor (naive, {anchor} s at 200 steps)")
+    print(f"{'mode':>6} {'steps':>5} | " + " | ".join(f"{x:>27}" for x in layouts) +
+          " | open t/naive p/naive  next t/naive p/naive  open t/anchor p/anchor")
     for mode in modes:
         for n in sizes:
-            cells = {x: tuple(med(mode, x, n, i) for i in range(3)) for x in ("transcript", "paged", "naive")}
+            cells = {x: tuple(med(mode, x, n, i) for i in range(4)) for x in layouts}
             if not any(v == v for cell in cells.values() for v in cell):
                 continue
-            row = " | ".join(f"{o:6.2f} {b:6.2f} {s_:6.2f}" for o, b, s_ in cells.values())
-            print(f"{mode:>6} {n:5} | {row} | {cells['naive'][0] / cells['transcript'][0]:16.1f} "
-                  f"{cells['naive'][0] / cells['paged'][0]:12.1f}")
+            row = " | ".join(" ".join(f"{v:6.2f}" for v in cell) for cell in cells.values())
+            t, p_, nv = cells["transcript"], cells["paged"], cells["naive"]
+            print(f"{mode:>6} {n:5} | {row} | {t[0] / nv[0]:13.2f} {p_[0] / nv[0]:7.2f} {t[3] / nv[3]:13.2f}"
+                  f" {p_[3] / nv[3]:7.2f} {t[0] / anchor:13.2f} {p_[0] / anchor:8.2f}")
     print(f"\npaged layout limit in use: labelconfig.PAGED_MAX_STEPS = {labelconfig.PAGED_MAX_STEPS}")
     return 0
 

@@ -180,7 +180,7 @@ def import_(inputs, project, create_title, config_path, layout, fmt, prelabels, 
     click.echo(f"annotate: {studio.label_stream_url(studio.server_url(url), project_id)}", err=True)
     if summary.paged and summary.long_traces:
         click.echo(f"warning: {summary.long_traces} traces have more than {PAGED_MAX_STEPS} steps "
-                   f"(longest {summary.max_steps}); the paged layout opens them slowly and can lose drafts: "
+                   f"(longest {summary.max_steps}); the paged layout opens them slowly: "
                    "prefer --layout transcript", err=True)
     if not summary.ok or (prelabeler is not None and prelabeler.errors):
         sys.exit(EXIT_REJECTED)

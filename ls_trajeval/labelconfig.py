@@ -1,7 +1,7 @@
 """Compile a Config into Label Studio labeling-config XML, through Jinja2 templates (package data).
 
 Two layouts (see DESIGN.md): ``transcript`` (Paragraphs, a region per wrong step, per-region
-controls) and ``paged`` (Repeater, one step per page, explicit per-step correctness). The control
+controls) and ``paged`` (Repeater, one step per page, a correctness choice per step). The control
 names both use are defined here, in :func:`control_names`, and read back by :mod:`results`.
 """
 from __future__ import annotations
@@ -48,6 +48,10 @@ class Names:
         return f"{self.scheme}_rationale"
 
     @property
+    def types_store(self) -> str:  # paged: the hidden Taxonomy holding the error types every step shares
+        return f"{self.scheme}_types"
+
+    @property
     def reviewed(self) -> str:
         return f"{self.scheme}_reviewed"
 
@@ -61,7 +65,8 @@ OBJECT_NAMES = ("te_task", "te_trace", "te_step")
 
 def control_names(scheme: TrajectoryScheme) -> list[str]:
     n = Names(scheme.name)
-    return [n.marks, n.correctness, n.type, n.severity, n.rationale, n.reviewed, n.live_score, *OBJECT_NAMES]
+    return [n.marks, n.correctness, n.type, n.severity, n.rationale, n.types_store, n.reviewed, n.live_score,
+            *OBJECT_NAMES]
 
 
 def _weight(w: float) -> str:

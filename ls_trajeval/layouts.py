@@ -3,9 +3,9 @@ the CLI can offer them without importing either)."""
 from __future__ import annotations
 
 LAYOUTS = ("transcript", "paged")
-#: Above this many steps the paged layout gets slow to open: benchmarks/bench_browser.py measured
-#: ~0.15 s per step (loaded machine; 30.8 s at 200 steps, as slow as the naive Repeater), so 60 keeps it near 5 s idle.
-PAGED_MAX_STEPS = 60
+#: Above this many steps the paged layout gets slow to open: Label Studio builds every step's controls when a
+#: task opens (benchmarks/bench_browser.py, idle 2-core machine: 3.8-4.8 s at 200 steps, 12-21 s at 1000).
+PAGED_MAX_STEPS = 200
 
 
 def layout_of(label_config: str) -> str:

@@ -3,9 +3,9 @@
 A transcript project's tasks carry no ``te_pages`` (see :mod:`tasks`), so switching to the paged
 layout first asks Label Studio whether it accepts the new label config (it refuses one that the
 project's annotations cannot be read with: layouts name their controls differently), then renders
-the cards of every task that lacks them, then replaces the config: no annotator meets a paged task
-without its pages. Switching back to the
-transcript layout only replaces the config (the cards stay in the tasks, unused).
+the cards of every task that lacks them (or holds them in an earlier shape), then replaces the
+config: no annotator meets a paged task without its pages. Switching back to the transcript layout
+only replaces the config (the cards stay in the tasks, unused).
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from tqdm import tqdm
 
 from . import labelconfig, studio
 from .config import Config
-from .tasks import pages
+from .tasks import has_pages, pages
 from .trace import Trace, parse_trace
 
 
@@ -43,7 +43,7 @@ def set_layout(client, project_id: int, layout: str, config: Config | None = Non
         tasks = studio.iter_tasks(client, project_id, with_annotations=False, include="id,data", page_size=500)
         for task in tqdm(tasks, desc="rendering pages", unit=" tasks", disable=not progress, leave=False):
             data = task.get("data") or {}
-            if isinstance(data.get("te_pages"), list) and len(data["te_pages"]) == data.get("n_steps"):
+            if has_pages(data):
                 continue
             parsed = parse_trace(data, source=f"task {task['id']}", id_key=cfg.id_key, text_key=cfg.text_key,
                                  trace_key=cfg.trace_key)

@@ -201,7 +201,7 @@ def encode(labels: TraceLabels, config: Config, layout: str, transcript: Sequenc
         wrong = step.correctness in errors
         if layout == "paged":
             i = step.step_index
-            to_name = f"te_step_{i}"
+            to_name = "te_task"  # every per-step control names the task text (see the paged template)
             out.append(item(f"{correctness}_{i}", to_name, "choices", {"choices": [step.correctness]}))
             if not wrong:
                 continue
@@ -232,7 +232,7 @@ def encode(labels: TraceLabels, config: Config, layout: str, transcript: Sequenc
     for name, value in labels.whole_trace.items():
         if value is not None:
             out.append(item(name, "te_task", "choices", {"choices": [value]}))
-    if layout == "transcript" and config.require_all_steps and confirm_review:
-        out.append(item(names.reviewed, "te_trace", "choices",
+    if config.require_all_steps and confirm_review:
+        out.append(item(names.reviewed, "te_trace" if layout == "transcript" else "te_task", "choices",
                         {"choices": [REVIEWED_TEXT]}))
     return out

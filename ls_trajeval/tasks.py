@@ -2,8 +2,8 @@
 
 A task carries the trace as given plus what its layout displays: ``te_transcript`` (Paragraphs:
 one utterance per step) always, and in a paged project ``te_pages`` (Repeater: one rendered HTML
-card per step); the step count and a seeded running score (the on-task header reads "undefined"
-when the field is missing). ``te_pages`` is about 70% of a task's bytes and 95% of the time to
+card per step, as a one-item list for the ``List`` tag that shows it); the step count and a seeded
+running score (the on-task header reads "undefined" when the field is missing). ``te_pages`` is about 70% of a task's bytes and 95% of the time to
 build it, so a transcript project does without it; :mod:`relayout` adds it when a project
 switches to the paged layout.
 """
@@ -163,10 +163,17 @@ def page_html(step: Step, index: int, total: int, config: Config) -> str:
     )
 
 
-def pages(trace: Trace, config: Config) -> list[dict]:
-    """``te_pages``: the paged layout's rendered card per step."""
+def pages(trace: Trace, config: Config) -> list[list[dict]]:
+    """``te_pages``: the paged layout's rendered card per step, each as the one item of a ``List`` tag."""
     n = len(trace.steps)
-    return [{"html": page_html(s, i, n, config)} for i, s in enumerate(trace.steps)]
+    return [[{"id": f"step-{i + 1}", "html": page_html(s, i, n, config)}] for i, s in enumerate(trace.steps)]
+
+
+def has_pages(data: dict) -> bool:
+    """Whether task ``data`` carries the paged layout's cards, one per step, in the current shape."""
+    cards = data.get("te_pages")
+    return (isinstance(cards, list) and len(cards) == data.get("n_steps")
+            and all(isinstance(c, list) and c and isinstance(c[0], dict) for c in cards))
 
 
 def task_data(trace: Trace, config: Config, layout: str = "transcript") -> dict:

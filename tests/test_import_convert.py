@@ -114,3 +114,24 @@ def test_unknown_format_name_is_one_line(ls_env, tmp_path):
     assert r.exit_code == 2
     assert "unknown format 'nonsense'" in r.output and "Traceback" not in r.output
     assert "created project" not in r.output  # checked before anything is created
+
+
+def test_paged_projects_warn_about_traces_longer_than_the_layout_handles(ls_env, tmp_path):
+    """`generate --layout paged` states the limit; importing longer traces into a paged project names how many
+    and the longest; a transcript project takes them without a word."""
+    from ls_trajeval.layouts import PAGED_MAX_STEPS
+
+    def make(tid, n):
+        return {"trace_id": tid, "task": "t", "trace": [{"type": "thought", "content": f"s{i}"} for i in range(n)]}
+
+    src = tmp_path / "mixed.jsonl"
+    src.write_text("".join(json.dumps(make(f"len-{n}", n)) + "\n" for n in (3, PAGED_MAX_STEPS, PAGED_MAX_STEPS + 7)))
+    r = cli("generate", "--layout", "paged")
+    assert r.exit_code == 0 and f"traces longer than {PAGED_MAX_STEPS} steps open slowly" in r.output
+    assert "open slowly" not in cli("generate", "--layout", "transcript").output
+    r = cli("import", "--create", "long paged", "--layout", "paged", "--quiet", src)
+    assert r.exit_code == 0, r.output
+    assert (f"warning: 1 traces have more than {PAGED_MAX_STEPS} steps (longest {PAGED_MAX_STEPS + 7}); "
+            "the paged layout opens them slowly: prefer --layout transcript") in r.output
+    r = cli("import", "--create", "long transcript", "--quiet", src)
+    assert r.exit_code == 0 and "warning" not in r.output and "imported 3," in r.output

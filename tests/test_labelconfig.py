@@ -49,7 +49,7 @@ def test_structure_and_names(layout):
     tags = {el.tag for el in root.iter()}
     assert "overall_success" in names and "te_task" in names
     assert {"Taxonomy", "TextArea", "Header"} <= tags
-    taxonomy = next(el for el in root.iter("Taxonomy"))
+    taxonomy = next(el for el in root.iter("Taxonomy") if len(el))  # paged: the shared store's holder
     cats = [(ch.get("alias"), [g.get("alias") for g in ch]) for ch in taxonomy]
     assert cats[0] == ("reasoning", ["logical_error", "incorrect_assumption", "over_generalization",
                                      "circular_reasoning", "incorrect_calculation"])
@@ -70,9 +70,20 @@ def test_structure_and_names(layout):
         rep = next(root.iter("Repeater"))
         assert rep.get("indexFlag") == "{{idx}}" and rep.get("mode") == "pagination"
         corr = next(el for el in root.iter("Choices") if el.get("name") == "error_localization_correctness_{{idx}}")
-        assert [(ch.get("value"), ch.get("selected")) for ch in corr] == [("correct", "true"), ("incorrect", None)]
+        # nothing preselected: a step without a verdict is the default, and a preselected result per step
+        # made every step cost at open
+        assert [(ch.get("value"), ch.get("selected")) for ch in corr] == [("correct", None), ("incorrect", None)]
+        assert corr.get("required") is None and "error_localization_reviewed" in names
         view = next(el for el in root.iter("View") if el.get("visibleWhen") == "choice-selected")
         assert view.get("whenChoiceValue") == "incorrect"
+        # the error types are declared once, in a hidden Taxonomy that fills the store the steps share
+        per_step = next(el for el in rep.iter("Taxonomy"))
+        assert len(per_step) == 0 and per_step.get("sharedStore") == taxonomy.get("sharedStore") == taxonomy.get("name")
+        assert taxonomy.get("required") is None and per_step.get("required") == "true"
+        # a step's card is a List item; a List with a control pointing at it shows nothing
+        assert next(rep.iter("List")).get("value") == "$te_pages[{{idx}}]"
+        assert {el.get("toName") for el in rep.iter() if el.get("toName")} == {"te_task"}
+        assert ">" not in next(root.iter("Style")).text  # Label Studio escapes it, breaking the rule
         # Repeater replaces only the first {{idx}} of an attribute
         assert all(v.count("{{idx}}") <= 1 for el in root.iter() for v in el.attrib.values())
 
@@ -102,3 +113,22 @@ def test_shipped_xml_equals_what_the_generator_prints(name, layout):
     out = CliRunner().invoke(main_group, ["generate", str(label_configs.path(name)), "--layout", layout])
     assert out.exit_code == 0
     assert out.stdout == shipped, f"regenerate with: ls-trajeval generate label_configs/{name}.yaml --layout {layout} -o label_configs/{name}.{layout}.xml"
+
+
+def test_paged_cards_are_one_item_lists_and_earlier_shapes_need_rendering():
+    """The List tag the paged layout shows a card with takes a list of items; cards in the HyperText shape
+    of earlier versions ({"html": ...} per step) are not pages to it, so ``layout paged`` renders them anew."""
+    from ls_trajeval import trace
+    from ls_trajeval.tasks import has_pages, task_data
+
+    c = cfg.load(label_configs.path("trajectory_eval"))
+    t = trace.parse_trace({"trace_id": "p", "task": "t", "trace": [
+        {"type": "thought", "content": "a <b>"}, {"type": "action", "content": "run", "action_input": {"x": 1}}]})
+    data = task_data(t, c, "paged")
+    assert [[sorted(item) for item in card] for card in data["te_pages"]] == [[["html", "id"]], [["html", "id"]]]
+    assert [card[0]["id"] for card in data["te_pages"]] == ["step-1", "step-2"]
+    assert "a &lt;b&gt;" in data["te_pages"][0][0]["html"]
+    assert has_pages(data)
+    assert not has_pages({**data, "te_pages": [card[0] for card in data["te_pages"]]})  # the earlier shape
+    assert not has_pages({**data, "te_pages": data["te_pages"][:1]})  # one card short
+    assert not has_pages(task_data(t, c, "transcript"))

@@ -46,7 +46,7 @@ def test_transcript_ui_shapes_decode():
 
 
 def test_paged_ui_shapes_decode_and_details_of_a_correct_step_are_dropped():
-    result = [{"id": f"c{i}", "from_name": f"error_localization_correctness_{i}", "to_name": f"te_step_{i}",
+    result = [{"id": f"c{i}", "from_name": f"error_localization_correctness_{i}", "to_name": "te_task",
                "type": "choices", "value": {"choices": ["incorrect" if i == 1 else "correct"]}} for i in range(3)]
     result += [
         {"id": "t1", "from_name": "error_localization_type_1", "type": "taxonomy",

@@ -69,22 +69,26 @@ def ui_result(layout: str, transcript: list[dict]) -> list[dict]:
              "origin": "manual", "value": {"choices": [labelconfig.REVIEWED_TEXT]}},
         ]
     else:
+        # what the UI saves: a verdict only where the annotator chose one (step 0 explicitly correct, the
+        # others untouched), every control pointing at the task text
         steps = []
-        for i in range(7):
+        for i in (0, 3, 6):
             steps.append({"id": f"c{i}", "from_name": f"error_localization_correctness_{i}",
-                          "to_name": f"te_step_{i}", "type": "choices", "origin": "manual",
+                          "to_name": "te_task", "type": "choices", "origin": "manual",
                           "value": {"choices": ["incorrect" if i in (3, 6) else "correct"]}})
         steps += [
-            {"id": "t3", "from_name": "error_localization_type_3", "to_name": "te_step_3", "type": "taxonomy",
+            {"id": "t3", "from_name": "error_localization_type_3", "to_name": "te_task", "type": "taxonomy",
              "origin": "manual", "value": {"taxonomy": [["reasoning", "incorrect_assumption"]]}},
-            {"id": "s3", "from_name": "error_localization_severity_3", "to_name": "te_step_3", "type": "choices",
+            {"id": "s3", "from_name": "error_localization_severity_3", "to_name": "te_task", "type": "choices",
              "origin": "manual", "value": {"choices": ["major"]}},
-            {"id": "r3", "from_name": "error_localization_rationale_3", "to_name": "te_step_3", "type": "textarea",
+            {"id": "r3", "from_name": "error_localization_rationale_3", "to_name": "te_task", "type": "textarea",
              "origin": "manual", "value": {"text": [RATIONALE]}},
-            {"id": "t6", "from_name": "error_localization_type_6", "to_name": "te_step_6", "type": "taxonomy",
+            {"id": "t6", "from_name": "error_localization_type_6", "to_name": "te_task", "type": "taxonomy",
              "origin": "manual", "value": {"taxonomy": [["action", "premature_termination"]]}},
-            {"id": "s6", "from_name": "error_localization_severity_6", "to_name": "te_step_6", "type": "choices",
+            {"id": "s6", "from_name": "error_localization_severity_6", "to_name": "te_task", "type": "choices",
              "origin": "manual", "value": {"choices": ["critical"]}},
+            {"id": "rev", "from_name": "error_localization_reviewed", "to_name": "te_task", "type": "choices",
+             "origin": "manual", "value": {"choices": [labelconfig.REVIEWED_TEXT]}},
         ]
     return steps + [{"id": "out", "from_name": "overall_success", "to_name": "te_task", "type": "choices",
                      "origin": "manual", "value": {"choices": ["failure"]}}]

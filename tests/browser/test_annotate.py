@@ -110,8 +110,7 @@ def label_step_three(a, layout: str):
 
 
 def finish(a, layout: str):
-    if layout == "transcript":
-        a.choose("I reviewed every step")
+    a.choose("I reviewed every step")  # require_all_steps, both layouts
     a.choose("failure")
 
 
@@ -169,28 +168,37 @@ def test_draft_is_resumed(guard, project, projects, layout, tmp_path):
     same(export(pid, tmp_path)[t["trace_id"]], expected_record(t, layout))
 
 
-def test_label_stream_printed_by_import(guard, ls_env, projects, ls_client, tmp_path):
-    """`import` prints the label stream's address; an annotator labels there, task after task."""
+@pytest.mark.parametrize("layout", ["transcript", "paged"])
+def test_label_stream_printed_by_import(guard, ls_env, projects, ls_client, tmp_path, layout):
+    """`import` prints the label stream's address; an annotator labels there, task after task (in the paged
+    layout the second task's steps must still offer the error types their shared store holds)."""
     a = guard
-    traces = [trace(f"stream-{k}") for k in range(2)]
+    traces = [trace(f"stream-{layout}-{k}") for k in range(2)]
     src = tmp_path / "traces.jsonl"
     src.write_text("".join(json.dumps(t) + "\n" for t in traces), encoding="utf-8")
-    r = CliRunner().invoke(main_group, ["import", "--create", "browser stream", "--quiet", str(src)],
-                           catch_exceptions=False)
+    r = CliRunner().invoke(main_group, ["import", "--create", f"browser stream {layout}", "--layout", layout,
+                                        "--quiet", str(src)], catch_exceptions=False)
     assert r.exit_code == 0, r.output
     pid = int(re.search(r"project (\d+): imported 2", r.output).group(1))
     assert f"annotate: {ls_env.url}/projects/{pid}/data?labeling=1" in r.output
     tasks = {t["data"]["trace_id"]: t["id"] for t in studio.iter_tasks(ls_client, pid)}
 
     a.open(pid, None)  # the stream serves the first unlabeled task
-    label_step_three(a, "transcript")
-    finish(a, "transcript")
-    assert a.submit()["task"] == tasks["stream-0"]
+    label_step_three(a, layout)
+    finish(a, layout)
+    assert a.submit()["task"] == tasks[traces[0]["trace_id"]]
     # and then the next one, without going back to the list
-    a.page.wait_for_function("document.querySelectorAll('.lsf-main-view .htx-highlight').length === 0")
-    finish(a, "transcript")
-    assert a.submit()["task"] == tasks["stream-1"]
+    if layout == "transcript":
+        a.page.wait_for_function("document.querySelectorAll('.lsf-main-view .htx-highlight').length === 0")
+        finish(a, layout)
+        want = expected_record(traces[1], layout, wrong=False)
+    else:
+        a.page.wait_for_function("!document.querySelector('.lsf-main-view .te-step-details')")
+        label_step_three(a, layout)
+        finish(a, layout)
+        want = expected_record(traces[1], layout)
+    assert a.submit()["task"] == tasks[traces[1]["trace_id"]]
     got = export(pid, tmp_path)
-    same(got["stream-0"], expected_record(traces[0], "transcript"))
-    same(got["stream-1"], expected_record(traces[1], "transcript", wrong=False))
+    same(got[traces[0]["trace_id"]], expected_record(traces[0], layout))
+    same(got[traces[1]["trace_id"]], want)
     assert not a.watch.dialogs and not a.watch.errors

@@ -23,13 +23,24 @@ def keyed(projects, ls_env):
             for layout in ("transcript", "paged")}
 
 
-def key_of(a, label: str) -> str:
-    """The hotkey Label Studio shows next to a visible choice, e.g. "incorrect[7]" -> "7"."""
+def key_of(a, label: str) -> str | None:
+    """The hotkey Label Studio shows next to a visible choice, e.g. "incorrect[7]" -> "7" (None: it ran out)."""
     for text in a.main.locator("label.ant-radio-wrapper:visible, label.ant-checkbox-wrapper:visible").all_inner_texts():
-        m = re.fullmatch(rf"{re.escape(label)}\s*\[(\w)\]", text.strip())
+        m = re.fullmatch(rf"{re.escape(label)}\s*(\[(\w)\])?", text.strip())
         if m:
-            return m.group(1)
-    raise AssertionError(f"no hotkey shown for {label!r}")
+            return m.group(2)
+    raise AssertionError(f"no choice {label!r} shown")
+
+
+def press_choice(a, label: str):
+    """Its hotkey; where Label Studio has none left to give (every step's choices take theirs first), Tab to
+    it and Space, as an annotator does."""
+    key = key_of(a, label)
+    if key:
+        a.page.keyboard.press(key)
+    else:
+        focus_choice(a, label)
+        a.page.keyboard.press("Space")
 
 
 def assert_unique_hotkeys(a):
@@ -61,14 +72,15 @@ def focus(a, selector: str, limit: int = 80):
     raise AssertionError(f"Tab never reached {selector}")
 
 
-def focus_radio(a, label: str, limit: int = 80):
-    """Tab until the focused element is the radio labelled ``label``."""
+def focus_choice(a, label: str, limit: int = 80):
+    """Tab until the focused element is the radio or checkbox labelled ``label``."""
     for _ in range(limit):
         if a.page.evaluate("t => { const e = document.activeElement; const l = e && e.closest('label');"
-                           " return !!l && e.type === 'radio' && l.innerText.includes(t); }", label):
+                           " return !!l && (e.type === 'radio' || e.type === 'checkbox') && l.innerText.includes(t); }",
+                           label):
             return
         a.page.keyboard.press("Tab")
-    raise AssertionError(f"Tab never reached the radio {label!r}")
+    raise AssertionError(f"Tab never reached the choice {label!r}")
 
 
 def shown_step(a) -> int:
@@ -108,7 +120,7 @@ def test_keyboard_only_walk_and_label(guard, keyed, tmp_path):
     kb = a.page.keyboard
     assert walk_to(a, 6)[-1] == 6  # to the last step
     assert walk_to(a, 4)[-1] == 4  # and back
-    kb.press(key_of(a, "incorrect"))
+    press_choice(a, "incorrect")
     a.details.wait_for()
     focus(a, ".te-step-details input[role=combobox]")
     kb.press("Enter")  # opens the tree; its own search box takes the focus a moment later
@@ -127,14 +139,15 @@ def test_keyboard_only_walk_and_label(guard, keyed, tmp_path):
     assert "Reasoning Error / Incorrect Assumption" in chosen.first.inner_text()
     # the focus is still in the type's box, where letters are typed, not hotkeys: Tab on to the severity
     # radio "Major" (Label Studio's radios are focusable one by one), Space picks it
-    focus_radio(a, "Major")
+    focus_choice(a, "Major")
     kb.press("Space")
     assert "Major" in a.details.locator("label.ant-radio-wrapper-checked").first.inner_text()
     focus(a, ".te-step-details textarea")
     kb.type("guessed the fix")
     kb.press("Shift+Enter")
     kb.press("Escape")  # out of the text box: keys are hotkeys again
-    kb.press(key_of(a, "failure"))
+    press_choice(a, "I reviewed every step; unmarked steps are correct")
+    press_choice(a, "failure")
     with a.page.expect_response(lambda r: re.search(r"/api/tasks/\d+/annotations", r.url) and r.request.method == "POST"):
         kb.press("Control+Enter")
     step = export(pid, tmp_path)["keys-paged"]["error_localization"][3]

@@ -169,6 +169,7 @@ def test_paged_shows_every_payload_literally_and_runs_none(guard, hostile, tmp_p
     text = shown_text(a)
     for p in PAYLOADS:
         assert p in text, f"not shown literally: {p!r}"
+    a.choose("I reviewed every step")
     a.main.locator(".te-whole-trace label").nth(16).click()
     assert_nothing_ran(a)
     a.submit()

@@ -3,9 +3,9 @@
 A task carries the trace as given plus what its layout displays: ``te_transcript`` (Paragraphs:
 one utterance per step) always, and in a paged project ``te_pages`` (Repeater: one rendered HTML
 card per step, as a one-item list for the ``List`` tag that shows it); the step count and a seeded
-running score (the on-task header reads "undefined" when the field is missing). ``te_pages`` is about 70% of a task's bytes and 95% of the time to
-build it, so a transcript project does without it; :mod:`relayout` adds it when a project
-switches to the paged layout.
+running score (the on-task header reads "undefined" when the field is missing). ``te_pages`` is
+about 70% of a task's bytes and 95% of the time to build it, so a transcript project does without
+it; :mod:`relayout` adds it when a project switches to the paged layout.
 """
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from ls_trajeval import config as cfg
-from ls_trajeval import label_configs
+from ls_trajeval import label_configs, labelconfig
 
 from .test_annotate import export, trace
 
@@ -146,7 +146,7 @@ def test_keyboard_only_walk_and_label(guard, keyed, tmp_path):
     kb.type("guessed the fix")
     kb.press("Shift+Enter")
     kb.press("Escape")  # out of the text box: keys are hotkeys again
-    press_choice(a, "I reviewed every step; unmarked steps are correct")
+    press_choice(a, labelconfig.REVIEWED_TEXT)
     press_choice(a, "failure")
     with a.page.expect_response(lambda r: re.search(r"/api/tasks/\d+/annotations", r.url) and r.request.method == "POST"):
         kb.press("Control+Enter")

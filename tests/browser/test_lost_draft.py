@@ -38,6 +38,10 @@ def hypertext(projects, ls_client, ls_env):
     return pid, ids
 
 
+def wait_past_the_autosave(a):
+    a.page.wait_for_timeout(8_000)  # not time.sleep: Playwright delivers request events only while it runs
+
+
 def edit_and_page_at_once(a, pid, tid) -> list[str]:
     """Mark step 1 incorrect and page on at once, as an annotator who knows the step is wrong does; wait
     past the autosave delay; the drafts saved meanwhile."""
@@ -47,7 +51,7 @@ def edit_and_page_at_once(a, pid, tid) -> list[str]:
               and r.method in ("POST", "PATCH", "PUT") else None)
     a.set_correctness("incorrect")
     a.page_to(1)
-    a.page.wait_for_timeout(8_000)  # (not time.sleep: Playwright delivers request events only while it runs)
+    wait_past_the_autosave(a)
     return saves
 
 
@@ -67,7 +71,7 @@ def test_paging_at_once_after_an_edit_keeps_it(guard, paged, projects):
     assert step_one_after_reload(a, pid, ids["kept-1"]) == "incorrect"
 
 
-def test_with_a_hypertext_card_the_same_edit_is_lost(guard, hypertext, projects):
+def test_with_a_hypertext_card_the_same_edit_is_lost(guard, hypertext):
     a = guard
     pid, ids = hypertext
     saves = edit_and_page_at_once(a, pid, ids["lost-1"])
@@ -76,12 +80,12 @@ def test_with_a_hypertext_card_the_same_edit_is_lost(guard, hypertext, projects)
         "Label Studio now keeps the edit with a HyperText card too: the List card is no longer needed for it"
 
 
-def test_paging_backwards_and_editing_twice_keeps_the_last(guard, paged, projects):
+def test_paging_backwards_and_editing_twice_keeps_the_last(guard, paged):
     a = guard
     pid, ids = paged
     edit_and_page_at_once(a, pid, ids["kept-2"])
     a.page_to(0)
     a.set_correctness("correct")
     a.page_to(2)
-    a.page.wait_for_timeout(8_000)  # (not time.sleep: Playwright delivers request events only while it runs)
+    wait_past_the_autosave(a)
     assert step_one_after_reload(a, pid, ids["kept-2"]) == "correct"

@@ -7,7 +7,7 @@
    p99 < 100 ms at 200 steps (ratio printed).
 2. Precision (and recall) per detector on the hand-labelled traces in ``LABELLED`` below: every step
    carries the detector that should fire there (or none).
-3. Who&When: the two hand-crafted records in ../shared/fixtures/real/who_and_when, converted with the
+3. Who&When: the two hand-crafted records in tests/fixtures/real/who_and_when, converted with the
    ``multi_agent`` converter; first flagged step vs ``mistake_step`` (integers compared).
 """
 from __future__ import annotations
@@ -221,7 +221,7 @@ def precision(active) -> dict:
 
 # ---------------------------------------------------------------- 3. Who&When
 def who_and_when(active) -> list[dict]:
-    src = ROOT.parent / "shared" / "fixtures" / "real" / "who_and_when"
+    src = ROOT / "tests" / "fixtures" / "real" / "who_and_when"
     out_file = Path(tempfile.mkstemp(suffix=".jsonl")[1])
     files = sorted(str(p) for p in src.glob("*.json"))
     subprocess.run([sys.executable, "-m", "ls_trajeval", "convert", "--format", "multi_agent", *files, "-o",

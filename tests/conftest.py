@@ -8,14 +8,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
+#: real agent logs (``real/``) and the guide this project implements (``guide/``), copied with their provenance
+FIXTURES = ROOT / "tests" / "fixtures"
 
 
 @pytest.fixture(scope="session")
-def shared_dir() -> Path:
-    if not SHARED.is_dir():
-        pytest.fail(f"{SHARED} is missing: the tests read the guide and real fixtures from ../shared")
-    return SHARED
+def fixtures_dir() -> Path:
+    return FIXTURES
 
 
 @pytest.fixture(scope="session")

@@ -75,10 +75,10 @@ def _guide_block(text: str, start: str, end_markers: tuple[str, ...]) -> str:
     return "\n".join(lines)
 
 
-def test_guide_potato_native_configs_load_as_written(shared_dir):
+def test_guide_potato_native_configs_load_as_written(fixtures_dir):
     """The French and Hindi guides give the complete config in Potato's native keys."""
     for name in ("002_d12294dc7d33069d.txt", "004_ec529199017e009d.txt"):
-        text = (shared_dir / "seeds" / name).read_text(encoding="utf-8")
+        text = (fixtures_dir / "guide" / name).read_text(encoding="utf-8")
         block = _guide_block(text, 'annotation_task_name: "Agent Trajectory Error Localization"', ("user_config:",))
         block += "\nuser_config:\n  allow_all_users: true\n"
         c = cfg.loads(block, source=name)
@@ -99,10 +99,10 @@ def test_guide_potato_native_configs_load_as_written(shared_dir):
         assert c.user_config == {"allow_all_users": True} and c.task_dir == "."
 
 
-def test_guide_dialect_config_matches_the_english_guide(shared_dir):
+def test_guide_dialect_config_matches_the_english_guide(fixtures_dir):
     """The English guide's full config lost its line breaks in the seed file; every category, type,
     label, description, severity and weight it names must be in the shipped default config."""
-    text = (shared_dir / "seeds" / "000_b868f1924f416570.txt").read_text(encoding="utf-8")
+    text = (fixtures_dir / "guide" / "000_b868f1924f416570.txt").read_text(encoding="utf-8")
     block = text[text.index("## Full YAML configuration"):text.index("## Step-by-step setup")]
     shipped = cfg.load(label_configs.path("trajectory_eval"))
     t = shipped.trajectory

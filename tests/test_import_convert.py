@@ -36,8 +36,8 @@ def traces_in_sources(real: Path) -> int:
 
 
 @pytest.fixture(scope="module")
-def real_inputs(shared_dir, tmp_path_factory) -> list[Path]:
-    real = shared_dir / "fixtures" / "real"
+def real_inputs(fixtures_dir, tmp_path_factory) -> list[Path]:
+    real = fixtures_dir / "real"
     base = tmp_path_factory.mktemp("real")
     dirs = []
     for kind in KINDS:
@@ -58,9 +58,9 @@ def tasks_of(client, pid):
     return list(studio.iter_tasks(client, pid))
 
 
-def test_every_real_trace_becomes_one_task(imported, ls_client, shared_dir):
+def test_every_real_trace_becomes_one_task(imported, ls_client, fixtures_dir):
     pid, r = imported
-    expected = traces_in_sources(shared_dir / "fixtures" / "real")
+    expected = traces_in_sources(fixtures_dir / "real")
     assert expected == 8  # 2 SWE-agent runs, 2 Inspect samples, 2 Claude Code sessions, 2 Who&When records
     assert f"imported {expected}, skipped 0 (already there), rejected 0" in r.output
     tasks = tasks_of(ls_client, pid)
@@ -81,8 +81,8 @@ def test_reimport_adds_nothing(imported, ls_env, ls_client, real_inputs):
     assert sorted(after) == sorted(before) and len(after) == len(set(after))
 
 
-def test_bad_file_is_located_and_the_rest_imports(ls_env, ls_client, shared_dir, tmp_path):
-    real = shared_dir / "fixtures" / "real"
+def test_bad_file_is_located_and_the_rest_imports(ls_env, ls_client, fixtures_dir, tmp_path):
+    real = fixtures_dir / "real"
     shutil.copy(real / "who_and_when" / "hand_crafted_1.json", tmp_path / "good.json")
     # a Who&When record cut off mid-file, and a JSON file of no known format
     good = (real / "who_and_when" / "hand_crafted_12.json").read_text()
@@ -98,8 +98,8 @@ def test_bad_file_is_located_and_the_rest_imports(ls_env, ls_client, shared_dir,
     assert task["data"]["metadata"]["source_file"].endswith("good.json")
 
 
-def test_bad_jsonl_line_is_located(ls_env, ls_client, shared_dir, tmp_path):
-    src = (shared_dir / "fixtures" / "real" / "claude_code" / "session_b.jsonl").read_text().splitlines()
+def test_bad_jsonl_line_is_located(ls_env, ls_client, fixtures_dir, tmp_path):
+    src = (fixtures_dir / "real" / "claude_code" / "session_b.jsonl").read_text().splitlines()
     lines = src[:1] + ["{not json"] + src[1:]
     (tmp_path / "session.jsonl").write_text("\n".join(lines) + "\n")
     r = cli("import", "--create", "bad line", "--format", "claude_code", "--quiet", tmp_path / "session.jsonl")

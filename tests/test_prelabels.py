@@ -33,8 +33,8 @@ def traces(path) -> list[Trace]:
     return [t for t in convert_inputs([path]) if isinstance(t, Trace)]
 
 
-def test_who_and_when_mistake_step_becomes_the_marked_step(shared_dir):
-    path = shared_dir / "fixtures" / "real" / "who_and_when" / "hand_crafted_1.json"
+def test_who_and_when_mistake_step_becomes_the_marked_step(fixtures_dir):
+    path = fixtures_dir / "real" / "who_and_when" / "hand_crafted_1.json"
     record = json.loads(path.read_text())
     (trace,) = traces(path)
     (pre,) = from_metadata(trace, MAPPED)
@@ -95,10 +95,10 @@ def test_prediction_decodes_back_to_the_prelabels(layout):
 
 
 @pytest.mark.studio
-def test_import_with_prelabels_creates_predictions(ls_env, ls_client, shared_dir, tmp_path):
+def test_import_with_prelabels_creates_predictions(ls_env, ls_client, fixtures_dir, tmp_path):
     config_file = tmp_path / "mapped.yaml"
     config_file.write_text(label_configs.path("trajectory_eval").read_text() + "\nprelabels:\n  default_severity: major\n")
-    src = shared_dir / "fixtures" / "real" / "who_and_when"
+    src = fixtures_dir / "real" / "who_and_when"
     r = CliRunner().invoke(main_group, ["import", str(src), "--format", "auto", "--create", "prelabels",
                                         "--config", str(config_file), "--prelabels", "--quiet"])
     assert r.exit_code == 0, r.output

@@ -228,9 +228,9 @@ def test_bad_credentials_and_unreachable_server_give_one_line(label_studio, tmp_
     assert r.exit_code == 2 and "cannot reach Label Studio" in r.output
 
 
-def _guide_snippets(shared_dir: Path) -> list[str]:
+def _guide_snippets(fixtures_dir: Path) -> list[str]:
     """The guide's analysis snippets, read at run time (French copy: its code kept its line breaks)."""
-    text = (shared_dir / "seeds" / "002_d12294dc7d33069d.txt").read_text(encoding="utf-8")
+    text = (fixtures_dir / "guide" / "002_d12294dc7d33069d.txt").read_text(encoding="utf-8")
     lines = text.splitlines()
     blocks, current = [], None
     for line in lines:
@@ -248,8 +248,8 @@ def _guide_snippets(shared_dir: Path) -> list[str]:
     return ["\n".join(b) for b in blocks]
 
 
-def test_guide_analysis_snippets_run_on_the_export(exported, shared_dir, tmp_path):
-    snippets = _guide_snippets(shared_dir)
+def test_guide_analysis_snippets_run_on_the_export(exported, fixtures_dir, tmp_path):
+    snippets = _guide_snippets(fixtures_dir)
     assert len(snippets) == 5
     out_dir = tmp_path / "output"
     out_dir.mkdir()

@@ -24,7 +24,7 @@ from ls_trajeval.report import aggregate, build_tables
 
 from .conftest import export_line
 
-GUIDE = Path(__file__).resolve().parents[2].parent / "shared" / "seeds" / "000_b868f1924f416570.txt"
+GUIDE = Path(__file__).resolve().parents[1] / "fixtures" / "guide" / "000_b868f1924f416570.txt"
 
 _STMT_START = re.compile(
     r"(?:import|from|if|with|while|return)\b|for\s+\w+(?:\s*,\s*\w+)*\s+in\b"

@@ -10,8 +10,7 @@ from ls_trajeval.converters.registry import get_converter
 from ls_trajeval.trace import Trace, TraceError
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "converters"
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-REAL = SHARED / "fixtures" / "real"
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 SCARY = 'Füße <script>alert("x")</script> & ünïcødé ✓'
 PART_A_REAL = ("swe_agent", "inspect_ai", "claude_code")
 

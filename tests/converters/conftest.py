@@ -11,8 +11,7 @@ from ls_trajeval.trace import Trace, TraceError
 from ls_trajeval.converters.base import ConvertWarning
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "converters"
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-REAL = SHARED / "fixtures" / "real"
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 SCARY = 'Füße <script>alert("x")</script> & ünïcødé ✓'
 
 

@@ -27,7 +27,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "converters"
-REAL = ROOT.parent / "shared" / "fixtures" / "real"
+REAL = ROOT / "tests" / "fixtures" / "real"
 sys.path.insert(0, str(ROOT / "tests"))
 
 # ---------------------------------------------------------------- choosers

@@ -20,7 +20,7 @@ def fixtures_dir() -> Path:
 @pytest.fixture(scope="session")
 def label_studio(tmp_path_factory):
     """A real Label Studio server (SQLite). LS_TRAJEVAL_TEST_DATA_DIR reuses an initialised data dir."""
-    from ls_trajeval.localserver import LocalLabelStudio
+    from ls_trajeval.studio.localserver import LocalLabelStudio
 
     data_dir = os.environ.get("LS_TRAJEVAL_TEST_DATA_DIR") or tmp_path_factory.mktemp("label-studio")
     server = LocalLabelStudio(data_dir)
@@ -31,7 +31,7 @@ def label_studio(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def ls_client(label_studio):
-    from ls_trajeval import studio
+    from ls_trajeval.studio import client as studio
 
     return studio.connect(label_studio.url, label_studio.credentials.token)
 

@@ -6,9 +6,9 @@ import textwrap
 
 import pytest
 
-from ls_trajeval import config as cfg
+from ls_trajeval.core import config as cfg
 from ls_trajeval import label_configs
-from ls_trajeval.config import ConfigError
+from ls_trajeval.core.config import ConfigError
 
 
 def load(text: str) -> cfg.Config:
@@ -120,7 +120,7 @@ def test_guide_dialect_config_matches_the_english_guide(fixtures_dir):
 
 def test_config_roundtrips_through_the_embedded_copy():
     c = cfg.load(label_configs.path("coding_agent"))
-    from ls_trajeval import labelconfig
+    from ls_trajeval.core import labelconfig
 
     for layout in labelconfig.LAYOUTS:
         back = cfg.from_label_config(labelconfig.generate(c, layout))

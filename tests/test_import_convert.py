@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ls_trajeval import studio
+from ls_trajeval.studio import client as studio
 from ls_trajeval.cli import main_group
 
 pytestmark = pytest.mark.studio
@@ -119,7 +119,7 @@ def test_unknown_format_name_is_one_line(ls_env, tmp_path):
 def test_paged_projects_warn_about_traces_longer_than_the_layout_handles(ls_env, tmp_path):
     """`generate --layout paged` states the limit; importing longer traces into a paged project names how many
     and the longest; a transcript project takes them without a word."""
-    from ls_trajeval.layouts import PAGED_MAX_STEPS
+    from ls_trajeval.core.layouts import PAGED_MAX_STEPS
 
     def make(tid, n):
         return {"trace_id": tid, "task": "t", "trace": [{"type": "thought", "content": f"s{i}"} for i in range(n)]}

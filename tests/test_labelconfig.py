@@ -3,8 +3,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from ls_trajeval import config as cfg
-from ls_trajeval import label_configs, labelconfig
+from ls_trajeval.core import config as cfg
+from ls_trajeval import label_configs
+from ls_trajeval.core import labelconfig
 
 NASTY = "A <b>&amp;</b> \"quoted\" 'single' & <script>alert(1)</script> --> ]]>"
 
@@ -118,8 +119,8 @@ def test_shipped_xml_equals_what_the_generator_prints(name, layout):
 def test_paged_cards_are_one_item_lists_and_earlier_shapes_need_rendering():
     """The List tag the paged layout shows a card with takes a list of items; cards in the HyperText shape
     of earlier versions ({"html": ...} per step) are not pages to it, so ``layout paged`` renders them anew."""
-    from ls_trajeval import trace
-    from ls_trajeval.tasks import has_pages, task_data
+    from ls_trajeval.core import trace
+    from ls_trajeval.core.tasks import has_pages, task_data
 
     c = cfg.load(label_configs.path("trajectory_eval"))
     t = trace.parse_trace({"trace_id": "p", "task": "t", "trace": [

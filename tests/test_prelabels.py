@@ -8,13 +8,15 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ls_trajeval import config as cfg
-from ls_trajeval import label_configs, results, studio
+from ls_trajeval.core import config as cfg
+from ls_trajeval import label_configs
+from ls_trajeval.core import results
+from ls_trajeval.studio import client as studio
 from ls_trajeval.cli import main_group
-from ls_trajeval.convert import convert_inputs
-from ls_trajeval.prelabels import Prelabeler, from_metadata, read_export
-from ls_trajeval.tasks import task_data
-from ls_trajeval.trace import Trace
+from ls_trajeval.flows.convert import convert_inputs
+from ls_trajeval.flows.prelabels import Prelabeler, from_metadata, read_export
+from ls_trajeval.core.tasks import task_data
+from ls_trajeval.core.trace import Trace
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIL = ROOT / "tests" / "fixtures" / "converters" / "openinference" / "trail_trace.json"

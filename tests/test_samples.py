@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ls_trajeval.trace import Trace, TraceError, read_traces
+from ls_trajeval.core.trace import Trace, TraceError, read_traces
 
 REQUIRED_TYPES = {"thought", "action", "observation", "code", "message", "error"}
 DIFF_RE = re.compile(r"^--- a/\S+\n\+\+\+ b/\S+\n@@ -\d+(,\d+)? \+\d+(,\d+)? @@", re.M)

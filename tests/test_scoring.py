@@ -1,6 +1,6 @@
-from ls_trajeval import config as cfg
-from ls_trajeval.labels import StepLabel
-from ls_trajeval.scoring import running_scores, summarize
+from ls_trajeval.core import config as cfg
+from ls_trajeval.core.labels import StepLabel
+from ls_trajeval.core.scoring import running_scores, summarize
 
 W = {"minor": -1, "major": -5, "critical": -10}
 ERR = ("incorrect",)

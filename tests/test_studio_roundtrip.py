@@ -15,11 +15,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ls_trajeval import config as cfg
-from ls_trajeval import label_configs, labelconfig, studio
+from ls_trajeval.core import config as cfg
+from ls_trajeval import label_configs
+from ls_trajeval.core import labelconfig
+from ls_trajeval.studio import client as studio
 from ls_trajeval.cli import main_group
-from ls_trajeval.tasks import task_data
-from ls_trajeval.trace import parse_trace
+from ls_trajeval.core.tasks import task_data
+from ls_trajeval.core.trace import parse_trace
 
 pytestmark = pytest.mark.studio
 

@@ -1,7 +1,7 @@
 import gzip
 import json
 
-from ls_trajeval.trace import Trace, TraceError, read_traces
+from ls_trajeval.core.trace import Trace, TraceError, read_traces
 
 GOOD = {"trace_id": "t1", "task": "do <it> & \"now\"", "trace": [
     {"type": "thought", "content": "plan"},

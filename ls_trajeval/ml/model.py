@@ -13,11 +13,12 @@ from typing import Any, Mapping, Sequence
 
 from label_studio_ml.model import LabelStudioMLBase
 
-from .. import __version__, results, scoring
-from ..config import Config, humanize
-from ..labelconfig import Names, layout_of
-from ..labels import StepLabel, TraceLabels
-from ..trace import Trace, parse_trace
+from .. import __version__
+from ..core import results, scoring
+from ..core.config import Config, humanize
+from ..core.labelconfig import Names, layout_of
+from ..core.labels import StepLabel, TraceLabels
+from ..core.trace import Trace, parse_trace
 from . import detectors
 
 log = logging.getLogger(__name__)

@@ -10,8 +10,9 @@ import logging
 from statistics import fmean
 from typing import Iterable, Mapping
 
-from .. import results, scoring, studio
-from ..config import Config
+from ..core import results, scoring
+from ..studio import client as studio
+from ..core.config import Config
 
 log = logging.getLogger(__name__)
 

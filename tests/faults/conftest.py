@@ -15,6 +15,6 @@ def pg_label_studio(request):
 
 @pytest.fixture(scope="session")
 def pg_client(pg_label_studio):
-    from ls_trajeval import studio
+    from ls_trajeval.studio import client as studio
 
     return studio.connect(pg_label_studio.url, pg_label_studio.credentials.token)

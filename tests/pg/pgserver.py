@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ls_trajeval.localserver import LocalLabelStudio, free_port
+from ls_trajeval.studio.localserver import LocalLabelStudio, free_port
 
 
 class PostgresError(RuntimeError):

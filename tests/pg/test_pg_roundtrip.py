@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ls_trajeval import config as cfg, label_configs, labelconfig, studio
+from ls_trajeval.core import config as cfg, labelconfig
+from ls_trajeval import label_configs
+from ls_trajeval.studio import client as studio
 from ls_trajeval.cli import main_group
 
 sys.path.insert(0, str(Path(__file__).parents[1]))

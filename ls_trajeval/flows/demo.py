@@ -9,10 +9,10 @@ from pathlib import Path
 
 import platformdirs
 
-from . import studio
-from .config import Config
+from ..studio import client as studio
+from ..core.config import Config
 from .importer import import_traces, read_inputs
-from .localserver import LocalLabelStudio, free_port
+from ..studio.localserver import LocalLabelStudio, free_port
 
 
 def default_data_dir() -> Path:

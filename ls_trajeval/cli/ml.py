@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from .cli import UserError, connect, load_config, studio, studio_options  # studio: imported lazily
+from . import UserError, connect, load_config, studio, studio_options  # studio: imported lazily
 
 auth_options = [
     click.option("--basic-auth-user", envvar="LS_TRAJEVAL_ML_USER", default=None,
@@ -40,8 +40,8 @@ def ml_group():
 @studio_options
 def serve(config_path, host, port, workers, threads, basic_auth_user, basic_auth_password, url, api_key):
     """Run the backend on gunicorn. With --url/--api-key it also writes scores back on annotation events."""
-    from .ml.app import ENV_CONFIG, ENV_PASSWORD, ENV_USER
-    from .ml.detectors import build
+    from ..ml.app import ENV_CONFIG, ENV_PASSWORD, ENV_USER
+    from ..ml.detectors import build
 
     import importlib.util
 
@@ -86,7 +86,7 @@ def serve(config_path, host, port, workers, threads, basic_auth_user, basic_auth
 @click.option("--label-studio-url", "url", envvar="LABEL_STUDIO_URL", help="Label Studio URL [env LABEL_STUDIO_URL]")
 def connect_command(project, backend_url, no_interactive, basic_auth_user, basic_auth_password, url, api_key):
     """Register the backend with a project (predictions, live score, authenticated webhook). Idempotent."""
-    from .ml.connect import connect_backend
+    from ..ml.connect import connect_backend
 
     client = connect(url, api_key)
     try:
@@ -104,7 +104,7 @@ def connect_command(project, backend_url, no_interactive, basic_auth_user, basic
 @studio_options
 def resync(project, config_path, url, api_key):
     """Recompute and write back every task's score (after downtime or a config change)."""
-    from .ml import writeback
+    from ..ml import writeback
 
     client = connect(url, api_key)
     try:

@@ -22,7 +22,7 @@ from typing import Iterable, Optional, Union
 import numpy as np
 import pandas as pd
 
-from .analysis_io import (
+from .io import (
     MISSING, AnalysisSettings, AnnotationRecord, InputError, read_records, running_curve,
     severity_rank_order,
 )

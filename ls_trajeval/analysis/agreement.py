@@ -17,7 +17,7 @@ from typing import Iterable, Optional
 
 import numpy as np
 
-from .analysis_io import (
+from .io import (
     AnalysisSettings, AnnotationRecord, InputError, read_records, running_curve, severity_rank_order,
 )
 

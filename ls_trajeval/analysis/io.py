@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence, Union
 
-from .scoring import running_scores
+from ..core.scoring import running_scores
 
 DEFAULT_SEVERITY_WEIGHTS = {"minor": -1.0, "major": -5.0, "critical": -10.0}
 DEFAULT_CORRECT_LABELS = ("correct",)
@@ -143,7 +143,7 @@ def load_settings(config_path: Optional[str], **overrides: Any) -> AnalysisSetti
     s = AnalysisSettings()
     if config_path:
         try:
-            from . import config  # here, not at import: `convert` and the other commands never need it
+            from ..core import config  # here, not at import: `convert` and the other commands never need it
 
             c = config.load(config_path)
         except config.ConfigError as exc:

@@ -10,11 +10,11 @@ from typing import Callable, Iterable, Iterator
 import orjson
 from tqdm import tqdm
 
-from . import studio
-from .config import Config
-from .labelconfig import PAGED_MAX_STEPS, layout_of
-from .tasks import task_data
-from .trace import ReadResult, Trace, TraceError, read_traces
+from ..studio import client as studio
+from ..core.config import Config
+from ..core.labelconfig import PAGED_MAX_STEPS, layout_of
+from ..core.tasks import task_data
+from ..core.trace import ReadResult, Trace, TraceError, read_traces
 
 
 @dataclass

@@ -5,7 +5,7 @@ import sys
 
 import click
 
-from ls_trajeval.convert import ConvertStats, convert_inputs, write_traces
+from ls_trajeval.flows.convert import ConvertStats, convert_inputs, write_traces
 from ls_trajeval.converters.registry import all_converters, names
 
 
@@ -27,7 +27,7 @@ def convert_command(inputs: tuple[str, ...], fmt: str, output: str, quiet: bool)
     warnings: list = []
 
     def on_problem(item) -> None:
-        from ls_trajeval.trace import TraceError
+        from ls_trajeval.core.trace import TraceError
 
         if isinstance(item, TraceError):
             if not quiet:

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import click
 
-from . import __version__
-from .cli_analysis import agreement_command, prm_command, report_command
-from .cli_convert import convert_command, formats_command
-from .convert import convert_inputs
-from .converters.base import ConvertWarning
-from .layouts import LAYOUTS, PAGED_MAX_STEPS
+from .. import __version__
+from .analysis import agreement_command, prm_command, report_command
+from .convert import convert_command, formats_command
+from ..flows.convert import convert_inputs
+from ..converters.base import ConvertWarning
+from ..core.layouts import LAYOUTS, PAGED_MAX_STEPS
 
 
 class _Lazy:
@@ -25,10 +25,11 @@ class _Lazy:
         self._name = name
 
     def __getattr__(self, attr):
-        return getattr(importlib.import_module(f"{__package__}.{self._name}"), attr)
+        return getattr(importlib.import_module(self._name), attr)
 
 
-studio, labelconfig, config_mod = _Lazy("studio"), _Lazy("labelconfig"), _Lazy("config")
+studio = _Lazy("ls_trajeval.studio.client")
+labelconfig, config_mod = _Lazy("ls_trajeval.core.labelconfig"), _Lazy("ls_trajeval.core.config")
 
 DEFAULT_CONFIG = "trajectory_eval"
 # exit codes: 1 = some input was rejected (the rest was processed); 2 = nothing could be done
@@ -44,7 +45,7 @@ class UserError(click.ClickException):
 
 def load_config(path: str | None) -> config_mod.Config:
     """A config path, or the name of a shipped one (``trajectory_eval``, ``coding_agent``)."""
-    from . import label_configs
+    from .. import label_configs
 
     target = Path(path) if path else label_configs.path(DEFAULT_CONFIG)
     if path and not target.exists() and label_configs.path(path).exists():
@@ -126,12 +127,12 @@ def _without_warnings(items, warnings: list):
 def import_(inputs, project, create_title, config_path, layout, fmt, prelabels, prelabel_exports, batch_size, quiet,
             url, api_key):
     """Import trace JSONL INPUTS as tasks (skipping traces the project already has)."""
-    from .importer import import_traces, read_inputs
+    from ..flows.importer import import_traces, read_inputs
 
     if bool(project) == bool(create_title):
         raise UserError("give either --project ID or --create TITLE")
     if fmt and fmt != "auto":  # before anything is created: a typo must not leave an empty project
-        from .converters.registry import get_converter
+        from ..converters.registry import get_converter
 
         try:
             get_converter(fmt)
@@ -157,7 +158,7 @@ def import_(inputs, project, create_title, config_path, layout, fmt, prelabels, 
 
         prelabeler = None
         if prelabels or prelabel_exports:
-            from .prelabels import Prelabeler
+            from ..flows.prelabels import Prelabeler
 
             project_layout = labelconfig.layout_of(studio.get_project(client, project_id)["label_config"])
             prelabeler = Prelabeler(cfg, project_layout, list(prelabel_exports))
@@ -194,7 +195,7 @@ def import_(inputs, project, create_title, config_path, layout, fmt, prelabels, 
 @studio_options
 def layout(layout, project, config_path, quiet, url, api_key):
     """Switch project PROJECT to LAYOUT (rendering the paged layout's cards where tasks lack them)."""
-    from .relayout import set_layout
+    from ..flows.relayout import set_layout
 
     client = connect(url, api_key)
     try:
@@ -219,7 +220,7 @@ def layout(layout, project, config_path, quiet, url, api_key):
 @studio_options
 def export(project, output, per_annotator, config_path, url, api_key):
     """Export submitted annotations as trajectory_eval JSONL."""
-    from .export import export_project
+    from ..flows.export import export_project
 
     client = connect(url, api_key)
     try:
@@ -243,8 +244,8 @@ def export(project, output, per_annotator, config_path, url, api_key):
 @click.option("--no-wait", is_flag=True, help="set up, print, and stop instead of serving until Ctrl-C")
 def demo(data_dir, port, config_path, layout, no_wait):
     """Run a local Label Studio with a demo project of sample traces."""
-    from .demo import run_demo
-    from .localserver import ServerError  # here, not at the top: httpx costs every command ~0.3 s
+    from ..flows.demo import run_demo
+    from ..studio.localserver import ServerError  # here, not at the top: httpx costs every command ~0.3 s
 
     try:
         run_demo(data_dir, port, load_config(config_path), layout, wait=not no_wait, echo=click.echo)
@@ -256,7 +257,7 @@ for _name, _command in (("convert", convert_command), ("formats", formats_comman
                         ("agreement", agreement_command), ("prm", prm_command)):
     main_group.add_command(_command, _name)
 
-from .cli_ml import ml_group  # noqa: E402 - it builds on the helpers above
+from .ml import ml_group  # noqa: E402 - it builds on the helpers above
 
 main_group.add_command(ml_group, "ml")
 

@@ -17,7 +17,7 @@ from typing import IO, Iterable, Iterator, Union
 from ls_trajeval.converters import _io
 from ls_trajeval.converters.base import Converter, ConvertWarning
 from ls_trajeval.converters.registry import detect, get_converter, names
-from ls_trajeval.trace import Trace, TraceError
+from ls_trajeval.core.trace import Trace, TraceError
 
 ConvertItem = Union[Trace, TraceError, ConvertWarning]
 

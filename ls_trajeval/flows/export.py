@@ -9,13 +9,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from . import studio
-from .config import Config
-from .labelconfig import layout_of
-from .results import decode
-from .scoring import summarize
-from .tasks import step_text
-from .trace import parse_trace, Trace
+from ..studio import client as studio
+from ..core.config import Config
+from ..core.labelconfig import layout_of
+from ..core.results import decode
+from ..core.scoring import summarize
+from ..core.tasks import step_text
+from ..core.trace import parse_trace, Trace
 
 
 @dataclass

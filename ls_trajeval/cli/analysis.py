@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from .analysis_io import AnalysisSettings, ConfigError, InputError, load_settings
+from ..analysis.io import AnalysisSettings, ConfigError, InputError, load_settings
 
 _MAX_PRINTED_ERRORS = 50
 
@@ -72,7 +72,7 @@ class _Exit(click.ClickException):
 @click.option("-q", "--quiet", is_flag=True, help="No terminal summary.")
 def report_command(inputs, config, correct_label, outcome_key, output, top, curve_x, no_plots, quiet):
     """Error report (tables, plots, HTML) from trajectory_eval JSONL files or directories."""
-    from .report import aggregate, terminal_summary, write_report
+    from ..analysis.report import aggregate, terminal_summary, write_report
 
     settings = _settings(config, correct_label, outcome_key)
     printer = _ErrorPrinter()
@@ -100,7 +100,7 @@ def report_command(inputs, config, correct_label, outcome_key, output, top, curv
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Also write the JSON results here.")
 def agreement_command(inputs, config, correct_label, outcome_key, k, top, as_json, output):
     """Inter-annotator agreement on steps, error types, severity and first error."""
-    from .agreement import collect, compute, format_table
+    from ..analysis.agreement import collect, compute, format_table
 
     settings = _settings(config, correct_label, outcome_key)
     printer = _ErrorPrinter()
@@ -133,7 +133,7 @@ def agreement_command(inputs, config, correct_label, outcome_key, k, top, as_jso
 @click.option("--with-meta", is_flag=True, help="Add trace_id and annotators columns.")
 def prm_command(inputs, config, correct_label, outcome_key, output, partial, after_error, merge, with_meta):
     """Process-reward data in TRL's stepwise-supervision shape (prompt, completions, labels)."""
-    from .prm import build_prm
+    from ..analysis.prm import build_prm
 
     settings = _settings(config, correct_label, outcome_key)
     printer = _ErrorPrinter()

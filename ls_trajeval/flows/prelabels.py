@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from . import results
-from .config import Config
-from .labels import StepLabel, TraceLabels
-from .scoring import summarize
-from .trace import Trace, TraceError, iter_jsonl, open_text
+from ..core import results
+from ..core.config import Config
+from ..core.labels import StepLabel, TraceLabels
+from ..core.scoring import summarize
+from ..core.trace import Trace, TraceError, iter_jsonl, open_text
 
 #: TRAIL's impact levels, used when the config maps none of them
 DEFAULT_IMPACT = {"HIGH": "critical", "MEDIUM": "major", "LOW": "minor"}

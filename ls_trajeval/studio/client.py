@@ -18,8 +18,8 @@ import httpx
 from label_studio_sdk.base_client import LabelStudioBase as LabelStudio
 from label_studio_sdk.core.api_error import ApiError
 
-from . import labelconfig
-from .config import Config, from_label_config
+from ..core import labelconfig
+from ..core.config import Config, from_label_config
 
 #: Retried with backoff: connection problems and the server's transient answers.
 RETRY_STATUS = {429, 502, 503, 504}

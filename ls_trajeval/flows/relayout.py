@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 
 from tqdm import tqdm
 
-from . import labelconfig, studio
-from .config import Config
-from .tasks import has_pages, pages
-from .trace import Trace, parse_trace
+from ..core import labelconfig
+from ..studio import client as studio
+from ..core.config import Config
+from ..core.tasks import has_pages, pages
+from ..core.trace import Trace, parse_trace
 
 
 @dataclass

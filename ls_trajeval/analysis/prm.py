@@ -29,7 +29,7 @@ from array import array
 from dataclasses import dataclass
 from typing import IO, Iterable, Optional
 
-from .analysis_io import AnalysisSettings, AnnotationRecord, InputError, read_records
+from .io import AnalysisSettings, AnnotationRecord, InputError, read_records
 
 PARTIAL_CHOICES = ("true", "false", "drop")
 AFTER_ERROR_CHOICES = ("keep", "false", "truncate")

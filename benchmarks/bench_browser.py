@@ -28,8 +28,9 @@ sys.path.insert(0, str(ROOT))
 
 from ls_trajeval.core import config as cfg  # noqa: E402
 from ls_trajeval import label_configs  # noqa: E402
-from ls_trajeval.core import labelconfig, trace
-from ls_trajeval.studio import client as studio
+from ls_trajeval.core import trace  # noqa: E402
+from ls_trajeval.core.layouts import PAGED_MAX_STEPS  # noqa: E402
+from ls_trajeval.studio import client as studio  # noqa: E402
 from ls_trajeval.flows.importer import import_traces  # noqa: E402
 from ls_trajeval.studio.localserver import LocalLabelStudio  # noqa: E402
 from ls_trajeval.core.tasks import task_data  # noqa: E402
@@ -195,7 +196,7 @@ def main(argv=None) -> int:
             t, p_, nv = cells["transcript"], cells["paged"], cells["naive"]
             print(f"{mode:>6} {n:5} | {row} | {t[0] / nv[0]:13.2f} {p_[0] / nv[0]:7.2f} {t[3] / nv[3]:13.2f}"
                   f" {p_[3] / nv[3]:7.2f} {t[0] / anchor:13.2f} {p_[0] / anchor:8.2f}")
-    print(f"\npaged layout limit in use: labelconfig.PAGED_MAX_STEPS = {labelconfig.PAGED_MAX_STEPS}")
+    print(f"\npaged layout limit in use: core.layouts.PAGED_MAX_STEPS = {PAGED_MAX_STEPS}")
     return 0
 
 

@@ -123,7 +123,7 @@ def test_config_roundtrips_through_the_embedded_copy():
     from ls_trajeval.core import labelconfig
 
     for layout in labelconfig.LAYOUTS:
-        back = cfg.from_label_config(labelconfig.generate(c, layout))
+        back = labelconfig.from_label_config(labelconfig.generate(c, layout))
         assert back.trajectory == c.trajectory and back.whole_trace == c.whole_trace
         assert back.step_display == c.step_display and back.instructions == c.instructions
 

@@ -39,7 +39,7 @@ annotation_schemes:
     assert "<script>" not in xml
     values = [el.get(a) for el in root.iter() for a in ("value", "hint", "placeholder") if el.get(a)]
     assert values.count(NASTY) >= 5
-    assert cfg.from_label_config(xml).trajectory == c.trajectory  # the embedded copy survives '-->' too
+    assert labelconfig.from_label_config(xml).trajectory == c.trajectory  # the embedded copy survives '-->' too
 
 
 @pytest.mark.parametrize("layout", labelconfig.LAYOUTS)

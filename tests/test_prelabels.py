@@ -12,6 +12,7 @@ from ls_trajeval.core import config as cfg
 from ls_trajeval import label_configs
 from ls_trajeval.core import results
 from ls_trajeval.studio import client as studio
+from ls_trajeval.flows.projects import project_config
 from ls_trajeval.cli import main_group
 from ls_trajeval.flows.convert import convert_inputs
 from ls_trajeval.flows.prelabels import Prelabeler, from_metadata, read_export
@@ -110,7 +111,7 @@ def test_import_with_prelabels_creates_predictions(ls_env, ls_client, fixtures_d
     for f in sorted(src.glob("*.json")):
         rec = json.loads(f.read_text())
         expected[rec["question"]] = int(rec["mistake_step"])
-    config = studio.project_config(studio.get_project(ls_client, pid))
+    config = project_config(studio.get_project(ls_client, pid))
     for task in studio.iter_tasks(ls_client, pid):
         (pred,) = task["predictions"]
         labels = results.decode(pred["result"], config, task["data"]["n_steps"])

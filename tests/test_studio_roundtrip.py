@@ -19,7 +19,9 @@ from ls_trajeval.core import config as cfg
 from ls_trajeval import label_configs
 from ls_trajeval.core import labelconfig
 from ls_trajeval.studio import client as studio
+from ls_trajeval.flows.projects import project_config
 from ls_trajeval.cli import main_group
+from ls_trajeval.core.layouts import layout_of
 from ls_trajeval.core.tasks import task_data
 from ls_trajeval.core.trace import parse_trace
 
@@ -116,7 +118,7 @@ def test_every_shipped_config_is_accepted_by_label_studio(ls_client, name, layou
     assert project["id"] > 0
     stored = studio.get_project(ls_client, project["id"])["label_config"]
     assert stored.strip() == labelconfig.generate(c, layout).strip()
-    assert studio.project_config(stored_project := studio.get_project(ls_client, project["id"])).trajectory == c.trajectory
+    assert project_config(stored_project := studio.get_project(ls_client, project["id"])).trajectory == c.trajectory
     assert stored_project["expert_instruction"].strip() == c.instructions.strip()
 
 
@@ -300,8 +302,8 @@ def test_switching_a_transcript_project_to_paged_renders_its_pages(ls_client, tr
     assert r.exit_code == 0, r.output
     assert "paged layout (label config replaced), pages rendered for 2 tasks" in r.stdout
     project = studio.get_project(ls_client, pid)
-    assert labelconfig.layout_of(project["label_config"]) == "paged"
-    c = studio.project_config(project)
+    assert layout_of(project["label_config"]) == "paged"
+    c = project_config(project)
     for t in studio.iter_tasks(ls_client, pid):
         expected = task_data(parse_trace(TRACES[0] if t["data"]["trace_id"] == "rt-1" else TRACES[1]), c, "paged")
         assert t["data"]["te_pages"] == expected["te_pages"]

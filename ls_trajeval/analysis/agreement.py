@@ -17,116 +17,26 @@ from typing import Iterable, Optional
 
 import numpy as np
 
-from .io import (
-    AnalysisSettings, AnnotationRecord, InputError, read_records, running_curve, severity_rank_order,
-)
-
-
-# ---------------------------------------------------------------- statistics
-
-def cohen_kappa(a: np.ndarray, b: np.ndarray) -> float:
-    """Cohen's kappa of two equal-length label arrays (any hashable labels)."""
-    a = np.asarray(a)
-    b = np.asarray(b)
-    n = len(a)
-    if n == 0:
-        return math.nan
-    labels, inv = np.unique(np.concatenate([a, b]), return_inverse=True)
-    ia, ib = inv[:n], inv[n:]
-    k = len(labels)
-    table = np.zeros((k, k))
-    np.add.at(table, (ia, ib), 1)
-    return cohen_kappa_table(table)
-
-
-def cohen_kappa_table(table: np.ndarray) -> float:
-    """Cohen's kappa from a square contingency table (rows rater 1, columns rater 2)."""
-    t = np.asarray(table, dtype=float)
-    n = t.sum()
-    if n == 0:
-        return math.nan
-    po = np.trace(t) / n
-    pe = float((t.sum(axis=1) / n) @ (t.sum(axis=0) / n))
-    if pe >= 1.0:
-        # both raters used one and the same label throughout: agreement is perfect but kappa is undefined
-        return math.nan
-    return float((po - pe) / (1 - pe))
-
-
-def fleiss_kappa(counts: np.ndarray) -> float:
-    """Fleiss' kappa from a units x categories table of rating counts (same raters per unit)."""
-    from statsmodels.stats.inter_rater import fleiss_kappa as _fk
-
-    c = np.asarray(counts, dtype=float)
-    if c.shape[0] == 0 or c.shape[1] < 1:
-        return math.nan
-    p = c.sum(axis=0) / c.sum()
-    if (p ** 2).sum() >= 1.0:
-        return math.nan
-    return float(_fk(c, method="fleiss"))
-
-
-def krippendorff_alpha(value_counts: np.ndarray, level: str = "nominal", value_domain=None) -> float:
-    """Krippendorff's alpha from a units x values table of rating counts (units with <2 ratings ignored)."""
-    import krippendorff
-
-    vc = np.asarray(value_counts, dtype=float)
-    if vc.ndim != 2 or vc.shape[0] == 0:
-        return math.nan
-    vc = vc[vc.sum(axis=1) >= 2]
-    if vc.shape[0] == 0:
-        return math.nan
-    used = vc.sum(axis=0) > 0
-    if used.sum() < 2:
-        # a single value everywhere: observed and expected disagreement are both zero
-        return math.nan
-    if value_domain is None:
-        vc = vc[:, used]
-        value_domain = list(range(vc.shape[1]))
-    try:
-        return float(krippendorff.alpha(value_counts=vc, value_domain=value_domain, level_of_measurement=level))
-    except (ValueError, ZeroDivisionError):
-        return math.nan
-
-
-def _counts_table(matrix: np.ndarray, n_values: int) -> np.ndarray:
-    """units x raters matrix of codes (-1 = no rating) -> units x values count table."""
-    units = np.repeat(np.arange(matrix.shape[0]), matrix.shape[1])
-    vals = matrix.ravel()
-    ok = vals >= 0
-    out = np.zeros((matrix.shape[0], max(n_values, 1)))
-    np.add.at(out, (units[ok], vals[ok]), 1)
-    return out
+from ..core.records import AnnotationRecord
+from ..core.trace import TraceError
+from .codes import Codes
+from .settings import AnalysisSettings, read, running_curve, severity_rank_order
+from .stats import cohen_kappa, counts_table, fleiss_kappa, krippendorff_alpha
 
 
 # ---------------------------------------------------------------- collection
 
-class _Codes:
-    def __init__(self) -> None:
-        self.index: dict = {}
-        self.values: list = []
-
-    def code(self, v) -> int:
-        if v is None:
-            return -1
-        c = self.index.get(v)
-        if c is None:
-            c = self.index[v] = len(self.values)
-            self.values.append(v)
-        return c
-
-
 class AgreementCollector:
     def __init__(self, settings: Optional[AnalysisSettings] = None) -> None:
         self.s = settings or AnalysisSettings()
-        self.traces = _Codes()
-        self.annotators = _Codes()
-        self.corr = _Codes()
+        self.traces = Codes()
+        self.annotators = Codes()
+        self.corr = Codes()
         for lab in self.s.correct_labels:
             self.corr.code(lab)
-        self.cats = _Codes()
-        self.types = _Codes()
-        self.sevs = _Codes()
+        self.cats = Codes()
+        self.types = Codes()
+        self.sevs = Codes()
         self.latest: dict = {}  # (trace code, annotator code) -> annotation row
         self.a_trace = array("i")
         self.a_annot = array("i")
@@ -284,7 +194,7 @@ def compute(c: AgreementCollector, k: int = 2, top: int = 20) -> AgreementResult
     n_corr = len(c.corr.values)
 
     def nominal_block(m: np.ndarray, n_values: int, label: str) -> dict:
-        vc = _counts_table(m, n_values)
+        vc = counts_table(m, n_values)
         out = {"units": int((vc.sum(axis=1) >= 2).sum()),
                "krippendorff_alpha": krippendorff_alpha(vc, "nominal"),
                "percent_agreement": _pairwise_agreement(m)}
@@ -305,13 +215,13 @@ def compute(c: AgreementCollector, k: int = 2, top: int = 20) -> AgreementResult
     for name, m in (("error_category", cat[units]), ("error_type", typ[units])):
         sub = np.where(err_u == 1, m, -1)[both_wrong]
         n_vals = len(c.cats.values if name == "error_category" else c.types.values)
-        vc = _counts_table(sub, n_vals)
+        vc = counts_table(sub, n_vals)
         stats[name] = {"units_marked_wrong_by_2plus": int(both_wrong.sum()),
                        "units": int((vc.sum(axis=1) >= 2).sum()),
                        "krippendorff_alpha": krippendorff_alpha(vc, "nominal"),
                        "percent_agreement": _pairwise_agreement(sub)}
     sub = np.where(err_u == 1, sev[units], -1)[both_wrong]
-    vc = _counts_table(sub, len(order))
+    vc = counts_table(sub, len(order))
     stats["severity"] = {"order": order, "units": int((vc.sum(axis=1) >= 2).sum()),
                          "krippendorff_alpha_ordinal": krippendorff_alpha(vc, "ordinal", value_domain=list(range(len(order)))),
                          "percent_agreement": _pairwise_agreement(sub)}
@@ -447,8 +357,8 @@ def _disagreements(corr, units, unit_base, max_n, tr, an, fe, fs, c, annotators,
 
 def collect(inputs: Iterable[str], settings: Optional[AnalysisSettings] = None, on_error=None) -> AgreementCollector:
     col = AgreementCollector(settings)
-    for item in read_records(list(inputs), col.s):
-        if isinstance(item, InputError):
+    for item in read(list(inputs), col.s):
+        if isinstance(item, TraceError):
             col.input_errors.append(item)
             if on_error:
                 on_error(item)

@@ -29,7 +29,9 @@ from array import array
 from dataclasses import dataclass
 from typing import IO, Iterable, Optional
 
-from .io import AnalysisSettings, AnnotationRecord, InputError, read_records
+from ..core.records import AnnotationRecord
+from ..core.trace import TraceError
+from .settings import AnalysisSettings, read
 
 PARTIAL_CHOICES = ("true", "false", "drop")
 AFTER_ERROR_CHOICES = ("keep", "false", "truncate")
@@ -139,8 +141,8 @@ def build_prm(
             out.write("\n")
 
     if merge == "per-annotator":
-        for rec in read_records(inputs, settings):
-            if isinstance(rec, InputError):
+        for rec in read(inputs, settings):
+            if isinstance(rec, TraceError):
                 on_error and on_error(rec)
                 continue
             texts, labels = [], []
@@ -155,14 +157,14 @@ def build_prm(
         return stats
 
     tallies: dict = {}
-    for rec in read_records(inputs, settings):
-        if isinstance(rec, InputError):
+    for rec in read(inputs, settings):
+        if isinstance(rec, TraceError):
             on_error and on_error(rec)
             continue
         tallies.setdefault(rec.trace_id, _Tally()).add(step_votes(rec, settings, partial), rec.n_steps, rec.annotator)
     # Second pass: errors were reported already, so they are skipped silently this time.
-    for rec in read_records(inputs, settings):
-        if isinstance(rec, InputError):
+    for rec in read(inputs, settings):
+        if isinstance(rec, TraceError):
             continue
         tally = tallies.get(rec.trace_id)
         # wait for an annotation that covers every step, so no step text is missing

@@ -22,10 +22,10 @@ from typing import Iterable, Optional, Union
 import numpy as np
 import pandas as pd
 
-from .io import (
-    MISSING, AnalysisSettings, AnnotationRecord, InputError, read_records, running_curve,
-    severity_rank_order,
-)
+from ..core.records import AnnotationRecord
+from ..core.trace import TraceError
+from .codes import Codes
+from .settings import MISSING, AnalysisSettings, read, running_curve, severity_rank_order
 
 NONE_LABEL = "(none)"
 #: grid for running-score curves against normalised position
@@ -35,30 +35,15 @@ MAX_CURVE_STEPS = 50
 _NAN_PAD = [math.nan] * MAX_CURVE_STEPS
 
 
-class _Codes:
-    """Strings to small integer codes, so a column of 10^6 repeated labels is an int array."""
-
-    def __init__(self) -> None:
-        self.index: dict = {}
-        self.values: list = []
-
-    def code(self, value: Optional[str]) -> int:
-        if value is None:
-            return -1
-        c = self.index.get(value)
-        if c is None:
-            c = self.index[value] = len(self.values)
-            self.values.append(value)
-        return c
-
-    def categorical(self, codes: array, missing: Optional[str] = None) -> pd.Categorical:
-        cats = list(self.values)
-        arr = np.frombuffer(codes, dtype=np.int32) if len(codes) else np.zeros(0, np.int32)
-        if missing is not None:
-            if missing not in self.index:
-                cats.append(missing)
-            arr = np.where(arr < 0, cats.index(missing), arr)
-        return pd.Categorical.from_codes(arr, categories=cats)
+def _categorical(codes: Codes, arr: array, missing: Optional[str] = None) -> pd.Categorical:
+    """A column of codes as a pandas Categorical; with ``missing``, no label (-1) becomes that category."""
+    cats = list(codes.values)
+    a = np.frombuffer(arr, dtype=np.int32) if len(arr) else np.zeros(0, np.int32)
+    if missing is not None:
+        if missing not in codes.index:
+            cats.append(missing)
+        a = np.where(a < 0, cats.index(missing), a)
+    return pd.Categorical.from_codes(a, categories=cats)
 
 
 @dataclass
@@ -79,14 +64,14 @@ class ReportData:
 class ReportAggregator:
     def __init__(self, settings: Optional[AnalysisSettings] = None) -> None:
         self.s = settings or AnalysisSettings()
-        self.trace_ids = _Codes()
-        self.annotators = _Codes()
-        self.outcomes = _Codes()
-        self.step_types = _Codes()
-        self.correctness = _Codes()
-        self.categories = _Codes()
-        self.types = _Codes()
-        self.severities = _Codes()
+        self.trace_ids = Codes()
+        self.annotators = Codes()
+        self.outcomes = Codes()
+        self.step_types = Codes()
+        self.correctness = Codes()
+        self.categories = Codes()
+        self.types = Codes()
+        self.severities = Codes()
         # per annotation
         self.t_trace = array("i")
         self.t_annot = array("i")
@@ -114,7 +99,7 @@ class ReportAggregator:
         self.input_errors: list = []
         self._grid: dict = {}
 
-    def add_error(self, err: InputError) -> None:
+    def add_error(self, err: TraceError) -> None:
         self.input_errors.append(err)
 
     def add(self, rec: AnnotationRecord) -> None:
@@ -196,14 +181,14 @@ class ReportAggregator:
         sev_order = severity_rank_order(s, self.weights_seen)
         sev_order += [v for v in self.severities.values if v not in sev_order]
         traces = pd.DataFrame({
-            "trace_id": self.trace_ids.categorical(self.t_trace),
-            "annotator": self.annotators.categorical(self.t_annot),
+            "trace_id": _categorical(self.trace_ids, self.t_trace),
+            "annotator": _categorical(self.annotators, self.t_annot),
             "n_steps": np.frombuffer(self.t_nsteps, np.int32) if len(self.t_nsteps) else np.zeros(0, np.int32),
             "n_errors": np.frombuffer(self.t_nerrors, np.int32) if len(self.t_nerrors) else np.zeros(0, np.int32),
             "final_score": np.frombuffer(self.t_final, np.float64) if len(self.t_final) else np.zeros(0),
             "first_error_step": pd.array(
                 [None if v < 0 else v for v in self.t_first], dtype="Int32"),
-            "outcome": self.outcomes.categorical(self.t_outcome, missing=MISSING),
+            "outcome": _categorical(self.outcomes, self.t_outcome, missing=MISSING),
             "worst_severity_weight": np.frombuffer(self.t_worst, np.float64) if len(self.t_worst) else np.zeros(0),
         })
         n_err = len(self.e_row)
@@ -213,11 +198,11 @@ class ReportAggregator:
             "row": i32(self.e_row),
             "step_index": i32(self.e_step),
             "position": f64(self.e_pos),
-            "step_type": self.step_types.categorical(self.e_type, missing=NONE_LABEL),
-            "correctness": self.correctness.categorical(self.e_corr),
-            "category": self.categories.categorical(self.e_cat, missing=NONE_LABEL),
-            "error_type": self.types.categorical(self.e_etype, missing=NONE_LABEL),
-            "severity": self.severities.categorical(self.e_sev),
+            "step_type": _categorical(self.step_types, self.e_type, missing=NONE_LABEL),
+            "correctness": _categorical(self.correctness, self.e_corr),
+            "category": _categorical(self.categories, self.e_cat, missing=NONE_LABEL),
+            "error_type": _categorical(self.types, self.e_etype, missing=NONE_LABEL),
+            "severity": _categorical(self.severities, self.e_sev),
             "severity_weight": f64(self.e_weight),
         })
         if n_err:
@@ -255,8 +240,8 @@ class ReportAggregator:
 def aggregate(inputs: Iterable[str], settings: Optional[AnalysisSettings] = None,
               on_error=None) -> ReportData:
     agg = ReportAggregator(settings)
-    for item in read_records(list(inputs), agg.s):
-        if isinstance(item, InputError):
+    for item in read(list(inputs), agg.s):
+        if isinstance(item, TraceError):
             agg.add_error(item)
             if on_error:
                 on_error(item)

@@ -13,6 +13,7 @@ from .analysis import agreement_command, prm_command, report_command
 from .convert import convert_command, formats_command
 from ..flows.convert import convert_inputs
 from ..converters.base import ConvertWarning
+from ..core import layouts
 from ..core.layouts import LAYOUTS, PAGED_MAX_STEPS
 
 
@@ -43,15 +44,21 @@ class UserError(click.ClickException):
         click.echo(f"error: {self.format_message()}", err=True)
 
 
-def load_config(path: str | None) -> config_mod.Config:
+def load_config(path: str | None):
     """A config path, or the name of a shipped one (``trajectory_eval``, ``coding_agent``)."""
-    from .. import label_configs
+    from ..flows.projects import load_config
 
-    target = Path(path) if path else label_configs.path(DEFAULT_CONFIG)
-    if path and not target.exists() and label_configs.path(path).exists():
-        target = label_configs.path(path)
     try:
-        return config_mod.load(target)
+        return load_config(path)
+    except config_mod.ConfigError as exc:
+        raise UserError(str(exc)) from None
+
+
+def _config_for(client, project, path):
+    from ..flows.projects import config_for
+
+    try:
+        return config_for(client, project, path)
     except config_mod.ConfigError as exc:
         raise UserError(str(exc)) from None
 
@@ -146,7 +153,7 @@ def import_(inputs, project, create_title, config_path, layout, fmt, prelabels, 
             click.echo(f"created project {project_id} ({layout} layout)", err=True)
         else:
             project_id = project
-            cfg = load_config(config_path) if config_path else studio.project_config(studio.get_project(client, project))
+            cfg = _config_for(client, project, config_path)
         warnings = []
         if fmt:
             items = _without_warnings(convert_inputs(list(inputs), fmt), warnings)
@@ -160,7 +167,7 @@ def import_(inputs, project, create_title, config_path, layout, fmt, prelabels, 
         if prelabels or prelabel_exports:
             from ..flows.prelabels import Prelabeler
 
-            project_layout = labelconfig.layout_of(studio.get_project(client, project_id)["label_config"])
+            project_layout = layouts.layout_of(studio.get_project(client, project_id)["label_config"])
             prelabeler = Prelabeler(cfg, project_layout, list(prelabel_exports))
             for err in prelabeler.errors:
                 on_error(err)
@@ -224,7 +231,7 @@ def export(project, output, per_annotator, config_path, url, api_key):
 
     client = connect(url, api_key)
     try:
-        cfg = load_config(config_path) if config_path else studio.project_config(studio.get_project(client, project))
+        cfg = _config_for(client, project, config_path)
         out = output or (cfg.output_path if per_annotator else str(Path(cfg.output_path) / "annotations.jsonl"))
         summary = export_project(client, project, out, cfg, per_annotator=per_annotator)
     except studio.StudioError as exc:

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import click
 
-from ..analysis.io import AnalysisSettings, ConfigError, InputError, load_settings
 
 _MAX_PRINTED_ERRORS = 50
 
@@ -22,7 +21,7 @@ class _ErrorPrinter:
     def __init__(self) -> None:
         self.count = 0
 
-    def __call__(self, err: InputError) -> None:
+    def __call__(self, err) -> None:
         self.count += 1
         if self.count <= _MAX_PRINTED_ERRORS:
             click.echo(f"error: {err}", err=True)
@@ -34,7 +33,10 @@ class _ErrorPrinter:
             click.echo(f"rejected: {self.count} input line(s) or path(s)", err=True)
 
 
-def _settings(config, correct_label, outcome_key) -> AnalysisSettings:
+def _settings(config, correct_label, outcome_key):
+    from ..analysis.settings import load_settings
+    from ..core.config import ConfigError
+
     try:
         return load_settings(
             config, correct_labels=tuple(correct_label) if correct_label else None, outcome_key=outcome_key)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from . import UserError, connect, load_config, studio, studio_options  # studio: imported lazily
+from . import UserError, _config_for, connect, load_config, studio, studio_options  # studio: imported lazily
 
 auth_options = [
     click.option("--basic-auth-user", envvar="LS_TRAJEVAL_ML_USER", default=None,
@@ -108,7 +108,7 @@ def resync(project, config_path, url, api_key):
 
     client = connect(url, api_key)
     try:
-        cfg = load_config(config_path) if config_path else studio.project_config(studio.get_project(client, project))
+        cfg = _config_for(client, project, config_path)
         counts = writeback.resync(client, cfg, project)
     except studio.StudioError as exc:
         raise UserError(str(exc)) from None

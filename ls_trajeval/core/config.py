@@ -12,7 +12,6 @@ before :class:`ConfigError` is raised.
 from __future__ import annotations
 
 import difflib
-import json
 import math
 import re
 from dataclasses import asdict, dataclass, field
@@ -21,6 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from .errors import UserError
+from .fields import TASK_FIELDS, control_names
 
 DEFAULT_SEVERITIES = (
     ("minor", -1.0, "Small issue, does not derail the overall trace"),
@@ -33,13 +35,10 @@ DEFAULT_STEP_DISPLAY = {
     "observation": ("Observation", "#F1F8E9"),
     "code": ("Code", "#F3E5F5"),
 }
-#: Task-data keys the generated configs use themselves; a config may not claim them for its own data.
-RESERVED_DATA_KEYS = ("te_transcript", "te_pages", "te_header", "running_score", "n_steps",
-                      "n_errors", "first_error_step", "worst_severity", "score_mean")
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
 
-class ConfigError(Exception):
+class ConfigError(UserError):
     """One or more problems in a config; ``errors`` holds one message per problem."""
 
     def __init__(self, source: str, errors: list[str]):
@@ -518,12 +517,10 @@ def load_dict(data: Any, source: str = "<config>") -> Config:
         ck.error("annotation_schemes", f"scheme name {dup!r} is used twice")
     for key, path in ((id_key, "item_properties.id_key"), (text_key, "item_properties.text_key"),
                       (trace_key, "display.trace_key")):
-        if key in RESERVED_DATA_KEYS:
+        if key in TASK_FIELDS:
             ck.error(path, f"{key!r} is reserved for ls-trajeval's own task fields; choose another key")
-    if trajectory is not None:
-        from .labelconfig import control_names  # the generated XML's names must not collide
-
-        clash = set(control_names(trajectory)) & {r.name for r in radios}
+    if trajectory is not None:  # the generated XML's names must not collide
+        clash = set(control_names(trajectory.name)) & {r.name for r in radios}
         for c in sorted(clash):
             ck.error("annotation_schemes", f"scheme name {c!r} collides with a control of {trajectory.name!r}")
 
@@ -794,28 +791,3 @@ def _radio(ck: _Checker, raw: dict, path: str) -> RadioScheme:
         required = ck.boolean(req.get("required"), f"{path}.label_requirement.required", required)
     return RadioScheme(name, ck.string(sc.get("description"), f"{path}.description", ""), tuple(labels), required,
                        ck.boolean(sc.get("sequential_key_binding"), f"{path}.sequential_key_binding", False))
-
-
-# ---------------------------------------------------------------- embedding in a label config
-EMBED_PREFIX = "ls-trajeval config:"
-
-
-def embed_comment(config: Config) -> str:
-    """The config as JSON for an XML comment, so a project's label config describes itself.
-
-    XML comments may not contain '--'; that only occurs inside JSON strings, where '-' can be spelt
-    as an escape, so nothing is lost.
-    """
-    text = json.dumps(config.to_dict(), ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    for raw, escaped in (("--", "-\\u002d"), ("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026")):
-        text = text.replace(raw, escaped)  # markup characters too, so the comment is inert anywhere
-    return f"{EMBED_PREFIX} " + text
-
-
-def from_label_config(xml: str, source: str = "<label config>") -> Config | None:
-    """The config embedded in a generated label config, or None when there is none."""
-    m = re.search(r"<!--\s*" + re.escape(EMBED_PREFIX) + r"\s*(\{.*?\})\s*-->", xml, re.S)
-    if not m:
-        return None
-    return load_dict(json.loads(m.group(1)), source=source)
-

@@ -2,71 +2,26 @@
 
 Two layouts (see DESIGN.md): ``transcript`` (Paragraphs, a region per wrong step, per-region
 controls) and ``paged`` (Repeater, one step per page, a correctness choice per step). The control
-names both use are defined here, in :func:`control_names`, and read back by :mod:`results`.
+names both use are :class:`fields.Names`, read back by :mod:`results`. A generated config carries the
+Config it was made from in a comment (:func:`embed_comment`), so a project describes itself.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+import re
 from functools import lru_cache
 
 import jinja2
 
-from .config import Config, Severity, TrajectoryScheme, embed_comment, humanize
-from .layouts import LAYOUTS, PAGED_MAX_STEPS, layout_of  # noqa: F401 - re-exported
+from .config import Config, Severity, humanize, load_dict
+from .fields import Names
+from .layouts import LAYOUTS
 
 #: Label Studio's Repeater replaces this marker with the step index in every attribute.
 IDX = "{{idx}}"
 ERROR_COLORS = ("#D32F2F", "#F9A825", "#6A1B9A", "#00838F")
 #: The transcript layout's confirmation when ``require_all_steps`` is on (unmarked steps count as correct).
 REVIEWED_TEXT = "I reviewed every step; unmarked steps are correct"
-
-
-@dataclass(frozen=True)
-class Names:
-    """Control and object names of the generated configs, derived from the scheme's name."""
-
-    scheme: str
-
-    @property
-    def marks(self) -> str:  # transcript: the ParagraphLabels that marks a wrong step
-        return self.scheme
-
-    @property
-    def correctness(self) -> str:  # paged: prefix of the per-step correctness Choices
-        return f"{self.scheme}_correctness"
-
-    @property
-    def type(self) -> str:
-        return f"{self.scheme}_type"
-
-    @property
-    def severity(self) -> str:
-        return f"{self.scheme}_severity"
-
-    @property
-    def rationale(self) -> str:
-        return f"{self.scheme}_rationale"
-
-    @property
-    def types_store(self) -> str:  # paged: the hidden Taxonomy holding the error types every step shares
-        return f"{self.scheme}_types"
-
-    @property
-    def reviewed(self) -> str:
-        return f"{self.scheme}_reviewed"
-
-    @property
-    def live_score(self) -> str:  # transcript: the TextArea the ML backend fills while the annotator works
-        return f"{self.scheme}_live_score"
-
-
-OBJECT_NAMES = ("te_task", "te_trace", "te_step")
-
-
-def control_names(scheme: TrajectoryScheme) -> list[str]:
-    n = Names(scheme.name)
-    return [n.marks, n.correctness, n.type, n.severity, n.rationale, n.types_store, n.reviewed, n.live_score,
-            *OBJECT_NAMES]
 
 
 def _weight(w: float) -> str:
@@ -123,3 +78,27 @@ def generate(config: Config, layout: str = "transcript") -> str:
         embedded=embed_comment(config),
     )
     return "\n".join(line for line in xml.splitlines() if line.strip()) + "\n"
+
+
+EMBED_PREFIX = "ls-trajeval config:"
+
+
+def embed_comment(config: Config) -> str:
+    """The config as JSON for an XML comment, so a project's label config describes itself.
+
+    XML comments may not contain '--'; that only occurs inside JSON strings, where '-' can be spelt
+    as an escape, so nothing is lost.
+    """
+    text = json.dumps(config.to_dict(), ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    for raw, escaped in (("--", "-\\u002d"), ("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026")):
+        text = text.replace(raw, escaped)  # markup characters too, so the comment is inert anywhere
+    return f"{EMBED_PREFIX} " + text
+
+
+def from_label_config(xml: str, source: str = "<label config>") -> Config | None:
+    """The config embedded in a generated label config, or None when there is none."""
+    m = re.search(r"<!--\s*" + re.escape(EMBED_PREFIX) + r"\s*(\{.*?\})\s*-->", xml, re.S)
+    if not m:
+        return None
+    return load_dict(json.loads(m.group(1)), source=source)
+

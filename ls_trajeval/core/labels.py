@@ -4,14 +4,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class StepLabel:
+    """One step's label. Slotted: the analysis of a large export makes millions, one at a time."""
+
     step_index: int
     correctness: str
     error_category: str | None = None
     error_type: str | None = None
     severity: str | None = None
     rationale: str | None = None
+    #: the step itself, as an export record carries it (None for labels decoded from Label Studio results)
+    step_type: str | None = None
+    step_text: str | None = None
 
 
 @dataclass

@@ -15,7 +15,8 @@ import secrets
 from typing import Any, Mapping, Sequence
 
 from .config import Config, ErrorType
-from .labelconfig import REVIEWED_TEXT, Names, severity_label
+from .fields import Names
+from .labelconfig import REVIEWED_TEXT, severity_label
 from .labels import StepLabel, TraceLabels
 
 

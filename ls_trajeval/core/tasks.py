@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .config import Config
+from .fields import N_STEPS, PAGES, TRANSCRIPT, initial_scores
 from .labelconfig import _env
 from .trace import Step, Trace
 
@@ -171,20 +172,17 @@ def pages(trace: Trace, config: Config) -> list[list[dict]]:
 
 def has_pages(data: dict) -> bool:
     """Whether task ``data`` carries the paged layout's cards, one per step, in the current shape."""
-    cards = data.get("te_pages")
-    return (isinstance(cards, list) and len(cards) == data.get("n_steps")
+    cards = data.get(PAGES)
+    return (isinstance(cards, list) and len(cards) == data.get(N_STEPS)
             and all(isinstance(c, list) and c and isinstance(c[0], dict) for c in cards))
 
 
 def task_data(trace: Trace, config: Config, layout: str = "transcript") -> dict:
     """The ``data`` of the Label Studio task for one trace, in a project of ``layout``."""
     data = trace.to_json(config.id_key, config.text_key, config.trace_key)
-    data["te_transcript"] = [transcript_entry(s, i, config) for i, s in enumerate(trace.steps)]
+    data[TRANSCRIPT] = [transcript_entry(s, i, config) for i, s in enumerate(trace.steps)]
     if layout == "paged":
-        data["te_pages"] = pages(trace, config)
-    data["n_steps"] = len(trace.steps)
-    initial = config.trajectory.running_score.initial
-    # the ML backend's score fields, seeded so headers and Data Manager columns read sensibly before any annotation
-    data.update({"running_score": initial, "n_errors": 0, "first_error_step": None, "worst_severity": "",
-                 "score_mean": initial})
+        data[PAGES] = pages(trace, config)
+    data[N_STEPS] = len(trace.steps)
+    data.update(initial_scores(config))
     return data

@@ -77,13 +77,14 @@ class TraceError:
     message: str
     trace_id: str | None = None
 
+    @property
+    def detail(self) -> str:
+        """The field and the message, without the place: ``trace[2].type: missing``."""
+        return f"{self.field}: {self.message}" if self.field else self.message
+
     def __str__(self) -> str:
-        where = self.source
-        if self.line is not None:
-            where += f":{self.line}"
-        if self.field:
-            where += f": {self.field}"
-        return f"{where}: {self.message}"
+        where = self.source if self.line is None else f"{self.source}:{self.line}"
+        return f"{where}: {self.detail}"
 
 
 ReadResult = Union[Trace, TraceError]

@@ -1,7 +1,6 @@
 """Label Studio annotations → ``trajectory_eval`` JSONL, one line per (trace, submitted annotation)."""
 from __future__ import annotations
 
-import json
 import os
 import re
 import tempfile
@@ -11,11 +10,9 @@ from typing import Iterator
 
 from ..studio import client as studio
 from ..core.config import Config
-from ..core.labelconfig import layout_of
-from ..core.results import decode
-from ..core.scoring import summarize
-from ..core.tasks import step_text
-from ..core.trace import parse_trace, Trace
+from ..core.layouts import layout_of
+from ..core.records import build_record, dumps
+from .projects import project_config
 
 
 @dataclass
@@ -29,75 +26,12 @@ class ExportSummary:
     files: list[str] = field(default_factory=list)
 
 
-def _annotator(annotation: dict, users: dict[int, dict]) -> tuple[str | None, int | None]:
-    who = annotation.get("completed_by")
-    if isinstance(who, dict):
-        return who.get("email"), who.get("id")
-    user = users.get(who) if isinstance(who, int) else None
-    return (user or {}).get("email"), who if isinstance(who, int) else None
-
-
-def annotation_record(task: dict, annotation: dict, config: Config, *, layout: str = "",
-                      users: dict[int, dict] | None = None) -> tuple[dict, list[str]]:
-    """One ``trajectory_eval`` line for one annotation of one task, and the decoder's warnings."""
-    data = task.get("data") or {}
-    parsed = parse_trace(data, source=f"task {task.get('id')}", id_key=config.id_key, text_key=config.text_key,
-                         trace_key=config.trace_key)
-    steps = parsed.steps if isinstance(parsed, Trace) else []
-    n_steps = len(steps) if steps else int(data.get("n_steps") or len(data.get("te_transcript") or []))
-    labels = decode(annotation.get("result") or [], config, n_steps)
-    scheme = config.trajectory
-    score = summarize(labels.steps, scheme)
-    email, user_id = _annotator(annotation, users or {})
-    entries = []
-    for label, running in zip(labels.steps, score.curve):
-        step = steps[label.step_index] if label.step_index < len(steps) else None
-        entries.append({
-            "step_index": label.step_index,
-            "step_type": step.type if step else None,
-            "step_text": step_text(step) if step else None,
-            "correctness": label.correctness,
-            "error_category": label.error_category,
-            "error_type": label.error_type,
-            "severity": label.severity,
-            "rationale": label.rationale,
-            "score": _num(running),
-        })
-    record = {
-        "trace_id": str(data.get(config.id_key)) if data.get(config.id_key) is not None else None,
-        "task": data.get(config.text_key),
-        "project_id": task.get("project"),
-        "task_id": task.get("id"),
-        "annotation_id": annotation.get("id"),
-        "annotator": email,
-        "annotator_id": user_id,
-        "created_at": annotation.get("created_at"),
-        "updated_at": annotation.get("updated_at"),
-        "lead_time": annotation.get("lead_time"),
-        "layout": layout or None,
-        "scheme": scheme.name,
-        scheme.name: entries,
-        **labels.whole_trace,
-        "running_score": [_num(x) for x in score.curve],
-        "final_score": _num(score.final),
-        "n_steps": n_steps,
-        "n_errors": score.n_errors,
-        "first_error_step": score.first_error_step,
-        "worst_severity": score.worst_severity,
-        "severity_weights": {k: _num(v) for k, v in scheme.weights.items()},
-        "score_initial": _num(scheme.running_score.initial),
-        "score_min": _num(scheme.running_score.min),
-    }
-    where = f"task {task.get('id')} annotation {annotation.get('id')}"
-    return record, [f"{where}: {w}" for w in labels.warnings]
-
-
 def readable_record(task: dict, annotation: dict, config: Config, *, layout: str, users: dict,
                     summary: ExportSummary) -> dict | None:
-    """``annotation_record``, or None and a located warning when the result cannot be decoded (a result written
-    through the API by another tool): it costs that one annotation, not the whole export."""
+    """The annotation's record, or None and a located warning when its result cannot be decoded (a result
+    written through the API by another tool): it costs that one annotation, not the whole export."""
     try:
-        record, warnings = annotation_record(task, annotation, config, layout=layout, users=users)
+        record, warnings = build_record(task, annotation, config, layout=layout, users=users)
     except (TypeError, ValueError, AttributeError, KeyError, IndexError, RecursionError) as exc:
         summary.unreadable += 1
         summary.warnings.append(f"task {task.get('id')} annotation {annotation.get('id')}: left out, its result "
@@ -112,7 +46,7 @@ def iter_records(client, project_id: int, config: Config | None = None, page_siz
     """Export records of a project, task by task (paged), annotations in id order."""
     summary = summary if summary is not None else ExportSummary()
     project = studio.get_project(client, project_id)
-    config = studio.project_config(project, config)
+    config = project_config(project, config)
     layout = layout_of(project.get("label_config") or "")
     users = studio.users_by_id(client)
     for task in studio.iter_tasks(client, project_id, only_annotated=False, page_size=page_size):
@@ -125,11 +59,6 @@ def iter_records(client, project_id: int, config: Config | None = None, page_siz
             record = readable_record(task, annotation, config, layout=layout, users=users, summary=summary)
             if record is not None:
                 yield record
-
-
-def _num(x: float) -> float | int:
-    """Whole scores as integers (``95``, not ``95.0``), as the guide's own analysis computes them."""
-    return int(x) if float(x).is_integer() else x
 
 
 def _safe_name(text: str) -> str:
@@ -147,8 +76,7 @@ class _AtomicWriter:
         self.fh = os.fdopen(fd, "w", encoding="utf-8", newline="\n")
 
     def write(self, record: dict) -> None:
-        self.fh.write(json.dumps(record, ensure_ascii=False))
-        self.fh.write("\n")
+        self.fh.write(dumps(record))
 
     def commit(self) -> None:
         self.fh.close()

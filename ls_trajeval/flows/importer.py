@@ -12,7 +12,8 @@ from tqdm import tqdm
 
 from ..studio import client as studio
 from ..core.config import Config
-from ..core.labelconfig import PAGED_MAX_STEPS, layout_of
+from ..core.fields import META_TRACE_ID
+from ..core.layouts import PAGED_MAX_STEPS, layout_of
 from ..core.tasks import task_data
 from ..core.trace import ReadResult, Trace, TraceError, read_traces
 
@@ -103,7 +104,7 @@ def import_traces(client, project_id: int, items: Iterable[ReadResult], config: 
             summary.max_steps = max(summary.max_steps, n)
             if n > PAGED_MAX_STEPS:
                 summary.long_traces += 1
-            task = {"data": task_data(item, config, layout), "meta": {studio.META_ID_KEY: item.trace_id}}
+            task = {"data": task_data(item, config, layout), "meta": {META_TRACE_ID: item.trace_id}}
             if prelabel is not None:
                 predictions = prelabel(item, task["data"])
                 if predictions:
@@ -129,7 +130,7 @@ def import_traces(client, project_id: int, items: Iterable[ReadResult], config: 
             on_error(err)
 
     def refused(r: studio.Rejected) -> None:
-        tid = str((r.task.get("meta") or {}).get(studio.META_ID_KEY))
+        tid = str((r.task.get("meta") or {}).get(META_TRACE_ID))
         reject(TraceError(this_run.get(tid, "<input>"), None, None,
                           f"Label Studio refused trace {tid!r}: {r.message}", tid))
 

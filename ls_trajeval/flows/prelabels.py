@@ -12,11 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from ..core import results
+from ..core import records, results
 from ..core.config import Config
+from ..core.fields import N_STEPS, TRANSCRIPT
 from ..core.labels import StepLabel, TraceLabels
 from ..core.scoring import summarize
-from ..core.trace import Trace, TraceError, iter_jsonl, open_text
+from ..core.trace import Trace, TraceError
 
 #: TRAIL's impact levels, used when the config maps none of them
 DEFAULT_IMPACT = {"HIGH": "critical", "MEDIUM": "major", "LOW": "minor"}
@@ -123,52 +124,46 @@ def from_metadata(trace: Trace, config: Config) -> list[Prelabel]:
 
 
 def read_export(path: str | Path, config: Config) -> Iterator[tuple[str, Prelabel] | TraceError]:
-    """(trace_id, Prelabel) for each line of a previous trajectory_eval export."""
+    """(trace_id, Prelabel) for each record of a previous trajectory_eval export."""
     m = _Mapper(config)
     scheme = m.scheme
     source = str(path)
-    with open_text(path) as fh:
-        for n, rec in iter_jsonl(fh, source):
-            if isinstance(rec, TraceError):
-                yield rec
+    for item in records.read_lines(path):
+        if isinstance(item, TraceError):
+            yield item
+            continue
+        n, obj = item
+        rec = records.parse_record(obj, source, n, default_correctness=scheme.correctness_default)
+        if isinstance(rec, TraceError):
+            yield TraceError(source, n, "scheme", f"not a trajectory_eval export line ({rec.detail})")
+            continue
+        problems, marks = [], {}
+        for st in rec.steps:
+            corr = st.correctness
+            if corr == scheme.correctness_default or corr not in scheme.correctness_labels:
+                if corr not in scheme.correctness_labels:
+                    problems.append(f"step {st.step_index}: unknown correctness {corr!r}")
                 continue
-            key = rec.get("scheme") if isinstance(rec, dict) else None
-            entries = rec.get(key) if isinstance(rec, dict) and isinstance(key, str) else None
-            if not isinstance(entries, list) or rec.get("trace_id") is None:
-                yield TraceError(source, n, "scheme", "not a trajectory_eval export line (needs trace_id, scheme "
-                                                      "and the scheme's list of steps)")
-                continue
-            problems, marks = [], {}
-            for e in entries:
-                if not isinstance(e, dict) or not isinstance(e.get("step_index"), int):
-                    continue
-                corr = e.get("correctness")
-                if corr == scheme.correctness_default or corr not in scheme.correctness_labels:
-                    if corr not in scheme.correctness_labels and corr is not None:
-                        problems.append(f"step {e['step_index']}: unknown correctness {corr!r}")
-                    continue
-                etype = m.type_for(e.get("error_type"), e.get("error_category"))
-                if e.get("error_type") and not (m.maps(e.get("error_type")) or m.maps(e.get("error_category"))):
-                    problems.append(f"unmapped type {e.get('error_type')!r}: add it to prelabels.type_map")
-                marks[e["step_index"]] = StepLabel(e["step_index"], corr, etype.category if etype else None,
-                                                   etype.name if etype else None, m.severity_for(e.get("severity")),
-                                                   e.get("rationale"))
-            n_steps = max(len(entries), max(marks, default=-1) + 1)
-            whole = {r.name: rec.get(r.name) for r in config.whole_trace if rec.get(r.name) is not None}
-            labels = TraceLabels(_steps(n_steps, marks, scheme.correctness_default), whole)
-            who = rec.get("annotator") or rec.get("annotator_id") or "unknown"
-            yield str(rec["trace_id"]), Prelabel(f"export:{who}", labels, problems)
+            etype = m.type_for(st.error_type, st.error_category)
+            if st.error_type and not (m.maps(st.error_type) or m.maps(st.error_category)):
+                problems.append(f"unmapped type {st.error_type!r}: add it to prelabels.type_map")
+            marks[st.step_index] = StepLabel(st.step_index, corr, etype.category if etype else None,
+                                             etype.name if etype else None, m.severity_for(st.severity), st.rationale)
+        whole = {r.name: rec.labels[r.name] for r in config.whole_trace if rec.labels.get(r.name) is not None}
+        labels = TraceLabels(_steps(rec.n_steps, marks, scheme.correctness_default), whole)
+        yield rec.trace_id, Prelabel(f"export:{rec.annotator}", labels, problems)
 
 
 def prediction(pre: Prelabel, config: Config, layout: str, task_data: dict) -> dict:
     """A Label Studio prediction in the project's layout; its score is the running score it implies."""
-    steps = pre.labels.steps[:task_data["n_steps"]]
+    n = task_data[N_STEPS]
+    steps = pre.labels.steps[:n]
     labels = TraceLabels(steps + [StepLabel(i, config.trajectory.correctness_default)
-                                  for i in range(len(steps), task_data["n_steps"])], pre.labels.whole_trace)
+                                  for i in range(len(steps), n)], pre.labels.whole_trace)
     return {
         "model_version": f"prelabels-{pre.source}",
         "score": summarize(labels.steps, config.trajectory).final,
-        "result": results.encode(labels, config, layout, task_data.get("te_transcript"), origin="prediction",
+        "result": results.encode(labels, config, layout, task_data.get(TRANSCRIPT), origin="prediction",
                                  confirm_review=False),
     }
 

@@ -16,8 +16,10 @@ from tqdm import tqdm
 from ..core import labelconfig
 from ..studio import client as studio
 from ..core.config import Config
+from ..core.fields import PAGES
 from ..core.tasks import has_pages, pages
 from ..core.trace import Trace, parse_trace
+from .projects import project_config
 
 
 @dataclass
@@ -34,7 +36,7 @@ def set_layout(client, project_id: int, layout: str, config: Config | None = Non
     if layout not in labelconfig.LAYOUTS:
         raise ValueError(f"unknown layout {layout!r}: choose one of {', '.join(labelconfig.LAYOUTS)}")
     project = studio.get_project(client, project_id)
-    cfg = studio.project_config(project, config)
+    cfg = project_config(project, config)
     summary = RelayoutSummary(layout)
     xml = labelconfig.generate(cfg, layout)
     unchanged = (project.get("label_config") or "").strip() == xml.strip()
@@ -51,7 +53,7 @@ def set_layout(client, project_id: int, layout: str, config: Config | None = Non
             if not isinstance(parsed, Trace):
                 summary.errors.append(f"task {task['id']}: its trace cannot be read, so it has no pages: {parsed}")
                 continue
-            studio.update_task_data(client, task["id"], {"te_pages": pages(parsed, cfg)}, data)
+            studio.update_task_data(client, task["id"], {PAGES: pages(parsed, cfg)}, data)
             summary.pages_added += 1
     if not unchanged:
         studio.set_label_config(client, project_id, xml)

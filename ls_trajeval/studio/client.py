@@ -19,13 +19,15 @@ from label_studio_sdk.base_client import LabelStudioBase as LabelStudio
 from label_studio_sdk.core.api_error import ApiError
 
 from ..core import labelconfig
-from ..core.config import Config, from_label_config
+from ..core.config import Config
+from ..core.errors import UserError
+from ..core.fields import META_TRACE_ID
 
 #: Retried with backoff: connection problems and the server's transient answers.
 RETRY_STATUS = {429, 502, 503, 504}
 
 
-class StudioError(RuntimeError):
+class StudioError(UserError):
     """A Label Studio problem with a message fit for a user (no traceback)."""
 
 
@@ -163,17 +165,6 @@ def find_project(client: LabelStudio, title: str) -> dict | None:
     return None
 
 
-def project_config(project: dict, override: Config | None = None) -> Config:
-    """The taxonomy config of a project: the given one, else the one embedded in its label config."""
-    if override is not None:
-        return override
-    embedded = from_label_config(project.get("label_config") or "", source=f"project {project.get('id')}")
-    if embedded is None:
-        raise StudioError(f"project {project.get('id')} was not made by ls-trajeval (its label config has no "
-                          "embedded taxonomy): pass --config with the YAML config it was made from")
-    return embedded
-
-
 # ---------------------------------------------------------------- tasks
 def iter_tasks(client: LabelStudio, project_id: int, *, only_annotated: bool = False, page_size: int = 100,
                with_annotations: bool = True, include: str | None = None) -> Iterator[dict]:
@@ -212,17 +203,12 @@ def existing_values(client: LabelStudio, project_id: int, key: str, page_size: i
     return out
 
 
-#: Where the importer keeps a task's trace id besides ``data``: listing ``id,meta`` is a few bytes a task,
-#: where the data holds the whole trace three times over.
-META_ID_KEY = "te_trace_id"
-
-
 def existing_trace_ids(client: LabelStudio, project_id: int, id_key: str, page_size: int = 5000) -> set[str]:
     """The trace ids a project holds, read from task ``meta``; tasks imported without it (by other tools or
     older versions) are read from their data."""
     out, legacy = set(), False
     for task in iter_tasks(client, project_id, page_size=page_size, with_annotations=False, include="id,meta"):
-        value = (task.get("meta") or {}).get(META_ID_KEY)
+        value = (task.get("meta") or {}).get(META_TRACE_ID)
         if value is None:
             legacy = True
         else:
@@ -237,7 +223,7 @@ def recent_trace_ids(client: LabelStudio, project_id: int, n: int) -> set[str]:
     pager = call(client.tasks.list, project=project_id, page=1, page_size=max(1, n), fields="task_only",
                  include="id,meta", query=json.dumps({"ordering": ["-tasks:id"]}),
                  what=f"listing the newest tasks of project {project_id}")
-    return {str(v) for t in (pager.items or []) if (v := (_dump(t).get("meta") or {}).get(META_ID_KEY)) is not None}
+    return {str(v) for t in (pager.items or []) if (v := (_dump(t).get("meta") or {}).get(META_TRACE_ID)) is not None}
 
 
 @dataclass
@@ -299,7 +285,7 @@ def import_batch(client: LabelStudio, project_id: int, tasks: list[dict], *, ret
 
 def _drop_stored(client, project_id, tasks) -> tuple[list[dict], int]:
     """The tasks of a batch whose trace ids are not among the project's newest tasks, and how many were."""
-    keys = [(t.get("meta") or {}).get(META_ID_KEY) for t in tasks]
+    keys = [(t.get("meta") or {}).get(META_TRACE_ID) for t in tasks]
     if not tasks or any(k is None for k in keys):
         return tasks, 0
     present = recent_trace_ids(client, project_id, len(tasks))

@@ -19,11 +19,13 @@ from pathlib import Path
 
 import httpx
 
+from ..core.errors import UserError
+
 STATE_FILE = "ls-trajeval.json"
 
 
-class ServerError(RuntimeError):
-    pass
+class ServerError(UserError):
+    """The local Label Studio could not be set up or started."""
 
 
 def free_port() -> int:

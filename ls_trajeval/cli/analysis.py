@@ -1,9 +1,8 @@
-"""Click commands for the analysis consumers: ``report``, ``agreement`` and ``prm``.
+"""The analysis commands over trajectory_eval exports: ``report``, ``agreement`` and ``prm``.
 
-They are plain ``click.Command`` objects; the main ``ls-trajeval`` group attaches them.
-Exit codes: 0 success; 1 the command finished but some input lines were rejected (each is
-printed to stderr as file:line: reason); 2 nothing usable (bad options, unreadable config, no
-valid annotation at all).
+Exit codes as everywhere (:mod:`.common`): 1 when some input lines were rejected (each printed to stderr as
+file:line: reason), 2 when nothing was usable (no valid annotation at all). ``report`` and ``agreement`` need the
+``analysis`` extra and say so when it is missing.
 """
 from __future__ import annotations
 
@@ -13,7 +12,12 @@ from pathlib import Path
 
 import click
 
+from ..core.errors import UserError
+from .common import EXIT_REJECTED, Command, need_extra, writing
 
+#: what ``pip install 'ls-trajeval[analysis]'`` brings, by command
+REPORT_NEEDS = ("pandas", "numpy", "matplotlib")
+AGREEMENT_NEEDS = ("numpy", "statsmodels", "krippendorff")
 _MAX_PRINTED_ERRORS = 50
 
 
@@ -35,13 +39,14 @@ class _ErrorPrinter:
 
 def _settings(config, correct_label, outcome_key):
     from ..analysis.settings import load_settings
-    from ..core.config import ConfigError
 
-    try:
-        return load_settings(
-            config, correct_labels=tuple(correct_label) if correct_label else None, outcome_key=outcome_key)
-    except ConfigError as exc:
-        raise click.UsageError(str(exc)) from None
+    return load_settings(config, correct_labels=tuple(correct_label) if correct_label else None,
+                         outcome_key=outcome_key)
+
+
+def _nothing_usable(printer: _ErrorPrinter) -> UserError:
+    printer.finish()
+    return UserError("no valid annotation lines in the input")
 
 
 def _common(f):
@@ -55,15 +60,7 @@ def _common(f):
     return f
 
 
-class _Exit(click.ClickException):
-    exit_code = 2
-
-    def __init__(self, code: int) -> None:
-        super().__init__("no valid annotation lines in the input")
-        self.exit_code = code
-
-
-@click.command("report")
+@click.command("report", cls=Command)
 @_common
 @click.option("-o", "--output", "output", default="report", show_default=True, type=click.Path(file_okay=False),
               help="Directory for report.html, the CSV/Parquet tables and the PNG plots.")
@@ -74,26 +71,24 @@ class _Exit(click.ClickException):
 @click.option("-q", "--quiet", is_flag=True, help="No terminal summary.")
 def report_command(inputs, config, correct_label, outcome_key, output, top, curve_x, no_plots, quiet):
     """Error report (tables, plots, HTML) from trajectory_eval JSONL files or directories."""
+    need_extra("analysis", *REPORT_NEEDS)
     from ..analysis.report import aggregate, terminal_summary, write_report
 
     settings = _settings(config, correct_label, outcome_key)
     printer = _ErrorPrinter()
     data = aggregate(inputs, settings, on_error=printer)
     if len(data.traces) == 0:
-        printer.finish()
-        raise _Exit(2)
-    try:
+        raise _nothing_usable(printer)
+    with writing(output):
         out = write_report(data, output, top=top, curve_x=curve_x, plots=not no_plots, inputs=inputs)
-    except OSError as exc:
-        raise click.ClickException(f"cannot write the report to {output}: {exc}") from None
     if not quiet:
         click.echo(terminal_summary(out))
     printer.finish()
     if printer.count:
-        sys.exit(1)
+        sys.exit(EXIT_REJECTED)
 
 
-@click.command("agreement")
+@click.command("agreement", cls=Command)
 @_common
 @click.option("--k", "k", default=2, show_default=True, type=click.IntRange(0),
               help="Tolerance in steps for first-error-step agreement.")
@@ -102,28 +97,26 @@ def report_command(inputs, config, correct_label, outcome_key, output, top, curv
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Also write the JSON results here.")
 def agreement_command(inputs, config, correct_label, outcome_key, k, top, as_json, output):
     """Inter-annotator agreement on steps, error types, severity and first error."""
+    need_extra("analysis", *AGREEMENT_NEEDS)
     from ..analysis.agreement import collect, compute, format_table
 
     settings = _settings(config, correct_label, outcome_key)
     printer = _ErrorPrinter()
     col = collect(inputs, settings, on_error=printer)
     if len(col.a_trace) == 0:
-        printer.finish()
-        raise _Exit(2)
+        raise _nothing_usable(printer)
     result = compute(col, k=k, top=top)
     doc = result.to_json()
     if output:
-        try:
+        with writing(output):
             Path(output).write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        except OSError as exc:
-            raise click.ClickException(f"cannot write {output}: {exc}") from None
     click.echo(json.dumps(doc, indent=2, ensure_ascii=False) if as_json else format_table(result))
     printer.finish()
     if printer.count:
-        sys.exit(1)
+        sys.exit(EXIT_REJECTED)
 
 
-@click.command("prm")
+@click.command("prm", cls=Command)
 @_common
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Output JSONL ('-' for stdout).")
 @click.option("--partial", type=click.Choice(["true", "false", "drop"]), default="false", show_default=True,
@@ -141,10 +134,8 @@ def prm_command(inputs, config, correct_label, outcome_key, output, partial, aft
     printer = _ErrorPrinter()
     target = Path(output)
     tmp = target.with_name(target.name + ".partial") if output != "-" else None
-    try:
+    with writing(output):
         fh = sys.stdout if tmp is None else open(tmp, "w", encoding="utf-8")
-    except OSError as exc:
-        raise click.ClickException(f"cannot write {output}: {exc}") from None
     try:
         stats = build_prm(inputs, fh, settings=settings, partial=partial, after_error=after_error,
                           merge=merge, with_meta=with_meta, on_error=printer)
@@ -155,10 +146,9 @@ def prm_command(inputs, config, correct_label, outcome_key, output, partial, aft
         # written beside the target and renamed, so a failed run never leaves half a dataset under the real name
         tmp.replace(target)
     if stats.examples == 0 and printer.count:
-        printer.finish()
-        raise _Exit(2)
+        raise _nothing_usable(printer)
     click.echo(f"wrote {stats.examples} examples ({stats.steps} steps, {stats.true_labels} labelled true, "
                f"{stats.dropped_steps} dropped) to {output}", err=tmp is None)
     printer.finish()
     if printer.count:
-        sys.exit(1)
+        sys.exit(EXIT_REJECTED)

@@ -1,21 +1,20 @@
-"""``ls-trajeval convert`` and ``ls-trajeval formats`` (click commands; attached to the main group in cli.py)."""
+"""``ls-trajeval convert`` and ``ls-trajeval formats``: agent logs to trace JSONL. Neither needs the config model,
+Jinja2 or the Label Studio SDK, and neither imports them."""
 from __future__ import annotations
 
 import sys
 
 import click
 
-from ls_trajeval.flows.convert import ConvertStats, convert_inputs, write_traces
-from ls_trajeval.converters.registry import all_converters, names
+from ..converters.registry import all_converters
+from ..core.trace import TraceError
+from ..flows.convert import ConvertStats, convert_inputs, write_traces
+from .common import EXIT_REJECTED, Command, format_option, writing
 
 
-def _format_choices() -> list[str]:
-    return ["auto", *names()]
-
-
-@click.command("convert")
+@click.command("convert", cls=Command)
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=True, allow_dash=False))
-@click.option("--format", "fmt", default="auto", show_default=True, type=click.Choice(_format_choices()), help="Source format, or auto to detect it per file.")
+@format_option("auto", "Source format, or auto to detect it per file.")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, allow_dash=True), help="Trace JSONL to write ('-' for stdout).")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the summary, not each error and warning.")
 def convert_command(inputs: tuple[str, ...], fmt: str, output: str, quiet: bool) -> None:
@@ -27,8 +26,6 @@ def convert_command(inputs: tuple[str, ...], fmt: str, output: str, quiet: bool)
     warnings: list = []
 
     def on_problem(item) -> None:
-        from ls_trajeval.core.trace import TraceError
-
         if isinstance(item, TraceError):
             if not quiet:
                 click.echo(f"error: {item}", err=True)
@@ -37,15 +34,13 @@ def convert_command(inputs: tuple[str, ...], fmt: str, output: str, quiet: bool)
 
     stats = ConvertStats()
     items = convert_inputs(inputs, fmt, stats)
-    try:
+    with writing(output):
         if output == "-":
             write_traces(items, sys.stdout, on_problem)
             sys.stdout.flush()
         else:
             with open(output, "w", encoding="utf-8", newline="\n") as fh:
                 write_traces(items, fh, on_problem)
-    except OSError as exc:
-        raise click.ClickException(f"cannot write {output}: {exc}") from None
     if not quiet:
         for w in warnings:
             click.echo(f"warning: {w}", err=True)
@@ -56,10 +51,10 @@ def convert_command(inputs: tuple[str, ...], fmt: str, output: str, quiet: bool)
         err=True,
     )
     if stats.rejected:
-        sys.exit(1)
+        sys.exit(EXIT_REJECTED)
 
 
-@click.command("formats")
+@click.command("formats", cls=Command)
 def formats_command() -> None:
     """List the source formats `convert` understands and the file shapes each detects."""
     convs = all_converters()

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import click
 
-from . import UserError, _config_for, connect, load_config, studio, studio_options  # studio: imported lazily
+from ..core.errors import UserError
+from .common import Command, Group, load_config, need_extra, optional_config, projects, studio, studio_options
 
 auth_options = [
     click.option("--basic-auth-user", envvar="LS_TRAJEVAL_ML_USER", default=None,
@@ -25,12 +26,12 @@ def with_auth(fn):
     return fn
 
 
-@click.group("ml")
+@click.group("ml", cls=Group)
 def ml_group():
     """The ML backend: running score write-back, live score, pre-annotations."""
 
 
-@ml_group.command()
+@ml_group.command(cls=Command)
 @click.option("--config", "config_path", required=True, help="the YAML config (path or shipped name)")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=9090, show_default=True, type=int)
@@ -43,11 +44,7 @@ def serve(config_path, host, port, workers, threads, basic_auth_user, basic_auth
     from ..ml.app import ENV_CONFIG, ENV_PASSWORD, ENV_USER
     from ..ml.detectors import build
 
-    import importlib.util
-
-    missing = [m for m in ("label_studio_ml", "gunicorn") if importlib.util.find_spec(m) is None]
-    if missing:
-        raise UserError(f"{' and '.join(missing)} not installed: pip install 'ls-trajeval[ml]'")
+    need_extra("ml", "label_studio_ml", "gunicorn")
     cfg = load_config(config_path)
     try:
         build(cfg)  # refuse a config whose detectors cannot work before any worker starts
@@ -77,7 +74,7 @@ def serve(config_path, host, port, workers, threads, basic_auth_user, basic_auth
     sys.exit(proc.wait())
 
 
-@ml_group.command("connect")
+@ml_group.command("connect", cls=Command)
 @click.option("--project", required=True, type=int)
 @click.option("--url", "backend_url", required=True, help="the backend's URL as Label Studio reaches it")
 @click.option("--no-interactive", is_flag=True, help="do not use the live running score")
@@ -88,17 +85,13 @@ def connect_command(project, backend_url, no_interactive, basic_auth_user, basic
     """Register the backend with a project (predictions, live score, authenticated webhook). Idempotent."""
     from ..ml.connect import connect_backend
 
-    client = connect(url, api_key)
-    try:
-        changes = connect_backend(client, project, backend_url, interactive=not no_interactive,
-                                  user=basic_auth_user, password=basic_auth_password)
-    except studio.StudioError as exc:
-        raise UserError(str(exc)) from None
+    changes = connect_backend(studio.connect(url, api_key), project, backend_url, interactive=not no_interactive,
+                              user=basic_auth_user, password=basic_auth_password)
     for line in changes or ["nothing to change: already connected"]:
         click.echo(line)
 
 
-@ml_group.command()
+@ml_group.command(cls=Command)
 @click.option("--project", required=True, type=int)
 @click.option("--config", "config_path", default=None, help="the YAML config (default: the one embedded in the project)")
 @studio_options
@@ -106,10 +99,7 @@ def resync(project, config_path, url, api_key):
     """Recompute and write back every task's score (after downtime or a config change)."""
     from ..ml import writeback
 
-    client = connect(url, api_key)
-    try:
-        cfg = _config_for(client, project, config_path)
-        counts = writeback.resync(client, cfg, project)
-    except studio.StudioError as exc:
-        raise UserError(str(exc)) from None
+    client = studio.connect(url, api_key)
+    cfg = projects.project_config(studio.get_project(client, project), optional_config(config_path))
+    counts = writeback.resync(client, cfg, project)
     click.echo(f"project {project}: {counts['tasks']} tasks checked, {counts['updated']} updated")

@@ -43,13 +43,17 @@ def readable_record(task: dict, annotation: dict, config: Config, *, layout: str
 
 def iter_records(client, project_id: int, config: Config | None = None, page_size: int = 100,
                  summary: ExportSummary | None = None) -> Iterator[dict]:
-    """Export records of a project, task by task (paged), annotations in id order."""
-    summary = summary if summary is not None else ExportSummary()
+    """Export records of a project, task by task (paged), annotations in id order; ``config`` defaults to the
+    project's own."""
     project = studio.get_project(client, project_id)
-    config = project_config(project, config)
+    return _records(client, project, project_config(project, config), page_size,
+                    summary if summary is not None else ExportSummary())
+
+
+def _records(client, project: dict, config: Config, page_size: int, summary: ExportSummary) -> Iterator[dict]:
     layout = layout_of(project.get("label_config") or "")
     users = studio.users_by_id(client)
-    for task in studio.iter_tasks(client, project_id, only_annotated=False, page_size=page_size):
+    for task in studio.iter_tasks(client, project["id"], only_annotated=False, page_size=page_size):
         summary.tasks += 1
         summary.drafts += len(task.get("drafts") or [])
         for annotation in sorted(task.get("annotations") or [], key=lambda a: a.get("id") or 0):
@@ -87,15 +91,18 @@ class _AtomicWriter:
         self.tmp.unlink(missing_ok=True)
 
 
-def export_project(client, project_id: int, out: str | Path, config: Config | None = None, *,
+def export_project(client, project_id: int, out: str | Path | None = None, config: Config | None = None, *,
                    per_annotator: bool = False, page_size: int = 100) -> ExportSummary:
-    """Write the project's annotations to ``out`` (a file), or with ``per_annotator`` one file per
-    annotator in the directory ``out``."""
+    """Write the project's annotations to ``out`` (a file), or with ``per_annotator`` one file per annotator in
+    the directory ``out``. ``config`` defaults to the project's own; ``out`` to the config's ``output.path``
+    (plus ``annotations.jsonl`` for one file)."""
     summary = ExportSummary()
-    out = Path(out)
+    project = studio.get_project(client, project_id)
+    config = project_config(project, config)
+    out = Path(out or (config.output_path if per_annotator else Path(config.output_path) / "annotations.jsonl"))
     writers: dict[str, _AtomicWriter] = {}
     try:
-        for record in iter_records(client, project_id, config, page_size, summary):
+        for record in _records(client, project, config, page_size, summary):
             key = _safe_name(record["annotator"] or f"user{record['annotator_id']}") if per_annotator else ""
             if key not in writers:
                 writers[key] = _AtomicWriter(out / f"{key}.jsonl" if per_annotator else out)

@@ -10,12 +10,16 @@ from typing import Callable, Iterable, Iterator
 import orjson
 from tqdm import tqdm
 
-from ..studio import client as studio
+from ..converters.base import ConvertWarning
 from ..core.config import Config
 from ..core.fields import META_TRACE_ID
 from ..core.layouts import PAGED_MAX_STEPS, layout_of
 from ..core.tasks import task_data
 from ..core.trace import ReadResult, Trace, TraceError, read_traces
+from ..studio import client as studio
+from .convert import convert_inputs
+from .prelabels import Prelabeler
+from .projects import load_config, project_config
 
 
 @dataclass
@@ -127,7 +131,8 @@ def import_traces(client, project_id: int, items: Iterable[ReadResult], config: 
         summary.rejected += 1
         summary.errors.append(err)
         if on_error:
-            on_error(err)
+            with tqdm.external_write_mode():  # the bar steps aside, or the message lands on its line
+                on_error(err)
 
     def refused(r: studio.Rejected) -> None:
         tid = str((r.task.get("meta") or {}).get(META_TRACE_ID))
@@ -151,3 +156,68 @@ def import_traces(client, project_id: int, items: Iterable[ReadResult], config: 
         bar.close()
     summary.paged = paged
     return summary
+
+
+@dataclass
+class ImportRun:
+    """What an import did: into which project, what it imported, and what conversion and prelabels said."""
+
+    project_id: int
+    created: bool
+    summary: ImportSummary
+    #: conversion warnings (records converted with a loss worth telling)
+    warnings: list[ConvertWarning] = field(default_factory=list)
+    #: the predictions made from labels that came with the traces, when asked for
+    prelabeler: Prelabeler | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.summary.ok and not (self.prelabeler is not None and self.prelabeler.errors)
+
+
+def import_files(client, inputs: Iterable[str | Path], *, project_id: int | None = None,
+                 create_title: str | None = None, config: Config | None = None, layout: str = "transcript",
+                 fmt: str | None = None, prelabels: bool = False, prelabel_exports: Iterable[str | Path] = (),
+                 batch_size: int = 500, progress: bool = True,
+                 on_error: Callable[[TraceError], None] | None = None,
+                 on_created: Callable[[int], None] | None = None) -> ImportRun:
+    """Import trace JSONL files, or agent logs converted on the fly (``fmt``: a format name or ``auto``), into
+    project ``project_id``, or into a new project ``create_title`` in ``layout``.
+
+    ``create_title`` is used when ``project_id`` is None. ``config`` defaults to the project's embedded one (the
+    shipped default for a new project). ``prelabels`` (or ``prelabel_exports``, previous exports) adds the labels
+    that came with the traces as predictions. Rejections go to ``on_error`` as they happen; ``on_created`` hears
+    the new project's id before anything is imported.
+    """
+    created = project_id is None
+    if created:
+        config = config or load_config()
+        project = studio.create_project(client, config, layout, create_title)
+        project_id = project["id"]
+        if on_created:
+            on_created(project_id)
+    else:
+        project = studio.get_project(client, project_id)
+        config = project_config(project, config)
+    warnings: list[ConvertWarning] = []
+    if fmt:
+        items = _without_warnings(convert_inputs(list(inputs), fmt), warnings)
+    else:
+        items = read_inputs(inputs, config)
+    prelabeler = None
+    if prelabels or prelabel_exports:
+        prelabeler = Prelabeler(config, layout_of(project.get("label_config") or ""), list(prelabel_exports))
+        for err in prelabeler.errors:
+            if on_error:
+                on_error(err)
+    summary = import_traces(client, project_id, items, config, batch_size=batch_size, progress=progress,
+                            on_error=on_error, prelabel=prelabeler)
+    return ImportRun(project_id, created, summary, warnings, prelabeler)
+
+
+def _without_warnings(items, warnings: list) -> Iterator:
+    for item in items:
+        if isinstance(item, ConvertWarning):
+            warnings.append(item)
+        else:
+            yield item

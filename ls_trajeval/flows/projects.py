@@ -30,12 +30,3 @@ def project_config(project: dict, override: Config | None = None) -> Config:
         raise ConfigError(source, ["not made by ls-trajeval (its label config has no embedded taxonomy): pass "
                                    "--config with the YAML config it was made from"])
     return embedded
-
-
-def config_for(client, project_id: int, path: str | None) -> Config:
-    """``--config`` when given, else the project's own config (read from Label Studio)."""
-    if path:
-        return load_config(path)
-    from ..studio import client as studio  # here: label_studio_sdk loads in seconds, and only this branch needs it
-
-    return project_config(studio.get_project(client, project_id))

@@ -158,7 +158,7 @@ def main(argv=None) -> int:
                 runs = 1 if n >= 1000 else args.repeats
                 traces = [synthetic(n, k) for k in range(runs)]
                 if layout == "naive":
-                    studio.import_tasks(client, pid, [{"data": task_data(trace.parse_trace(t), c)} for t in traces])
+                    studio.import_batch(client, pid, [{"data": task_data(trace.parse_trace(t), c)} for t in traces])
                 else:
                     import_traces(client, pid, [trace.parse_trace(t) for t in traces], c, progress=False)
                 ids = {t["data"]["trace_id"]: t["id"] for t in studio.iter_tasks(client, pid)}

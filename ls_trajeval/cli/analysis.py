@@ -36,6 +36,12 @@ class _ErrorPrinter:
         if self.count:
             click.echo(f"rejected: {self.count} input line(s) or path(s)", err=True)
 
+    def done(self) -> None:
+        """The count of rejections, and exit 1 when there were any."""
+        self.finish()
+        if self.count:
+            sys.exit(EXIT_REJECTED)
+
 
 def _settings(config, correct_label, outcome_key):
     from ..analysis.settings import load_settings
@@ -83,9 +89,7 @@ def report_command(inputs, config, correct_label, outcome_key, output, top, curv
         out = write_report(data, output, top=top, curve_x=curve_x, plots=not no_plots, inputs=inputs)
     if not quiet:
         click.echo(terminal_summary(out))
-    printer.finish()
-    if printer.count:
-        sys.exit(EXIT_REJECTED)
+    printer.done()
 
 
 @click.command("agreement", cls=Command)
@@ -111,9 +115,7 @@ def agreement_command(inputs, config, correct_label, outcome_key, k, top, as_jso
         with writing(output):
             Path(output).write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     click.echo(json.dumps(doc, indent=2, ensure_ascii=False) if as_json else format_table(result))
-    printer.finish()
-    if printer.count:
-        sys.exit(EXIT_REJECTED)
+    printer.done()
 
 
 @click.command("prm", cls=Command)
@@ -149,6 +151,4 @@ def prm_command(inputs, config, correct_label, outcome_key, output, partial, aft
         raise _nothing_usable(printer)
     click.echo(f"wrote {stats.examples} examples ({stats.steps} steps, {stats.true_labels} labelled true, "
                f"{stats.dropped_steps} dropped) to {output}", err=tmp is None)
-    printer.finish()
-    if printer.count:
-        sys.exit(EXIT_REJECTED)
+    printer.done()

@@ -156,4 +156,4 @@ class FormatName(click.ParamType):
 
 def format_option(default: str | None, help: str):
     return click.option("--format", "fmt", type=FormatName(), default=default, show_default=default is not None,
-                        help=help + " (`ls-trajeval formats` lists them)")
+                        help=help)

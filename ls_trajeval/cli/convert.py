@@ -14,7 +14,7 @@ from .common import EXIT_REJECTED, Command, format_option, writing
 
 @click.command("convert", cls=Command)
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=True, allow_dash=False))
-@format_option("auto", "Source format, or auto to detect it per file.")
+@format_option("auto", "Source format, or auto to detect it per file (`ls-trajeval formats` lists them).")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, allow_dash=True), help="Trace JSONL to write ('-' for stdout).")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the summary, not each error and warning.")
 def convert_command(inputs: tuple[str, ...], fmt: str, output: str, quiet: bool) -> None:

@@ -41,7 +41,8 @@ def generate(config, layout, output):
 @click.option("--config", "config_path", help="YAML config, a path or a shipped config's name (default: the "
               "project's own, or the shipped default for --create)")
 @layout_option
-@format_option(None, "convert INPUTS from this log format first (or 'auto'); default: trace JSONL")
+@format_option(None, "convert INPUTS from this log format first (or 'auto'; `ls-trajeval formats` lists them); "
+               "default: trace JSONL")
 @click.option("--prelabels", is_flag=True, help="bring labels that come with the traces (Who&When mistake_step, "
               "TRAIL span errors) as predictions to review")
 @click.option("--prelabels-from", "prelabel_exports", multiple=True, type=click.Path(exists=True, dir_okay=False),

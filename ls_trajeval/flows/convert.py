@@ -48,10 +48,6 @@ class ConvertStats:
             self.warnings += 1
 
 
-def format_names() -> list[str]:
-    return list(names())
-
-
 def detect_format(path: str | Path) -> Converter:
     """The one converter for a file, or FormatError naming the candidates."""
     p = Path(path)
@@ -60,7 +56,7 @@ def detect_format(path: str | Path) -> Converter:
     except OSError as exc:
         raise FormatError(f"cannot read: {exc}") from None
     scored = detect(sample)
-    known = ", ".join(format_names())
+    known = ", ".join(names())
     good = [(s, c) for s, c in scored if s >= MIN_CONFIDENCE]
     if not good:
         if scored:

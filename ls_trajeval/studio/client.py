@@ -10,7 +10,7 @@ import os
 import random
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterator
 
 import httpx
 # The SDK's generated client. Its subclass ``label_studio_sdk.LabelStudio`` only adds client-side export helpers,
@@ -313,14 +313,6 @@ def _split_rejected(client, project_id, tasks, message, retries, on_rejected) ->
                for part in (tasks[:half], tasks[half:]))
 
 
-def import_tasks(client: LabelStudio, project_id: int, tasks: list[dict]) -> int:
-    """Import one batch of tasks; returns how many Label Studio created."""
-    resp = call(client.projects.import_tasks, id=project_id, request=tasks, return_task_ids=False,
-                what=f"importing {len(tasks)} tasks")
-    data = _dump(resp)
-    return int(data.get("task_count") or len(tasks))
-
-
 def users_by_id(client: LabelStudio) -> dict[int, dict]:
     out = {}
     for user in call(client.users.list, what="listing users"):
@@ -332,17 +324,6 @@ def users_by_id(client: LabelStudio) -> dict[int, dict]:
 def create_annotation(client: LabelStudio, task_id: int, result: list[dict], **kwargs) -> dict:
     return _dump(call(client.annotations.create, id=task_id, result=result, what=f"annotating task {task_id}",
                       **kwargs))
-
-
-def batched(items: Iterable, size: int) -> Iterator[list]:
-    batch = []
-    for item in items:
-        batch.append(item)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
 
 
 # ---------------------------------------------------------------- ML backend: tasks, write-back, connection

@@ -17,8 +17,7 @@ from ls_trajeval.studio import client as studio
 from ls_trajeval.flows.importer import import_traces
 from ls_trajeval.core.trace import parse_trace
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "pg"))
-import tracegen  # noqa: E402
+from pg import tracegen
 
 pytestmark = pytest.mark.studio
 

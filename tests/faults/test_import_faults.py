@@ -8,7 +8,6 @@ import random
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -19,9 +18,8 @@ from ls_trajeval.studio import client as studio
 from ls_trajeval.cli import main_group
 from ls_trajeval.core.fields import META_TRACE_ID
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "pg"))
-import tracegen  # noqa: E402
-from faultproxy import FaultProxy  # noqa: E402
+from faults.faultproxy import FaultProxy
+from pg import tracegen
 
 pytestmark = pytest.mark.studio
 

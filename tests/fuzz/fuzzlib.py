@@ -16,7 +16,6 @@ import io
 import json
 import math
 import os
-import sys
 import tempfile
 import zipfile
 from functools import lru_cache
@@ -28,7 +27,6 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "converters"
 REAL = ROOT / "tests" / "fixtures" / "real"
-sys.path.insert(0, str(ROOT / "tests"))
 
 # ---------------------------------------------------------------- choosers
 
@@ -466,7 +464,7 @@ def _decoder_setup():
     from ls_trajeval.core import config as cfg
     from ls_trajeval import label_configs
 
-    from test_studio_roundtrip import TRACES, ui_result  # the UI's own result shapes
+    from studio.uishapes import TRACES, ui_result  # the UI's own result shapes
     from ls_trajeval.core.tasks import task_data
     from ls_trajeval.core.trace import parse_trace
 

@@ -7,20 +7,16 @@ CI runs a modest number of examples per entry point (derandomized, so a run is r
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-sys.path.insert(0, str(Path(__file__).parent))
-import fuzzlib  # noqa: E402
-
-from ls_trajeval.flows.convert import convert_file  # noqa: E402
-from ls_trajeval.converters.base import ConvertWarning  # noqa: E402
-from ls_trajeval.converters.registry import all_converters  # noqa: E402
-from ls_trajeval.flows.export import ExportSummary, readable_record  # noqa: E402
-from ls_trajeval.core.trace import Trace, TraceError, read_traces  # noqa: E402
+from fuzz import fuzzlib
+from ls_trajeval.converters.base import ConvertWarning
+from ls_trajeval.converters.registry import all_converters
+from ls_trajeval.core.trace import Trace, TraceError, read_traces
+from ls_trajeval.flows.convert import convert_file
+from ls_trajeval.flows.export import ExportSummary, readable_record
 
 FAST = settings(max_examples=50, deadline=None, derandomize=True, database=None,
                 suppress_health_check=list(HealthCheck))

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -18,8 +16,7 @@ from ls_trajeval.studio import client as studio
 from ls_trajeval.flows.projects import project_config
 from ls_trajeval.cli import main_group
 
-sys.path.insert(0, str(Path(__file__).parents[1]))
-from test_studio_roundtrip import NASTY, RATIONALE, TRACES, ui_result  # noqa: E402  (UI result shapes, written out once)
+from studio.uishapes import NASTY, RATIONALE, TRACES, ui_result
 
 pytestmark = pytest.mark.studio
 

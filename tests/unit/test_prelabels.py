@@ -1,26 +1,21 @@
-"""Existing labels (Who&When, TRAIL, a previous export) as predictions in the project's layout."""
+"""Existing labels (Who&When, TRAIL, a previous export) as predictions in the project's layout (the
+import into a real Label Studio is tests/studio/test_prelabels.py)."""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from ls_trajeval.core import config as cfg
 from ls_trajeval import label_configs
 from ls_trajeval.core import results
-from ls_trajeval.studio import client as studio
-from ls_trajeval.flows.projects import project_config
-from ls_trajeval.cli import main_group
 from ls_trajeval.flows.convert import convert_inputs
 from ls_trajeval.flows.prelabels import Prelabeler, from_metadata, read_export
 from ls_trajeval.core.tasks import task_data
 from ls_trajeval.core.trace import Trace
 
-ROOT = Path(__file__).resolve().parents[1]
-TRAIL = ROOT / "tests" / "fixtures" / "converters" / "openinference" / "trail_trace.json"
+TRAIL = Path(__file__).resolve().parents[1] / "fixtures" / "converters" / "openinference" / "trail_trace.json"
 MAPPED = cfg.loads((label_configs.path("trajectory_eval")).read_text() + """
 prelabels:
   type_map:
@@ -95,26 +90,3 @@ def test_prediction_decodes_back_to_the_prelabels(layout):
     assert [s.correctness for s in decoded.steps] == ["incorrect", "correct", "correct", "correct", "incorrect",
                                                       "correct"]
     assert all(r.get("from_name") != "error_localization_reviewed" for r in pred["result"])
-
-
-@pytest.mark.studio
-def test_import_with_prelabels_creates_predictions(ls_env, ls_client, fixtures_dir, tmp_path):
-    config_file = tmp_path / "mapped.yaml"
-    config_file.write_text(label_configs.path("trajectory_eval").read_text() + "\nprelabels:\n  default_severity: major\n")
-    src = fixtures_dir / "real" / "who_and_when"
-    r = CliRunner().invoke(main_group, ["import", str(src), "--format", "auto", "--create", "prelabels",
-                                        "--config", str(config_file), "--prelabels", "--quiet"])
-    assert r.exit_code == 0, r.output
-    pid = int(re.search(r"project (\d+):", r.stdout).group(1))
-    assert "prelabels: 2 predictions" in r.stderr and "imported 2" in r.stdout
-    expected = {}
-    for f in sorted(src.glob("*.json")):
-        rec = json.loads(f.read_text())
-        expected[rec["question"]] = int(rec["mistake_step"])
-    config = project_config(studio.get_project(ls_client, pid))
-    for task in studio.iter_tasks(ls_client, pid):
-        (pred,) = task["predictions"]
-        labels = results.decode(pred["result"], config, task["data"]["n_steps"])
-        marked = [s.step_index for s in labels.steps if s.correctness == "incorrect"]
-        assert marked == [expected[task["data"]["metadata"]["question"]]]
-        assert pred["score"] == 95

@@ -26,14 +26,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ls_trajeval.core import config as cfg  # noqa: E402
 from ls_trajeval import label_configs  # noqa: E402
+from ls_trajeval.core import config as cfg  # noqa: E402
 from ls_trajeval.core import trace  # noqa: E402
 from ls_trajeval.core.layouts import PAGED_MAX_STEPS  # noqa: E402
-from ls_trajeval.studio import client as studio  # noqa: E402
-from ls_trajeval.flows.importer import import_traces  # noqa: E402
-from ls_trajeval.studio.localserver import LocalLabelStudio  # noqa: E402
 from ls_trajeval.core.tasks import task_data  # noqa: E402
+from ls_trajeval.flows.importer import import_traces  # noqa: E402
+from ls_trajeval.studio import client as studio  # noqa: E402
+from ls_trajeval.studio.localserver import LocalLabelStudio  # noqa: E402
 from tests.conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 from tests.browser.ui import Annotator  # noqa: E402
 

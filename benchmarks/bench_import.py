@@ -34,12 +34,12 @@ sys.path.insert(0, str(ROOT / "tests" / "pg"))
 import tracegen  # noqa: E402
 from pgserver import start_label_studio_on_postgres  # noqa: E402
 
-from ls_trajeval.core import config as cfg  # noqa: E402
 from ls_trajeval import label_configs  # noqa: E402
-from ls_trajeval.studio import client as studio  # noqa: E402
+from ls_trajeval.core import config as cfg  # noqa: E402
 from ls_trajeval.core.fields import META_TRACE_ID  # noqa: E402
 from ls_trajeval.core.tasks import task_data  # noqa: E402
 from ls_trajeval.core.trace import parse_trace  # noqa: E402
+from ls_trajeval.studio import client as studio  # noqa: E402
 
 CONFIG = cfg.load(label_configs.path("trajectory_eval"))
 ANNOTATION = [{"id": "o", "from_name": "overall_success", "to_name": "te_task", "type": "choices",

@@ -8,6 +8,7 @@ extra), and, as a one-line report with LS_TRAJEVAL_DEBUG for the traceback, a bu
 """
 from __future__ import annotations
 
+import errno
 import importlib
 import importlib.util
 import os
@@ -67,9 +68,13 @@ class _Contract:
         except UserError as exc:
             error(str(exc))
             code = EXIT_FAILED
-        except OSError as exc:  # a file or directory that cannot be read or written, named by the error
-            error(f"{exc.strerror}: {exc.filename}" if exc.strerror and exc.filename else str(exc))
-            code = EXIT_FAILED
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:  # the reader of our output went away (`| head`): nothing to say
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nor at exit, when stdout flushes
+                code = 1  # as click itself answers a broken pipe
+            else:  # a file or directory that cannot be read or written, named by the error
+                error(f"{exc.strerror}: {exc.filename}" if exc.strerror and exc.filename else str(exc))
+                code = EXIT_FAILED
         except (click.Abort, KeyboardInterrupt):
             error("interrupted")
             code = EXIT_INTERRUPTED
@@ -104,6 +109,8 @@ def writing(path: str):
     try:
         yield
     except OSError as exc:
+        if exc.errno == errno.EPIPE:
+            raise  # stdout's reader went away: not a file we failed to write
         raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 

@@ -41,10 +41,10 @@ def ml_group():
 @studio_options
 def serve(config_path, host, port, workers, threads, basic_auth_user, basic_auth_password, url, api_key):
     """Run the backend on gunicorn. With --url/--api-key it also writes scores back on annotation events."""
+    need_extra("ml", "label_studio_ml", "gunicorn")  # before ml.app, which imports label_studio_ml
     from ..ml.app import ENV_CONFIG, ENV_PASSWORD, ENV_USER
     from ..ml.detectors import build
 
-    need_extra("ml", "label_studio_ml", "gunicorn")
     cfg = load_config(config_path)
     try:
         build(cfg)  # refuse a config whose detectors cannot work before any worker starts

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import platformdirs
 
-from ..studio import client as studio
 from ..core.config import Config
-from .importer import import_traces, read_inputs
+from ..studio import client as studio
 from ..studio.localserver import LocalLabelStudio, free_port
+from .importer import import_traces, read_inputs
 
 
 def default_data_dir() -> Path:

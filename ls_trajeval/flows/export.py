@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from ..studio import client as studio
 from ..core.config import Config
 from ..core.layouts import layout_of
 from ..core.records import build_record, dumps
+from ..studio import client as studio
 from .projects import project_config
 
 

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from tqdm import tqdm
 
 from ..core import labelconfig
-from ..studio import client as studio
 from ..core.config import Config
 from ..core.fields import PAGES
 from ..core.tasks import has_pages, pages
 from ..core.trace import Trace, parse_trace
+from ..studio import client as studio
 from .projects import project_config
 
 

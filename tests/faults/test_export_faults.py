@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from ls_trajeval.core import config as cfg
 from ls_trajeval import label_configs
-from ls_trajeval.studio import client as studio
-from ls_trajeval.flows.importer import import_traces
+from ls_trajeval.core import config as cfg
 from ls_trajeval.core.trace import parse_trace
+from ls_trajeval.flows.importer import import_traces
+from ls_trajeval.studio import client as studio
 
 from pg import tracegen
 

@@ -12,11 +12,11 @@ import time
 import pytest
 from click.testing import CliRunner
 
-from ls_trajeval.core import config as cfg
 from ls_trajeval import label_configs
-from ls_trajeval.studio import client as studio
 from ls_trajeval.cli import main_group
+from ls_trajeval.core import config as cfg
 from ls_trajeval.core.fields import META_TRACE_ID
+from ls_trajeval.studio import client as studio
 
 from faults.faultproxy import FaultProxy
 from pg import tracegen

@@ -10,11 +10,11 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from click.testing import CliRunner
 
-from ls_trajeval.core import config as cfg, labelconfig
 from ls_trajeval import label_configs
-from ls_trajeval.studio import client as studio
-from ls_trajeval.flows.projects import project_config
 from ls_trajeval.cli import main_group
+from ls_trajeval.core import config as cfg, labelconfig
+from ls_trajeval.flows.projects import project_config
+from ls_trajeval.studio import client as studio
 
 from studio.uishapes import NASTY, RATIONALE, TRACES, ui_result
 

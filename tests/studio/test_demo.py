@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from ls_trajeval.flows.demo import sample_traces
 from ls_trajeval.core.trace import Trace, read_traces
+from ls_trajeval.flows.demo import sample_traces
 
 pytestmark = pytest.mark.studio
 

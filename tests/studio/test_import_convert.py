@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ls_trajeval.studio import client as studio
 from ls_trajeval.cli import main_group
+from ls_trajeval.studio import client as studio
 
 pytestmark = pytest.mark.studio
 

@@ -15,15 +15,15 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ls_trajeval.core import config as cfg
 from ls_trajeval import label_configs
-from ls_trajeval.core import labelconfig
-from ls_trajeval.studio import client as studio
-from ls_trajeval.flows.projects import project_config
 from ls_trajeval.cli import main_group
+from ls_trajeval.core import config as cfg
+from ls_trajeval.core import labelconfig
 from ls_trajeval.core.layouts import layout_of
 from ls_trajeval.core.tasks import task_data
 from ls_trajeval.core.trace import parse_trace
+from ls_trajeval.flows.projects import project_config
+from ls_trajeval.studio import client as studio
 
 from .uishapes import NASTY, RATIONALE, TRACES, ui_result
 

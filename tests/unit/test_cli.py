@@ -107,3 +107,23 @@ def test_fast_commands_load_neither_the_sdk_nor_the_config_model_nor_pandas(argv
             "print(code, [m for m in heavy if m in sys.modules], file=sys.stderr)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stderr.splitlines()[-1] == "0 []", out.stderr
+
+
+def test_a_reader_that_goes_away_is_no_error(tmp_path):
+    """``ls-trajeval convert ... -o - | head``: the converter stops quietly when head has read enough."""
+    big = tmp_path / "big.jsonl"
+    big.write_text("".join(json.dumps({"trace_id": f"t{i}", "task": "x", "trace": [{"type": "thought",
+                                                                                    "content": "y" * 200}]}) + "\n"
+                           for i in range(3000)))
+    proc = subprocess.Popen([sys.executable, "-m", "ls_trajeval", "convert", str(big), "-o", "-"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout.read(100).startswith(b'{"trace_id":"t0"')
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(60) == 1 and "error" not in err and "Traceback" not in err, err
+
+
+def test_ml_serve_names_the_ml_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "label_studio_ml", None)
+    r = run("ml", "serve", "--config", "trajectory_eval")
+    assert r.exit_code == 2 and r.output == "error: label_studio_ml not installed: pip install 'ls-trajeval[ml]'\n"

@@ -6,8 +6,8 @@ import textwrap
 
 import pytest
 
-from ls_trajeval.core import config as cfg
 from ls_trajeval import label_configs
+from ls_trajeval.core import config as cfg
 from ls_trajeval.core.config import ConfigError
 
 

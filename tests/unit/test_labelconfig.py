@@ -3,8 +3,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from ls_trajeval.core import config as cfg
 from ls_trajeval import label_configs
+from ls_trajeval.core import config as cfg
 from ls_trajeval.core import labelconfig
 
 NASTY = "A <b>&amp;</b> \"quoted\" 'single' & <script>alert(1)</script> --> ]]>"

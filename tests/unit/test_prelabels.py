@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from ls_trajeval.core import config as cfg
 from ls_trajeval import label_configs
+from ls_trajeval.core import config as cfg
 from ls_trajeval.core import results
-from ls_trajeval.flows.convert import convert_inputs
-from ls_trajeval.flows.prelabels import Prelabeler, from_metadata, read_export
 from ls_trajeval.core.tasks import task_data
 from ls_trajeval.core.trace import Trace
+from ls_trajeval.flows.convert import convert_inputs
+from ls_trajeval.flows.prelabels import Prelabeler, from_metadata, read_export
 
 TRAIL = Path(__file__).resolve().parents[1] / "fixtures" / "converters" / "openinference" / "trail_trace.json"
 MAPPED = cfg.loads((label_configs.path("trajectory_eval")).read_text() + """

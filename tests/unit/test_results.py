@@ -1,8 +1,8 @@
 """Decoding Label Studio results into per-step labels, for both layouts, in the shapes the UI saves."""
 import pytest
 
-from ls_trajeval.core import config as cfg
 from ls_trajeval import label_configs
+from ls_trajeval.core import config as cfg
 from ls_trajeval.core import results
 from ls_trajeval.core.labels import StepLabel, TraceLabels
 

@@ -17,7 +17,7 @@ from .ml import ml_group
 from .studio import demo, export, generate, import_, layout
 
 
-@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=Group)
 @click.version_option(__version__, prog_name="ls-trajeval")
 def main_group():
     """Per-step error localization for AI agent traces, in Label Studio."""

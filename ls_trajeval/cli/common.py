@@ -47,7 +47,12 @@ def error(message: str) -> None:
 
 class _Contract:
     """``main`` of a command or group that keeps the exit-code contract for everything it runs (the top group
-    for the whole CLI; a command's own for the command run alone, as the tests and embedding programs do)."""
+    for the whole CLI; a command's own for the command run alone, as the tests and embedding programs do); and
+    ``-h`` next to ``--help`` however the command is reached."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs["context_settings"] = {"help_option_names": ["-h", "--help"], **(kwargs.get("context_settings") or {})}
+        super().__init__(*args, **kwargs)
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         try:

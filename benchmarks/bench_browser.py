@@ -26,11 +26,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ls_trajeval import config as cfg  # noqa: E402
-from ls_trajeval import label_configs, labelconfig, studio, trace  # noqa: E402
-from ls_trajeval.importer import import_traces  # noqa: E402
-from ls_trajeval.localserver import LocalLabelStudio  # noqa: E402
-from ls_trajeval.tasks import task_data  # noqa: E402
+from ls_trajeval import label_configs  # noqa: E402
+from ls_trajeval.core import config as cfg  # noqa: E402
+from ls_trajeval.core import trace  # noqa: E402
+from ls_trajeval.core.layouts import PAGED_MAX_STEPS  # noqa: E402
+from ls_trajeval.core.tasks import task_data  # noqa: E402
+from ls_trajeval.flows.importer import import_traces  # noqa: E402
+from ls_trajeval.studio import client as studio  # noqa: E402
+from ls_trajeval.studio.localserver import LocalLabelStudio  # noqa: E402
 from tests.conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 from tests.browser.ui import Annotator  # noqa: E402
 
@@ -155,7 +158,7 @@ def main(argv=None) -> int:
                 runs = 1 if n >= 1000 else args.repeats
                 traces = [synthetic(n, k) for k in range(runs)]
                 if layout == "naive":
-                    studio.import_tasks(client, pid, [{"data": task_data(trace.parse_trace(t), c)} for t in traces])
+                    studio.import_batch(client, pid, [{"data": task_data(trace.parse_trace(t), c)} for t in traces])
                 else:
                     import_traces(client, pid, [trace.parse_trace(t) for t in traces], c, progress=False)
                 ids = {t["data"]["trace_id"]: t["id"] for t in studio.iter_tasks(client, pid)}
@@ -193,7 +196,7 @@ def main(argv=None) -> int:
             t, p_, nv = cells["transcript"], cells["paged"], cells["naive"]
             print(f"{mode:>6} {n:5} | {row} | {t[0] / nv[0]:13.2f} {p_[0] / nv[0]:7.2f} {t[3] / nv[3]:13.2f}"
                   f" {p_[3] / nv[3]:7.2f} {t[0] / anchor:13.2f} {p_[0] / anchor:8.2f}")
-    print(f"\npaged layout limit in use: labelconfig.PAGED_MAX_STEPS = {labelconfig.PAGED_MAX_STEPS}")
+    print(f"\npaged layout limit in use: core.layouts.PAGED_MAX_STEPS = {PAGED_MAX_STEPS}")
     return 0
 
 

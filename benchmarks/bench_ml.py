@@ -32,11 +32,12 @@ import orjson
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ls_trajeval import config as cfg, label_configs, labelconfig  # noqa: E402
-from ls_trajeval.localserver import free_port  # noqa: E402
+from ls_trajeval import label_configs
+from ls_trajeval.core import config as cfg, labelconfig  # noqa: E402
+from ls_trajeval.core.tasks import task_data  # noqa: E402
+from ls_trajeval.core.trace import parse_trace  # noqa: E402
 from ls_trajeval.ml import detectors  # noqa: E402
-from ls_trajeval.tasks import task_data  # noqa: E402
-from ls_trajeval.trace import parse_trace  # noqa: E402
+from ls_trajeval.studio.localserver import free_port  # noqa: E402
 
 CONFIG = cfg.load(label_configs.path("trajectory_eval"))
 GOAL_P99_MS = 100.0

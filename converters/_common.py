@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from ls_trajeval.trace import Step, Trace, TraceError, describe
+from ls_trajeval.core.trace import Step, Trace, TraceError, describe
 
 from .base import ConvertWarning, stable_id
 

@@ -11,7 +11,7 @@ from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from ls_trajeval.trace import Step, Trace, TraceError, describe, loads_strict, open_text
+from ls_trajeval.core.trace import Step, Trace, TraceError, describe, loads_strict, open_text
 
 from . import _io
 from ._common import BadRecord, dumps

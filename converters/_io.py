@@ -13,7 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator
 
-from ls_trajeval.trace import TraceError, iter_jsonl, loads_strict, open_text
+from ls_trajeval.core.trace import TraceError, iter_jsonl, loads_strict, open_text
 
 from .base import Sample
 

@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import Iterator
 
-from ls_trajeval.trace import TraceError
+from ls_trajeval.core.trace import TraceError
 
 from . import _io
 from ._common import StepList, finish, step

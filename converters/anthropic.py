@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterator
 
-from ls_trajeval.trace import TraceError, describe
+from ls_trajeval.core.trace import TraceError, describe
 
 from . import _io
 from ._common import BadRecord, in_list, StepList, anthropic_blocks_to_steps, expect, file_id, finish, flatten_parts, guarded, step, text

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Union
 
-from ls_trajeval.trace import Trace, TraceError
+from ls_trajeval.core.trace import Trace, TraceError
 
 ConvertResult = Union[Trace, TraceError]
 

@@ -21,7 +21,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Iterator
 
-from ls_trajeval.trace import TraceError, describe
+from ls_trajeval.core.trace import TraceError, describe
 
 from . import _io
 from ._common import BadRecord, StepList, anthropic_blocks_to_steps, finish, step, text

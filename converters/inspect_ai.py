@@ -14,7 +14,7 @@ import zlib
 from pathlib import Path
 from typing import Any, Iterator
 
-from ls_trajeval.trace import TraceError
+from ls_trajeval.core.trace import TraceError
 
 from . import _io
 from ._common import BadRecord, StepList, chat_messages_to_steps, expect, finish, flatten_parts, guarded, render_args, step, text

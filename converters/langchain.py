@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
-from ls_trajeval.trace import Trace, TraceError
+from ls_trajeval.core.trace import Trace, TraceError
 
 from ._common_b import (Bad, Ctx, ToolEvent, assemble, describe, finish_trace, guarded, jdump,
                         llm_event_from_messages, mk_step, read_input, time_key, sample_objects, task_from_input,

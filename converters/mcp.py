@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
-from ls_trajeval.trace import Trace, TraceError
+from ls_trajeval.core.trace import Trace, TraceError
 
 from ._common_b import Bad, args_text, describe, jdump, media_ref, mk_step, read_input, sample_objects, text_of, warn
 from .base import Converter, Sample, stable_id

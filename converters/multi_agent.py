@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ls_trajeval.trace import Step
+from ls_trajeval.core.trace import Step
 
 from ._common_b import (Bad, Ctx, args_text, clean_meta, drive, finish_trace, message_parts, mk_step, norm_role,
                         pair_by_id, sample_objects, text_of, tool_calls_of)

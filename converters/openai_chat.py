@@ -12,7 +12,7 @@ import itertools
 from pathlib import Path
 from typing import Any, Iterator
 
-from ls_trajeval.trace import TraceError, describe
+from ls_trajeval.core.trace import TraceError, describe
 
 from . import _io
 from ._common import BadRecord, in_list, StepList, chat_messages_to_steps, expect, file_id, finish, guarded, text, warn_all

@@ -18,7 +18,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterator
 
-from ls_trajeval.trace import TraceError, describe
+from ls_trajeval.core.trace import TraceError, describe
 
 from . import _io
 from ._common import BadRecord, in_list, StepList, compact, expect, file_id, finish, flatten_parts, guarded, render_args, step, text

@@ -20,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
-from ls_trajeval.trace import TraceError, loads_strict
+from ls_trajeval.core.trace import TraceError, loads_strict
 
 from ._common_b import (Bad, Ctx, ToolEvent, assemble, describe, finish_trace, flat_attrs, guarded, indexed, jdump,
                         llm_event_from_messages, maybe_json, mk_step, nest, parse_time, read_input, sample_objects, time_key,

@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
-from ls_trajeval.trace import TraceError
+from ls_trajeval.core.trace import TraceError
 
 from . import _io
 from ._common_b import (Bad, Ctx, ToolEvent, assemble, describe, finish_trace, guarded, indexed, jdump,

@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterator
 
-from ls_trajeval.trace import Step, TraceError
+from ls_trajeval.core.trace import Step, TraceError
 
 from . import _io
 from ._common import BadRecord, finish, file_id, guarded, render_args, step, text

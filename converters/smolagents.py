@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
-from ls_trajeval.trace import TraceError
+from ls_trajeval.core.trace import TraceError
 
 from . import _io
 from ._common import BadRecord, StepList, compact, expect, file_id, finish, flatten_parts, guarded, render_args, step, text, tool_call_parts

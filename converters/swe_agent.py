@@ -22,7 +22,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterator
 
-from ls_trajeval.trace import TraceError
+from ls_trajeval.core.trace import TraceError
 
 from . import _io
 from ._common import BadRecord, StepList, expect, file_id, finish, guarded, render_args, step, text, tool_call_parts

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterator
 
-from ls_trajeval.trace import Trace, TraceError, parse_trace
+from ls_trajeval.core.trace import Trace, TraceError, parse_trace
 
 from . import _io
 from .base import Converter, Sample

@@ -29,7 +29,7 @@ from typing import Callable, Iterable
 
 import orjson
 
-from ..config import Config, load as load_config
+from ..core.config import Config, load as load_config
 from . import model as model_mod
 
 log = logging.getLogger("ls_trajeval.ml")
@@ -282,7 +282,7 @@ def create_app():
     config = load_config(path)
     client = None
     if os.environ.get("LABEL_STUDIO_URL") and os.environ.get("LABEL_STUDIO_API_KEY"):
-        from .. import studio
+        from ..studio import client as studio
 
         def client():
             return studio.connect(os.environ["LABEL_STUDIO_URL"], os.environ["LABEL_STUDIO_API_KEY"])

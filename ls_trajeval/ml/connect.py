@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import base64
 
-from .. import studio
+from ..studio import client as studio
 
 WEBHOOK_ACTIONS = ["ANNOTATION_CREATED", "ANNOTATION_UPDATED", "ANNOTATIONS_DELETED"]
 

@@ -13,11 +13,13 @@ from typing import Any, Mapping, Sequence
 
 from label_studio_ml.model import LabelStudioMLBase
 
-from .. import __version__, results, scoring
-from ..config import Config, humanize
-from ..labelconfig import Names, layout_of
-from ..labels import StepLabel, TraceLabels
-from ..trace import Trace, parse_trace
+from .. import __version__
+from ..core import results, scoring
+from ..core.config import Config, humanize
+from ..core.fields import Names, n_steps
+from ..core.layouts import layout_of
+from ..core.labels import StepLabel, TraceLabels
+from ..core.trace import Trace, parse_trace
 from . import detectors
 
 log = logging.getLogger(__name__)
@@ -53,12 +55,7 @@ class Predictor:
         return parsed if isinstance(parsed, Trace) else None
 
     def n_steps(self, task: Mapping) -> int:
-        data = task.get("data") if isinstance(task.get("data"), Mapping) else {}
-        n = data.get("n_steps")
-        if isinstance(n, int) and not isinstance(n, bool) and n >= 0:
-            return n
-        transcript = data.get("te_transcript")
-        return len(transcript) if isinstance(transcript, list) else 0
+        return n_steps(task.get("data") if isinstance(task.get("data"), Mapping) else {})
 
     def suggestions(self, trace: Trace) -> TraceLabels:
         scheme = self.config.trajectory

@@ -7,8 +7,9 @@ import re
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from ls_trajeval import config as cfg
-from ls_trajeval import label_configs, labelconfig
+from ls_trajeval.core import config as cfg
+from ls_trajeval import label_configs
+from ls_trajeval.core import labelconfig
 
 from .test_annotate import export, trace
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from ls_trajeval import config as cfg
+from ls_trajeval.core import config as cfg
 from ls_trajeval import label_configs
 
 from .test_annotate import trace

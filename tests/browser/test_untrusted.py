@@ -8,9 +8,9 @@ import json
 import pytest
 import yaml
 
-from ls_trajeval import config as cfg
+from ls_trajeval.core import config as cfg
 from ls_trajeval import label_configs
-from ls_trajeval.labelconfig import WORD_JOINER
+from ls_trajeval.core.labelconfig import WORD_JOINER
 
 from .test_annotate import export
 from .ui import PWNED

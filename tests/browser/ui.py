@@ -10,9 +10,10 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from ls_trajeval import config as cfg
-from ls_trajeval import labelconfig, studio, trace
-from ls_trajeval.importer import import_traces
+from ls_trajeval.core import config as cfg
+from ls_trajeval.core import labelconfig, trace
+from ls_trajeval.studio import client as studio
+from ls_trajeval.flows.importer import import_traces
 
 #: Set by an XSS payload if any script ever runs.
 PWNED = "__pwned"

@@ -7,7 +7,7 @@ from pathlib import Path
 from ls_trajeval.converters._io import make_sample
 from ls_trajeval.converters.base import ConvertWarning
 from ls_trajeval.converters.registry import get_converter
-from ls_trajeval.trace import Trace, TraceError
+from ls_trajeval.core.trace import Trace, TraceError
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "converters"
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
@@ -46,7 +46,7 @@ def part_a_real_files():
 
 def roundtrip(trace: Trace) -> dict:
     """The trace as the JSONL line it becomes, decoded again; must stay valid for the trace reader."""
-    from ls_trajeval.trace import parse_trace
+    from ls_trajeval.core.trace import parse_trace
     obj = json.loads(json.dumps(trace.to_json(), ensure_ascii=False))
     back = parse_trace(obj)
     assert isinstance(back, Trace), back
@@ -55,5 +55,5 @@ def roundtrip(trace: Trace) -> dict:
 
 def auto_name(path: Path) -> str:
     """The format `auto` picks for a file (fails on ambiguity, as the CLI would)."""
-    from ls_trajeval.convert import detect_format
+    from ls_trajeval.flows.convert import detect_format
     return detect_format(Path(path)).name

@@ -6,8 +6,8 @@ from pathlib import Path
 import click
 import pytest
 
-from ls_trajeval.convert import convert_file
-from ls_trajeval.trace import Trace, TraceError
+from ls_trajeval.flows.convert import convert_file
+from ls_trajeval.core.trace import Trace, TraceError
 from ls_trajeval.converters.base import ConvertWarning
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "converters"
@@ -53,7 +53,7 @@ def need_real(*parts):
 def cli():
     from click.testing import CliRunner
 
-    from ls_trajeval.cli_convert import convert_command, formats_command
+    from ls_trajeval.cli.convert import convert_command, formats_command
 
     group = click.Group("ls-trajeval", commands={"convert": convert_command, "formats": formats_command})
     runner = CliRunner()

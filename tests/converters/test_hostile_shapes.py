@@ -9,7 +9,7 @@ import pytest
 
 from ls_trajeval.converters.base import ConvertWarning
 from ls_trajeval.converters.registry import get_converter
-from ls_trajeval.trace import Trace, TraceError
+from ls_trajeval.core.trace import Trace, TraceError
 
 
 def own(name, path):

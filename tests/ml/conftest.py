@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ls_trajeval.localserver import free_port
+from ls_trajeval.studio.localserver import free_port
 
 USER, PASSWORD = "ml-user", "s3cret-backend-pw"
 

@@ -15,11 +15,13 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-from ls_trajeval import config as cfg, label_configs, studio
+from ls_trajeval.core import config as cfg
+from ls_trajeval import label_configs
+from ls_trajeval.studio import client as studio
 from ls_trajeval.cli import main_group
-from ls_trajeval.importer import import_traces
+from ls_trajeval.flows.importer import import_traces
 from ls_trajeval.ml import writeback
-from ls_trajeval.trace import parse_trace
+from ls_trajeval.core.trace import parse_trace
 
 from .conftest import PASSWORD, USER, wait_for
 

@@ -6,14 +6,15 @@ import time
 
 import pytest
 
-from ls_trajeval import config as cfg, label_configs, labelconfig, results
+from ls_trajeval.core import config as cfg, labelconfig, results
+from ls_trajeval import label_configs
 from ls_trajeval.ml import detectors
 from ls_trajeval.ml.app import BadRequest, Events, safe_project, safe_version
 from ls_trajeval.ml.model import Predictor
 from ls_trajeval.ml.queue import WorkQueue
 from ls_trajeval.ml.writeback import task_fields
-from ls_trajeval.tasks import task_data
-from ls_trajeval.trace import Step, parse_trace
+from ls_trajeval.core.tasks import task_data
+from ls_trajeval.core.trace import Step, parse_trace
 
 CONFIG = cfg.load(label_configs.path("trajectory_eval"))
 

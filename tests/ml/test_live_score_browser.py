@@ -7,10 +7,12 @@ import time
 
 import pytest
 
-from ls_trajeval import config as cfg, label_configs, studio
-from ls_trajeval.importer import import_traces
+from ls_trajeval.core import config as cfg
+from ls_trajeval import label_configs
+from ls_trajeval.studio import client as studio
+from ls_trajeval.flows.importer import import_traces
 from ls_trajeval.ml.connect import connect_backend
-from ls_trajeval.trace import parse_trace
+from ls_trajeval.core.trace import parse_trace
 
 pytestmark = [pytest.mark.studio, pytest.mark.browser]
 

@@ -231,7 +231,9 @@ def test_webhook_queues_events_and_writes_the_score_back(ls_client):
     assert c.post("/webhook", json={"action": "PROJECT_UPDATED", "project": {"id": 1}}, headers=AUTH).json == {"queued": 0}
     r = c.post("/webhook", json={"action": "ANNOTATION_UPDATED", "annotation": {}}, headers=AUTH)
     assert (r.status_code, r.json) == (400, {"error": "event without task or project id"})
-    # a full queue says so instead of dropping the event silently
+    # a full queue says so instead of dropping the event silently (another task: one already pending or
+    # running is never refused, it only runs again)
     app.extensions["ls_trajeval"]["queue"].max_pending = 0
-    r = c.post("/webhook", json=event, headers=AUTH)
+    other = {**event, "task": {"id": t["id"] + 10**6}, "annotation": {"id": ann["id"] + 10**6}}
+    r = c.post("/webhook", json=other, headers=AUTH)
     assert (r.status_code, r.json) == (503, {"error": "busy, too many pending tasks"})

@@ -296,10 +296,31 @@ def cpu_cost(python: str, bodies: Path) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def server_cpu_seconds(session: int) -> float:
+    """User + system CPU time of every process in the server's session (``ml serve``, gunicorn, workers).
+    Unlike latency it hardly depends on what else the machine is running: the comparison for a busy one."""
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        if int(fields[3]) == session:  # fields[0] is the state (stat's third field): session is the sixth
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def serve_and_measure(python: str, args) -> list[dict]:
     proc, url, log = start_backend(args.workers, args.threads, python)
     try:
-        return [latency(url, n, args.clients, args.requests) for n in SIZES]
+        out = []
+        for n in SIZES:
+            before = server_cpu_seconds(proc.pid)
+            r = latency(url, n, args.clients, args.requests)
+            # the two warm-up requests are counted in the CPU time too
+            r["cpu_ms"] = (server_cpu_seconds(proc.pid) - before) * 1000 / (r["requests"] + 2)
+            out.append(r)
+        return out
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(20)
@@ -308,10 +329,10 @@ def serve_and_measure(python: str, args) -> list[dict]:
 
 def print_runs(title: str, runs: list[dict]) -> None:
     print(f"{title}\n{'steps':>6} {'body KB':>8} {'requests':>9} {'errors':>7} {'p50 ms':>8} {'p90 ms':>8} "
-          f"{'p99 ms':>8} {'max ms':>8} {'req/s':>7}")
+          f"{'p99 ms':>8} {'max ms':>8} {'req/s':>7} {'server CPU ms/req':>18}")
     for r in runs:
         print(f"{r['steps']:6} {r['body_kb']:8.0f} {r['requests']:9} {r['errors']:7} {r['p50_ms']:8.1f} "
-              f"{r['p90_ms']:8.1f} {r['p99_ms']:8.1f} {r['max_ms']:8.1f} {r['rps']:7.1f}")
+              f"{r['p90_ms']:8.1f} {r['p99_ms']:8.1f} {r['max_ms']:8.1f} {r['rps']:7.1f} {r['cpu_ms']:18.2f}")
 
 
 def median_of(runs: list[list[dict]], n_steps: int, key: str) -> float:
@@ -326,7 +347,7 @@ def main():
     ap.add_argument("--threads", type=int, default=4)
     ap.add_argument("--baseline-python", default=None,
                     help="another interpreter with ls-trajeval[ml] installed, measured in turn with this one")
-    ap.add_argument("--rounds", type=int, default=1, help="latency runs per server (interleaved with the baseline's)")
+    ap.add_argument("--rounds", type=int, default=1, help="measurements per stack (interleaved with the baseline's)")
     args = ap.parse_args()
     active = detectors.build(CONFIG)
 
@@ -381,13 +402,13 @@ def main():
             print_runs(f"\n### {name}, run {round_no} (load average {load:.1f} at start)", runs[name][-1])
     if args.baseline_python:
         print(f"\n## medians over {args.rounds} runs each; ratio = current / baseline")
-        print(f"{'steps':>6} {'p50 base':>9} {'p50 cur':>8} {'ratio':>6} {'p99 base':>9} {'p99 cur':>8} {'ratio':>6} "
-              f"{'req/s base':>10} {'req/s cur':>9} {'ratio':>6}")
+        keys = {"p50_ms": "p50 ms", "p99_ms": "p99 ms", "rps": "req/s", "cpu_ms": "CPU ms/req"}
+        print(f"{'steps':>6} " + " ".join(f"{h + ' base':>15} {h + ' cur':>14} {'ratio':>6}" for h in keys.values()))
         for n in SIZES:
             cells = []
-            for key in ("p50_ms", "p99_ms", "rps"):
+            for key in keys:
                 b, c = median_of(runs["baseline"], n, key), median_of(runs["current"], n, key)
-                cells.append(f"{b:{9 if key != 'rps' else 10}.1f} {c:{8 if key != 'rps' else 9}.1f} {c / b:6.2f}")
+                cells.append(f"{b:15.2f} {c:14.2f} {c / b:6.2f}")
             print(f"{n:6} " + " ".join(cells))
     p99 = median_of(runs["current"], 200, "p99_ms")
     print(f"\np99 at 200 steps (current, median of {args.rounds}) / goal {GOAL_P99_MS:.0f} ms = {p99 / GOAL_P99_MS:.2f}")

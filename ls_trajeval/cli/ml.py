@@ -10,13 +10,14 @@ from pathlib import Path
 import click
 
 from ..core.errors import UserError
+from ..ml import env as ml_env
 from .common import Command, Group, load_config, need_extra, optional_config, projects, studio, studio_options
 
 auth_options = [
-    click.option("--basic-auth-user", envvar="LS_TRAJEVAL_ML_USER", default=None,
-                 help="require HTTP Basic auth with this user [env LS_TRAJEVAL_ML_USER]"),
-    click.option("--basic-auth-password", envvar="LS_TRAJEVAL_ML_PASSWORD", default=None,
-                 help="... and this password [env LS_TRAJEVAL_ML_PASSWORD]"),
+    click.option("--basic-auth-user", envvar=ml_env.USER, default=None,
+                 help=f"require HTTP Basic auth with this user [env {ml_env.USER}]"),
+    click.option("--basic-auth-password", envvar=ml_env.PASSWORD, default=None,
+                 help=f"... and this password [env {ml_env.PASSWORD}]"),
 ]
 
 
@@ -41,8 +42,7 @@ def ml_group():
 @studio_options
 def serve(config_path, host, port, workers, threads, basic_auth_user, basic_auth_password, url, api_key):
     """Run the backend on gunicorn. With --url/--api-key it also writes scores back on annotation events."""
-    need_extra("ml", "label_studio_ml", "gunicorn")  # before ml.app, which imports label_studio_ml
-    from ..ml.app import ENV_CONFIG, ENV_PASSWORD, ENV_USER
+    need_extra("ml", "flask", "gunicorn")  # before ml.app, which imports flask
     from ..ml.detectors import build
 
     cfg = load_config(config_path)
@@ -56,8 +56,8 @@ def serve(config_path, host, port, workers, threads, basic_auth_user, basic_auth
         raise UserError("score write-back needs both --url and --api-key (or neither, for predictions only)")
     env = dict(os.environ)
     # secrets go to the workers through the environment, never the command line (visible in ps)
-    env.update({ENV_CONFIG: str(Path(cfg.source).resolve()), "LABEL_STUDIO_ML_BACKEND_V2": "true"})
-    for key, value in ((ENV_USER, basic_auth_user), (ENV_PASSWORD, basic_auth_password),
+    env[ml_env.CONFIG] = str(Path(cfg.source).resolve())
+    for key, value in ((ml_env.USER, basic_auth_user), (ml_env.PASSWORD, basic_auth_password),
                        ("LABEL_STUDIO_URL", url), ("LABEL_STUDIO_API_KEY", api_key)):
         if value:
             env[key] = value
@@ -76,11 +76,10 @@ def serve(config_path, host, port, workers, threads, basic_auth_user, basic_auth
 
 @ml_group.command("connect", cls=Command)
 @click.option("--project", required=True, type=int)
-@click.option("--url", "backend_url", required=True, help="the backend's URL as Label Studio reaches it")
+@click.option("--backend-url", required=True, help="the backend's URL as Label Studio reaches it")
 @click.option("--no-interactive", is_flag=True, help="do not use the live running score")
 @with_auth
-@click.option("--api-key", envvar="LABEL_STUDIO_API_KEY", help="Label Studio API key [env LABEL_STUDIO_API_KEY]")
-@click.option("--label-studio-url", "url", envvar="LABEL_STUDIO_URL", help="Label Studio URL [env LABEL_STUDIO_URL]")
+@studio_options
 def connect_command(project, backend_url, no_interactive, basic_auth_user, basic_auth_password, url, api_key):
     """Register the backend with a project (predictions, live score, authenticated webhook). Idempotent."""
     from ..ml.connect import connect_backend

@@ -1,17 +1,16 @@
-"""The ``label-studio-ml`` model: pre-annotations from the detectors, and the live running score.
+"""The model: pre-annotations from the detectors, and the live running score.
 
-Everything is decided by the YAML config loaded at process start (:func:`configure`), never by
-``/setup`` state, so every worker process of the server answers the same.
+Everything is decided by the YAML config the model is built from at process start, never by ``/setup``
+state, so every worker process of the server answers the same. It needs no ``label-studio-ml``: our
+app calls :class:`TrajevalModel` directly, and :mod:`ls_trajeval.ml.compat` hands it to label-studio-ml's
+own server where that is installed.
 """
 from __future__ import annotations
 
-import contextvars
 import hashlib
 import json
 import logging
 from typing import Any, Mapping, Sequence
-
-from label_studio_ml.model import LabelStudioMLBase
 
 from .. import __version__
 from ..core import results, scoring
@@ -23,9 +22,6 @@ from ..core.trace import Trace, parse_trace
 from . import detectors
 
 log = logging.getLogger(__name__)
-
-#: the label config of the /predict request being answered (set by the WSGI middleware)
-current_label_config: contextvars.ContextVar[str] = contextvars.ContextVar("current_label_config", default="")
 
 
 def model_version(config: Config, active: Sequence[detectors.ActiveDetector]) -> str:
@@ -111,29 +107,16 @@ class Predictor:
         return {"result": [item], "score": summary.final, "model_version": self.version}
 
 
-#: set once per process by :func:`configure`
-_PREDICTOR: Predictor | None = None
+class TrajevalModel:
+    """label-studio-ml's model protocol (one prediction per task) over :class:`Predictor`: a pre-annotation,
+    or, when the editor sends its current regions as ``context``, the live score."""
 
+    def __init__(self, predictor: Predictor):
+        self.predictor = predictor
 
-def configure(config: Config) -> Predictor:
-    global _PREDICTOR
-    _PREDICTOR = Predictor(config)
-    return _PREDICTOR
-
-
-def predictor() -> Predictor:
-    if _PREDICTOR is None:
-        raise RuntimeError("the ML backend has no config: start it with `ls-trajeval ml serve --config ...`")
-    return _PREDICTOR
-
-
-class TrajevalModel(LabelStudioMLBase):
-    """label-studio-ml's model protocol over :class:`Predictor`."""
-
-    def predict(self, tasks: list[dict], **kwargs: Any) -> list[dict]:
-        p = predictor()
-        context = kwargs.get("context")
-        layout = layout_of(current_label_config.get() or self.label_config or "")
+    def predict(self, tasks: list, *, label_config: str = "", context: Any = None) -> list[dict]:
+        p = self.predictor
+        layout = layout_of(label_config)
         out = []
         for task in tasks or []:
             if not isinstance(task, Mapping):

@@ -124,6 +124,6 @@ def test_a_reader_that_goes_away_is_no_error(tmp_path):
 
 
 def test_ml_serve_names_the_ml_extra(monkeypatch):
-    monkeypatch.setitem(sys.modules, "label_studio_ml", None)
+    monkeypatch.setitem(sys.modules, "flask", None)
     r = run("ml", "serve", "--config", "trajectory_eval")
-    assert r.exit_code == 2 and r.output == "error: label_studio_ml not installed: pip install 'ls-trajeval[ml]'\n"
+    assert r.exit_code == 2 and r.output == "error: flask not installed: pip install 'ls-trajeval[ml]'\n"

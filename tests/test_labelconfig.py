@@ -81,7 +81,7 @@ def test_structure_and_names(layout):
         live = next(el for el in root.iter("TextArea") if el.get("name") == "error_localization_live_score")
         assert live.get("toName") == "te_task" and live.get("perRegion") is None  # never the rationale box
         headers = [el.get("value") for el in root.iter("Header")]
-        assert any("Saved score (updated when you submit): $running_score" in h for h in headers)
+        assert "Running score: $running_score (saved at the last Submit)" in headers
         assert ">" not in next(root.iter("Style")).text  # Label Studio escapes it, breaking the rule
     else:
         taxonomy = next(el for el in root.iter("Taxonomy") if len(el))  # the shared store's holder

@@ -96,11 +96,11 @@ class Predictor:
         return {"result": result, "score": summary.final, "model_version": self.version}
 
     def live_text(self, labels: TraceLabels, authors: Sequence[str] = ()) -> tuple[str, scoring.ScoreSummary]:
-        """The score, then each marked step as "#N · <step type>: <deduction> (<severity>) · <error type>"."""
+        """The score now, then each marked step as "#N · <step type>: <deduction> (<severity>) · <error type>"."""
         scheme = self.config.trajectory
         summary = scoring.summarize(labels.steps, scheme)
         sev = {s.name: s for s in scheme.severities}
-        lines = [f"Running score: {summary.final:g} of {scheme.running_score.initial:g}"]
+        lines = [f"Running score now: {summary.final:g} of {scheme.running_score.initial:g}"]
         for step, before, after in zip(labels.steps, [scheme.running_score.initial] + summary.curve, summary.curve):
             if step.correctness not in scheme.error_labels:
                 continue

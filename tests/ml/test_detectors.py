@@ -191,7 +191,7 @@ def test_live_score_lists_deductions_and_is_ignored_by_decode():
     text = live["result"][0]["value"]["text"][0]
     assert live["result"][0]["from_name"] == "error_localization_live_score" and live["score"] == 85
     # each mark says which step it is (#N and the step's type as the trace shows it) and what it costs
-    assert text.splitlines() == ["Running score: 85 of 100", "#1 · Action: \u22125 (Major) · Wrong Arguments",
+    assert text.splitlines() == ["Running score now: 85 of 100", "#1 · Action: \u22125 (Major) · Wrong Arguments",
                                  "#3 · Action: \u221210 (Critical) · Destructive Action"]
     assert live["result"][0]["to_name"] == "te_task"  # not the marks' object: see the transcript template
     # saved with the annotation, the live-score text changes nothing in the decoded labels

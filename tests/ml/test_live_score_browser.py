@@ -1,6 +1,6 @@
-"""The live running score in a real browser: mark two steps in the transcript layout with Auto-Annotation on,
-and the live-score box drops by their weights without a reload (the backend answers the editor's
-interactive /predict calls, whose context holds the current regions)."""
+"""The live running score in a real browser, the workbench with a backend from `ml serve` + `ml connect`: marking
+two steps and changing one's severity each move the score shown, at once and without a reload, and nothing has
+to be switched on (the editor's Auto-Annotation toggle stays off: the marking labels are ``smartOnly``)."""
 from __future__ import annotations
 
 import time
@@ -15,10 +15,13 @@ from ls_trajeval.trace import parse_trace
 pytestmark = [pytest.mark.studio, pytest.mark.browser]
 
 
-def test_marking_two_steps_drops_the_live_score_by_their_weights(label_studio, ls_client, backend_factory, browser):
+def test_marks_and_a_severity_change_move_the_live_score_without_a_toggle(label_studio, ls_client, backend_factory,
+                                                                          browser):
     from browser.ui import Annotator  # the browser tests' page helpers
 
     c = cfg.load(label_configs.path("trajectory_eval"))
+    weights = {s.name: s.weight for s in c.trajectory.severities}
+    start = c.trajectory.running_score.initial
     project = studio.create_project(ls_client, c, "transcript", "live score browser")
     trace = {"trace_id": "live-1", "task": "count <b>&amp;</b>", "trace": [
         {"type": "thought", "content": f"step {i} text"} for i in range(5)]}
@@ -30,38 +33,36 @@ def test_marking_two_steps_drops_the_live_score_by_their_weights(label_studio, l
     ctx.set_default_timeout(30_000)
     a = Annotator(ctx.new_page(), label_studio.url)
     a.login(label_studio.credentials.email, label_studio.credentials.password)
-    a.page.goto(f"{label_studio.url}/projects/{project['id']}/data?task={task['id']}")
-    a.page.locator("[data-testid='phrase:0']").wait_for()
-    a.page.get_by_text("Auto-Annotation", exact=True).click()
+    a.open(project["id"], task["id"])
+    assert a.page.evaluate("() => Htx.autoAnnotation") is False  # the toggle is off, and stays off
     a.page.evaluate("window.__te_same_page = true")  # gone if the page reloads
-    box = a.page.locator(".te-live-score")
 
     def shown(expect: str) -> str:
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and expect not in box.inner_text():
+        text = ""
+        while time.monotonic() < deadline:
+            text = a.live_score() if a.page.locator(".te-live [data-testid='htx-textbox-content']").count() else ""
+            if expect in text:
+                break
             time.sleep(0.2)
-        return box.inner_text()
+        return text
 
-    def details():
-        if not a.page.locator(".te-step-details").is_visible():
-            a.select_region(step)
+    def score(value: float) -> str:
+        return f"Running score now: {value:g} of {start:g}"
 
-    step = 1
-    a.mark_step(step)
-    assert "Running score: 100 of 100" in shown("step 2: +0")
-    details()
-    a.choose_severity("Major")
-    a.page.keyboard.press("Escape")
-    step = 3
-    a.mark_step(step)  # a new region sends the current regions: step 2's Major now counts
-    assert "Running score: 95 of 100" in shown("Running score: 95")
-    details()
-    a.choose_severity("Critical")
-    rationale = a.page.locator(".te-step-details textarea").first
-    rationale.fill("finishes too early")
-    rationale.press("Shift+Enter")  # a per-region text submit also calls the backend
-    text = shown("Running score: 85")
-    assert "Running score: 85 of 100" in text and "step 2: \u22125 (Major)" in text
-    assert "step 4: \u221210 (Critical)" in text
+    a.mark_step(1)
+    assert "#2 · Thought: +0 (no severity yet)" in shown("#2 · Thought")
+    a.choose_severity("Major")  # a relabel of the selected mark
+    assert score(start + weights["major"]) in shown(score(start + weights["major"]))
+    a.mark_step(3)  # step 2's mark is selected: the new one takes on its label and severity
+    both_major = start + 2 * weights["major"]
+    text = shown(score(both_major))
+    assert score(both_major) in text and "#4 · Thought: \u22125 (Major)" in text
+    a.choose_severity("Critical")  # change one severity: the score follows at once
+    final = start + weights["major"] + weights["critical"]
+    text = shown(score(final))
+    assert score(final) in text
+    assert "#2 · Thought: \u22125 (Major)" in text and "#4 · Thought: \u221210 (Critical)" in text
     assert a.page.evaluate("window.__te_same_page === true")  # no reload happened
+    assert a.page.evaluate("() => Htx.autoAnnotation") is False
     ctx.close()

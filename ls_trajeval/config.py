@@ -35,7 +35,7 @@ DEFAULT_STEP_DISPLAY = {
 }
 #: Task-data keys the generated configs use themselves; a config may not claim them for its own data.
 RESERVED_DATA_KEYS = ("te_transcript", "te_pages", "te_header", "running_score", "n_steps",
-                      "n_errors", "first_error_step", "worst_severity", "score_mean")
+                      "n_errors", "first_error_step", "worst_severity", "score_mean", "te_curve")
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
 

@@ -2,8 +2,8 @@
 
 A task carries the trace as given plus what its layout displays: ``te_transcript`` (Paragraphs:
 one utterance per step) always, and in a paged project ``te_pages`` (Repeater: one rendered HTML
-card per step, as a one-item list for the ``List`` tag that shows it); the step count and a seeded
-running score (the on-task header reads "undefined" when the field is missing). ``te_pages`` is
+card per step, as a one-item list for the ``List`` tag that shows it); the step count and the seeded
+score fields (:func:`initial_scores`). ``te_pages`` is
 about 70% of a task's bytes and 95% of the time to build it, so a transcript project does without
 it; :mod:`relayout` adds it when a project switches to the paged layout.
 """
@@ -183,8 +183,15 @@ def task_data(trace: Trace, config: Config, layout: str = "transcript") -> dict:
     if layout == "paged":
         data["te_pages"] = pages(trace, config)
     data["n_steps"] = len(trace.steps)
-    initial = config.trajectory.running_score.initial
-    # the ML backend's score fields, seeded so headers and Data Manager columns read sensibly before any annotation
-    data.update({"running_score": initial, "n_errors": 0, "first_error_step": None, "worst_severity": "",
-                 "score_mean": initial})
+    data.update(initial_scores(config, len(trace.steps)))
     return data
+
+
+def initial_scores(config: Config, n_steps: int) -> dict:
+    """The ML backend's score fields of a task nobody annotated yet: seeded at import so that headers and Data
+    Manager columns read sensibly before any annotation (a missing field reads "undefined"), and what the
+    backend's write-back returns a task to. ``te_curve`` is the score after each step (the paged layout shows
+    it on each step)."""
+    initial = config.trajectory.running_score.initial
+    return {"running_score": initial, "n_errors": 0, "first_error_step": None, "worst_severity": "",
+            "score_mean": initial, "te_curve": [initial] * n_steps}

@@ -92,6 +92,8 @@ def test_structure_and_names(layout):
         assert [ch.get("value") for ch in severity] == severities
         assert "Running score: $running_score" in [el.get("value") for el in root.iter("Header")]
         rep = next(root.iter("Repeater"))
+        # each step shows the score after it, as the backend last wrote it back
+        assert "Score after this step: $te_curve[{{idx}}] (as saved)" in [el.get("value") for el in rep.iter("Header")]
         assert rep.get("indexFlag") == "{{idx}}" and rep.get("mode") == "pagination"
         corr = next(el for el in root.iter("Choices") if el.get("name") == "error_localization_correctness_{{idx}}")
         # nothing preselected: a step without a verdict is the default, and a preselected result per step

@@ -12,11 +12,13 @@ from typing import Iterable, Mapping
 
 from .. import results, scoring, studio
 from ..config import Config
+from ..tasks import initial_scores
 
 log = logging.getLogger(__name__)
 
 #: The fields this module owns in a task's data (Data Manager columns).
-SCORE_FIELDS = ("running_score", "n_errors", "first_error_step", "worst_severity", "score_mean", "te_scores")
+SCORE_FIELDS = ("running_score", "n_errors", "first_error_step", "worst_severity", "score_mean", "te_scores",
+                "te_curve")
 MAX_ROUNDS = 5
 
 
@@ -28,11 +30,9 @@ def _n_steps(data: Mapping) -> int:
     return len(t) if isinstance(t, list) else 0
 
 
-def initial_fields(config: Config) -> dict:
-    """What a task without annotations shows (also what import seeds)."""
-    initial = config.trajectory.running_score.initial
-    return {"running_score": initial, "n_errors": 0, "first_error_step": None, "worst_severity": "",
-            "score_mean": initial, "te_scores": {}}
+def initial_fields(config: Config, n_steps: int) -> dict:
+    """What a task without annotations shows: what import seeds, and no per-annotation scores."""
+    return {**initial_scores(config, n_steps), "te_scores": {}}
 
 
 def _live(annotations: Iterable[Mapping]) -> list[Mapping]:
@@ -49,11 +49,12 @@ def fingerprint(annotations: Iterable[Mapping]) -> str:
 
 
 def task_fields(config: Config, data: Mapping, annotations: Iterable[Mapping]) -> dict:
-    """Latest annotation's score, errors, first error and worst severity; the mean over annotations."""
+    """Latest annotation's score, errors, first error, worst severity and score after each step; the mean over
+    annotations."""
     anns = sorted(_live(annotations), key=_order)
-    if not anns:
-        return initial_fields(config)
     n = _n_steps(data)
+    if not anns:
+        return initial_fields(config, n)
     summaries = {}
     for a in anns:
         labels = results.decode(a.get("result") or [], config, n)
@@ -66,6 +67,7 @@ def task_fields(config: Config, data: Mapping, annotations: Iterable[Mapping]) -
         "worst_severity": latest.worst_severity or "",
         "score_mean": round(fmean(s.final for s in summaries.values()), 4),
         "te_scores": {k: s.final for k, s in summaries.items()},
+        "te_curve": list(latest.curve),
     }
 
 

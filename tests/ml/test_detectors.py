@@ -208,7 +208,12 @@ def test_task_fields_latest_and_mean():
     f = task_fields(CONFIG, data, anns)
     assert (f["running_score"], f["n_errors"], f["first_error_step"], f["worst_severity"]) == (85, 2, 0, "critical")
     assert f["score_mean"] == 92.5 and f["te_scores"] == {"8": 100, "7": 85}
-    assert task_fields(CONFIG, data, [])["running_score"] == 100
+    # the score after each step of the latest annotation (the paged layout shows it on each step): TRACE's
+    # steps 1 and 3 are wrong, Major (-5) and Critical (-10) by the guide's weights
+    assert f["te_curve"] == [95, 95, 85]
+    empty = task_fields(CONFIG, data, [])
+    assert empty["running_score"] == 100 and empty["te_curve"] == [100, 100, 100]
+    assert {k: v for k, v in empty.items() if k != "te_scores"} == {k: data[k] for k in empty if k != "te_scores"}
 
 
 @pytest.mark.parametrize("bad", ["../x", "..", "a/b", "x" * 200, "/etc/passwd", 5])

@@ -66,3 +66,48 @@ def test_marks_and_a_severity_change_move_the_live_score_without_a_toggle(label_
     assert a.page.evaluate("window.__te_same_page === true")  # no reload happened
     assert a.page.evaluate("() => Htx.autoAnnotation") is False
     ctx.close()
+
+
+def test_paged_header_and_step_scores_show_the_written_back_score(label_studio, ls_client, backend_factory, browser):
+    """The paged layout has no live box (Label Studio calls no backend while paging a Repeater): each save is
+    written back, and the header and every step show that score. Label Studio reloads the task right after a
+    save, before the write-back lands, so they are current from the next open on."""
+    from browser.ui import Annotator
+
+    c = cfg.load(label_configs.path("trajectory_eval"))
+    major = c.trajectory.severity_by_name("major").weight
+    start = c.trajectory.running_score.initial
+    project = studio.create_project(ls_client, c, "paged", "paged scores browser")
+    trace = {"trace_id": "paged-1", "task": "t", "trace": [{"type": "thought", "content": f"step {i}"} for i in range(4)]}
+    import_traces(ls_client, project["id"], [parse_trace(trace)], c, progress=False)
+    backend = backend_factory(str(label_configs.path("trajectory_eval")), ls=label_studio, workers=1, auth=False).start()
+    connect_backend(ls_client, project["id"], backend.url)
+    task = next(studio.iter_tasks(ls_client, project["id"]))
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    ctx.set_default_timeout(30_000)
+    a = Annotator(ctx.new_page(), label_studio.url)
+    a.login(label_studio.credentials.email, label_studio.credentials.password)
+
+    def headers() -> list[str]:
+        return a.main.locator("h1, h2, h3, h4, h5, h6").all_inner_texts()
+
+    a.open(project["id"], task["id"])
+    assert f"Running score: {start:g}" in headers() and f"Score after this step: {start:g} (as saved)" in headers()
+    a.page_to(1)
+    a.set_correctness("incorrect")
+    a.choose_type("Missed Element")
+    a.choose_severity("Major")
+    a.choose("I reviewed every step")
+    a.choose("failure")
+    a.submit()
+    deadline = time.monotonic() + 15  # the write-back, from the webhook Label Studio sends on the save
+    while studio.get_task(ls_client, task["id"])["data"]["te_curve"][1] != start + major and time.monotonic() < deadline:
+        time.sleep(0.3)
+    a.open(project["id"], task["id"])
+    assert f"Running score: {start + major:g}" in headers()
+    a.page_to(0)
+    assert f"Score after this step: {start:g} (as saved)" in headers()
+    for step in (1, 3):
+        a.page_to(step)
+        assert f"Score after this step: {start + major:g} (as saved)" in headers()
+    ctx.close()

@@ -66,12 +66,12 @@ def _forget_backend(client, project_id: int, url: str) -> None:
             studio.call(client.webhooks.delete, id=h["id"], what=f"removing webhook {h['id']}")
 
 
-def start_backend(data_dir: Path, server: LocalLabelStudio, client, project_id: int, config: Config, echo=print):
+def _start_backend(data_dir: Path, server: LocalLabelStudio, client, project_id: int, config: Config, echo=print):
     """The ML backend, started the way ``ls-trajeval ml serve`` starts it, connected to the demo project, the
     samples' suggestions retrieved; returns the backend and its process, or None when the ``ml`` extra is
     missing (the demo then runs without suggestions and live score, and says so)."""
     from .ml.connect import connect_backend
-    from .ml.serve import Backend, BackendError
+    from .ml.serve import Backend, BackendError, stop
 
     if any(importlib.util.find_spec(m) is None for m in ("label_studio_ml", "gunicorn")):
         echo("ML backend: not started (pip install 'ls-trajeval[ml]' for suggested steps and the live score)")
@@ -94,8 +94,6 @@ def start_backend(data_dir: Path, server: LocalLabelStudio, client, project_id: 
         echo("ML backend connected: " + ("; ".join(changes) if changes else "as before"))
         studio.retrieve_predictions(client, project_id)
     except (BackendError, studio.StudioError):
-        from .ml.serve import stop
-
         stop(proc)
         raise
     return backend, proc
@@ -125,7 +123,7 @@ def run_demo(data_dir: str | None, port: int, config: Config, layout: str = "tra
         summary = import_traces(client, project["id"], read_inputs([sample_traces()], config), config, progress=False)
         echo(f"sample traces: imported {summary.imported}, already there {summary.skipped}")
         try:
-            ml = start_backend(data_dir, server, client, project["id"], config, echo)
+            ml = _start_backend(data_dir, server, client, project["id"], config, echo)
         except BackendError as exc:
             echo(f"ML backend: not started ({exc}; see {data_dir / 'ml-backend.log'})")
         creds = server.credentials

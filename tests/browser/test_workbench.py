@@ -204,6 +204,21 @@ def test_mouse_in_the_workbench(guard, long_projects, tmp_path):
     assert step_values(a, STEP + 3) == {"mark": ["incorrect"], "severity": ["major"], "type": ["wrong_arguments"],
                                         "rationale": ["same mistake again"]}
     assert (hand.clicks, hand.keys, hand.texts) == (3, 1, 1), hand.log
+
+    # after leaving the marks (Escape: nothing selected, no label either), a mark starts with the label
+    a.page.keyboard.press("Escape")
+    see_step(a, STEP + 6)
+    hand = Counted(a.page)
+    hand.click(a.main.locator(".te-side-pane .lsf-label", has_text="incorrect"), "the incorrect label")
+    hand.click(a.mark_button(STEP + 6), "the step's button")
+    hand.click(a.page.locator("[data-testid='textarea-region-input']").last, "the new mark's rationale box")
+    hand.type("third")
+    hand.press("Enter")
+    hand.click(a.details.locator(".lsf-label", has_text="Minor"), "the severity")
+    hand.click(a.details.locator(".te-types label", has_text="Wrong Tool"), "the type's name")
+    assert step_values(a, STEP + 6) == {"mark": ["incorrect"], "severity": ["minor"], "type": ["wrong_tool"],
+                                        "rationale": ["third"]}
+    assert (hand.clicks, hand.keys, hand.texts) == (5, 1, 1), hand.log
     assert exported(finish_and_export(a, pid, "after-mouse", tmp_path)) == WANT
 
 

@@ -14,6 +14,8 @@ from ls_trajeval.trace import parse_trace
 
 pytestmark = [pytest.mark.studio, pytest.mark.browser]
 
+SHOTS = label_configs.path("trajectory_eval").parent.parent / "docs" / "screenshots"
+
 
 def test_marks_and_a_severity_change_move_the_live_score_without_a_toggle(label_studio, ls_client, backend_factory,
                                                                           browser):
@@ -63,6 +65,7 @@ def test_marks_and_a_severity_change_move_the_live_score_without_a_toggle(label_
     text = shown(score(final))
     assert score(final) in text
     assert "#2 · Thought: \u22125 (Major)" in text and "#4 · Thought: \u221210 (Critical)" in text
+    a.screenshot(SHOTS / "workbench-live-score.png", full_page=False)
     assert a.page.evaluate("window.__te_same_page === true")  # no reload happened
     assert a.page.evaluate("() => Htx.autoAnnotation") is False
     ctx.close()
@@ -110,4 +113,6 @@ def test_paged_header_and_step_scores_show_the_written_back_score(label_studio, 
     for step in (1, 3):
         a.page_to(step)
         assert f"Score after this step: {start + major:g} (as saved)" in headers()
+    a.page_to(1)
+    a.screenshot(SHOTS / "paged-step-score.png", full_page=False)
     ctx.close()

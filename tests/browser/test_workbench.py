@@ -142,12 +142,17 @@ def exported(entry: dict) -> dict:
     return {k: entry[k] for k in WANT}
 
 
-def test_mouse_before_the_workbench(guard, long_projects, tmp_path):
-    a = guard
-    pid, _ = long_projects["before", "mouse"]
+def mouse_walk(a, long_projects, which: str) -> tuple[int, Counted]:
+    """Open the walk's project in the label stream and scroll to step 150: from here on, actions count."""
+    pid, _ = long_projects[which, "mouse"]
     a.open(pid, None)
     see_step(a, STEP)
-    hand = Counted(a.page)
+    return pid, Counted(a.page)
+
+
+def test_mouse_before_the_workbench(guard, long_projects, tmp_path):
+    a = guard
+    pid, hand = mouse_walk(a, long_projects, "before")
     hand.click(a.main.locator(".lsf-label", has_text="incorrect").first, "the incorrect label")
     hand.click(a.mark_button(STEP), "the step's button")
     hand.click(a.phrase(STEP).locator(".htx-highlight").first, "the new mark")
@@ -171,10 +176,7 @@ def test_mouse_before_the_workbench(guard, long_projects, tmp_path):
 
 def test_mouse_in_the_workbench(guard, long_projects, tmp_path):
     a = guard
-    pid, _ = long_projects["after", "mouse"]
-    a.open(pid, None)
-    see_step(a, STEP)
-    hand = Counted(a.page)
+    pid, hand = mouse_walk(a, long_projects, "after")
     hand.click(a.mark_button(STEP), "the step's button")  # the error label is preselected
     hand.click(a.page.locator("[data-testid='textarea-region-input']").last, "the new mark's rationale box")
     hand.type(RATIONALE)
@@ -273,19 +275,7 @@ def test_keyboard_before_the_workbench(guard, long_projects, tmp_path):
         raise AssertionError(f"Tab never reached {selector} ({hand.keys} keys so far)")
 
     tab_to(".te-step-details input[role=combobox]")
-    hand.press("Enter")  # opens the tree; its search box takes the focus
-    a.page.locator("input[placeholder='Search']:focus").wait_for()
-    hand.type("Wrong Arguments")
-    a.page.wait_for_timeout(300)
-    chosen = a.page.locator(".te-step-details .ant-select-selection-item")
-    for _ in range(4):  # ↓ through the filtered tree to the leaf; Enter picks it
-        hand.press("ArrowDown")
-        hand.press("Enter")
-        if "Wrong Arguments" in " ".join(chosen.all_inner_texts()):
-            break
-        if chosen.count():
-            hand.press("Enter")  # Enter on a category picked the category: Enter again takes it back
-    hand.press("Escape")
+    assert "Wrong Arguments" in a.pick_type_by_keys("Wrong Arguments", hand.press, hand.type)
     # the focus is still in the type's box, where keys are typed, not hotkeys: Tab on to the severity radio
     tab_to(".te-step-details input[type=radio][name^='Major']")
     hand.press("Space")

@@ -163,6 +163,28 @@ class Annotator:
             has_text=re.compile(rf"^{re.escape(leaf)}$")).first.click()
         self.page.keyboard.press("Escape")
 
+    def pick_type_by_keys(self, leaf: str, press=None, type_text=None) -> str:
+        """Keyboard, a Taxonomy whose box has the focus: Enter opens the tree (its search box takes the focus a
+        moment later), the name is typed, ↓ Enter through the filtered tree to the leaf, Escape closes it. Enter
+        on a category picks the category: Enter again takes it back. ``press``/``type_text`` default to the
+        keyboard (a walk passes its counting ones). Returns what the box shows."""
+        press = press or self.page.keyboard.press
+        type_text = type_text or self.page.keyboard.type
+        press("Enter")
+        self.page.locator("input[placeholder='Search']:focus").wait_for()
+        type_text(leaf)
+        self.page.wait_for_timeout(300)
+        chosen = self.page.locator(".te-step-details:visible .ant-select-selection-item")
+        for _ in range(4):
+            press("ArrowDown")
+            press("Enter")
+            if leaf in " ".join(chosen.all_inner_texts()):
+                break
+            if chosen.count():
+                press("Enter")
+        press("Escape")
+        return chosen.first.inner_text()
+
     def choose_severity(self, label: str):
         if self.workbench:  # a label on the selected mark
             self.details.locator(".lsf-label", has_text=label).first.click()

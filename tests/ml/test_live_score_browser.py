@@ -16,17 +16,13 @@ pytestmark = [pytest.mark.studio, pytest.mark.browser]
 
 SHOTS = label_configs.path("trajectory_eval").parent.parent / "docs" / "screenshots"
 
-
-def test_marks_and_a_severity_change_move_the_live_score_without_a_toggle(label_studio, ls_client, backend_factory,
-                                                                          browser):
+def annotate_with_backend(label_studio, ls_client, backend_factory, browser, layout: str, trace: dict):
+    """A project of ``layout`` with one task, the backend (`ml serve`, write-back on) connected by `ml connect`'s
+    function, and a logged-in page of its own."""
     from browser.ui import Annotator  # the browser tests' page helpers
 
     c = cfg.load(label_configs.path("trajectory_eval"))
-    weights = {s.name: s.weight for s in c.trajectory.severities}
-    start = c.trajectory.running_score.initial
-    project = studio.create_project(ls_client, c, "transcript", "live score browser")
-    trace = {"trace_id": "live-1", "task": "count <b>&amp;</b>", "trace": [
-        {"type": "thought", "content": f"step {i} text"} for i in range(5)]}
+    project = studio.create_project(ls_client, c, layout, f"live score browser {layout}")
     import_traces(ls_client, project["id"], [parse_trace(trace)], c, progress=False)
     backend = backend_factory(str(label_configs.path("trajectory_eval")), ls=label_studio, workers=1, auth=False).start()
     connect_backend(ls_client, project["id"], backend.url)
@@ -36,6 +32,17 @@ def test_marks_and_a_severity_change_move_the_live_score_without_a_toggle(label_
     a = Annotator(ctx.new_page(), label_studio.url)
     a.login(label_studio.credentials.email, label_studio.credentials.password)
     a.open(project["id"], task["id"])
+    return c, a, project, task, ctx
+
+
+
+def test_marks_and_a_severity_change_move_the_live_score_without_a_toggle(label_studio, ls_client, backend_factory,
+                                                                          browser):
+    trace = {"trace_id": "live-1", "task": "count <b>&amp;</b>", "trace": [
+        {"type": "thought", "content": f"step {i} text"} for i in range(5)]}
+    c, a, _, _, ctx = annotate_with_backend(label_studio, ls_client, backend_factory, browser, "transcript", trace)
+    weights = {s.name: s.weight for s in c.trajectory.severities}
+    start = c.trajectory.running_score.initial
     assert a.page.evaluate("() => Htx.autoAnnotation") is False  # the toggle is off, and stays off
     a.page.evaluate("window.__te_same_page = true")  # gone if the page reloads
 
@@ -75,26 +82,14 @@ def test_paged_header_and_step_scores_show_the_written_back_score(label_studio, 
     """The paged layout has no live box (Label Studio calls no backend while paging a Repeater): each save is
     written back, and the header and every step show that score. Label Studio reloads the task right after a
     save, before the write-back lands, so they are current from the next open on."""
-    from browser.ui import Annotator
-
-    c = cfg.load(label_configs.path("trajectory_eval"))
+    trace = {"trace_id": "paged-1", "task": "t", "trace": [{"type": "thought", "content": f"step {i}"} for i in range(4)]}
+    c, a, project, task, ctx = annotate_with_backend(label_studio, ls_client, backend_factory, browser, "paged", trace)
     major = c.trajectory.severity_by_name("major").weight
     start = c.trajectory.running_score.initial
-    project = studio.create_project(ls_client, c, "paged", "paged scores browser")
-    trace = {"trace_id": "paged-1", "task": "t", "trace": [{"type": "thought", "content": f"step {i}"} for i in range(4)]}
-    import_traces(ls_client, project["id"], [parse_trace(trace)], c, progress=False)
-    backend = backend_factory(str(label_configs.path("trajectory_eval")), ls=label_studio, workers=1, auth=False).start()
-    connect_backend(ls_client, project["id"], backend.url)
-    task = next(studio.iter_tasks(ls_client, project["id"]))
-    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
-    ctx.set_default_timeout(30_000)
-    a = Annotator(ctx.new_page(), label_studio.url)
-    a.login(label_studio.credentials.email, label_studio.credentials.password)
 
     def headers() -> list[str]:
         return a.main.locator("h1, h2, h3, h4, h5, h6").all_inner_texts()
 
-    a.open(project["id"], task["id"])
     assert f"Running score: {start:g}" in headers() and f"Score after this step: {start:g} (as saved)" in headers()
     a.page_to(1)
     a.set_correctness("incorrect")

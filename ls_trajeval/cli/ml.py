@@ -1,17 +1,13 @@
 """``ls-trajeval ml serve | connect | resync``: the ML backend's commands, each a few lines over ``ls_trajeval.ml``."""
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
 import sys
-from pathlib import Path
 
 import click
 
-from ..core.errors import UserError
 from ..ml import env as ml_env
-from .common import Command, Group, load_config, need_extra, optional_config, projects, studio, studio_options
+from .common import Command, Group, load_config, optional_config, projects, studio, studio_options
 
 auth_options = [
     click.option("--basic-auth-user", envvar=ml_env.USER, default=None,
@@ -42,33 +38,12 @@ def ml_group():
 @studio_options
 def serve(config_path, host, port, workers, threads, basic_auth_user, basic_auth_password, url, api_key):
     """Run the backend on gunicorn. With --url/--api-key it also writes scores back on annotation events."""
-    need_extra("ml", "flask", "gunicorn")  # before ml.app, which imports flask
-    from ..ml.detectors import build
+    from ..ml.serve import Backend
 
-    cfg = load_config(config_path)
-    try:
-        build(cfg)  # refuse a config whose detectors cannot work before any worker starts
-    except Exception as exc:
-        raise UserError(str(exc)) from None
-    if basic_auth_user and not basic_auth_password:
-        raise UserError("--basic-auth-user needs --basic-auth-password (or LS_TRAJEVAL_ML_PASSWORD)")
-    if bool(url) != bool(api_key):
-        raise UserError("score write-back needs both --url and --api-key (or neither, for predictions only)")
-    env = dict(os.environ)
-    # secrets go to the workers through the environment, never the command line (visible in ps)
-    env[ml_env.CONFIG] = str(Path(cfg.source).resolve())
-    for key, value in ((ml_env.USER, basic_auth_user), (ml_env.PASSWORD, basic_auth_password),
-                       ("LABEL_STUDIO_URL", url), ("LABEL_STUDIO_API_KEY", api_key)):
-        if value:
-            env[key] = value
-        else:
-            env.pop(key, None)
-    cmd = [sys.executable, "-m", "gunicorn", "--bind", f"{host}:{port}", "--workers", str(workers),
-           "--worker-class", "gthread", "--threads", str(threads), "--timeout", "120", "--graceful-timeout", "10",
-           "--no-control-socket", "--log-level", "info", "ls_trajeval.ml.app:create_app()"]
-    click.echo(f"ML backend on http://{host}:{port} ({workers} workers x {threads} threads, "
-               f"auth {'on' if basic_auth_user else 'off'}, write-back {'on' if url else 'off'})", err=True)
-    proc = subprocess.Popen(cmd, env=env)
+    backend = Backend(load_config(config_path), host, port, workers, threads, basic_auth_user, basic_auth_password,
+                      url, api_key)
+    proc = backend.start()  # its refusals (missing extra, bad detectors, half-given credentials) are UserErrors
+    click.echo(backend.describe(), err=True)
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda s, _f: proc.send_signal(s))
     sys.exit(proc.wait())

@@ -13,7 +13,8 @@ TRANSCRIPT = "te_transcript"
 PAGES = "te_pages"
 N_STEPS = "n_steps"
 #: the score fields the ML backend writes back (Data Manager columns); import seeds them
-SCORE_FIELDS = ("running_score", "n_errors", "first_error_step", "worst_severity", "score_mean", "te_scores")
+SCORE_FIELDS = ("running_score", "n_errors", "first_error_step", "worst_severity", "score_mean", "te_scores",
+                "te_curve")
 #: every task-data key ls-trajeval writes
 TASK_FIELDS = (TRANSCRIPT, PAGES, N_STEPS, *SCORE_FIELDS)
 #: where a task keeps its trace id besides ``data``: listing ``id,meta`` is a few bytes a task, where the data
@@ -21,12 +22,13 @@ TASK_FIELDS = (TRANSCRIPT, PAGES, N_STEPS, *SCORE_FIELDS)
 META_TRACE_ID = "te_trace_id"
 
 
-def initial_scores(config) -> dict:
+def initial_scores(config, n_steps: int) -> dict:
     """The score fields of a task nobody has annotated: what import seeds (headers and Data Manager columns read
-    sensibly before any annotation) and what the ML backend writes when the last annotation goes."""
+    sensibly before any annotation; a missing field reads "undefined") and what the ML backend writes when the
+    last annotation goes. ``te_curve`` is the score after each step (the paged layout shows it on each step)."""
     initial = config.trajectory.running_score.initial
     return {"running_score": initial, "n_errors": 0, "first_error_step": None, "worst_severity": "",
-            "score_mean": initial, "te_scores": {}}
+            "score_mean": initial, "te_scores": {}, "te_curve": [initial] * n_steps}
 
 
 def n_steps(data: Mapping[str, Any]) -> int:

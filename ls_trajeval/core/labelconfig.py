@@ -20,6 +20,8 @@ from .layouts import LAYOUTS
 #: Label Studio's Repeater replaces this marker with the step index in every attribute.
 IDX = "{{idx}}"
 ERROR_COLORS = ("#D32F2F", "#F9A825", "#6A1B9A", "#00838F")
+#: Severity labels, least to most severe in the default config's order.
+SEVERITY_COLORS = ("#FBC02D", "#EF6C00", "#B71C1C", "#4A148C")
 #: The transcript layout's confirmation when ``require_all_steps`` is on (unmarked steps count as correct).
 REVIEWED_TEXT = "I reviewed every step; unmarked steps are correct"
 
@@ -74,6 +76,7 @@ def generate(config: Config, layout: str = "transcript") -> str:
         names=Names(config.trajectory.name),
         idx=IDX,
         error_colors=ERROR_COLORS,
+        severity_colors=SEVERITY_COLORS,
         reviewed_text=REVIEWED_TEXT,
         embedded=embed_comment(config),
     )

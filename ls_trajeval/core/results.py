@@ -1,10 +1,13 @@
 """The one place that knows Label Studio result shapes: results ⇄ per-step labels, both layouts.
 
-Transcript layout: a wrong step is a ParagraphLabels region ``{"start": "3", "end": "3", ...,
-"paragraphlabels": ["incorrect"]}`` (step indices as strings) and its per-region Taxonomy,
-Choices and TextArea results share the region's ``id``. Paged layout: Repeater-expanded names,
+Transcript layout (the workbench): a wrong step is a ParagraphLabels region ``{"start": "3", "end":
+"3", ..., "paragraphlabels": ["incorrect"]}`` (step indices as strings); its severity is a second
+labels result on the same region (``"paragraphlabels": ["major"]``), its error type a per-region
+Choices result (``"choices": ["wrong_tool"]``) and its rationale a per-region TextArea result, all
+sharing the region's ``id``. Transcript projects made before the workbench saved the type as a
+Taxonomy path and the severity as Choices; both still decode. Paged layout: Repeater-expanded names,
 ``<scheme>_correctness_3``, ``<scheme>_type_3``, ... Whole-trace Choices are named after their
-scheme in both. Decoding recognises either shape, so the same labels made in either layout give
+scheme in both. Decoding recognises every shape, so the same labels made in either layout give
 the same :class:`TraceLabels`.
 """
 from __future__ import annotations
@@ -92,7 +95,7 @@ def decode(result: list[Mapping], config: Config, n_steps: int) -> TraceLabels:
             elif label is not None:
                 warnings.append(f"{where}: unknown label {label!r}")
         elif kind == "type":
-            path = _first(value.get("taxonomy")) or []
+            path = _first(value.get("taxonomy") or value.get("choices")) or []
             if isinstance(path, str):
                 path = [path]
             path = [p for p in path if isinstance(p, str)]
@@ -105,7 +108,7 @@ def decode(result: list[Mapping], config: Config, n_steps: int) -> TraceLabels:
             elif path:
                 warnings.append(f"{where}: unknown error type {path!r}")
         elif kind == "severity":
-            sev = _first(value.get("choices"))
+            sev = _first(value.get("choices") or value.get("paragraphlabels") or value.get("labels"))
             if isinstance(sev, str) and sev in vocab.severities:
                 target["severity"] = vocab.severities[sev]
             elif sev is not None:
@@ -140,7 +143,10 @@ def decode(result: list[Mapping], config: Config, n_steps: int) -> TraceLabels:
             steps = _step_range(value)
             if steps is not None:
                 region["steps"] = steps
-            put(region, "label" if name == names.marks else per_region[name], value, f"region {rid}")
+            kind = "label" if name == names.marks else per_region[name]
+            put(region, kind, value, f"region {rid}")
+            if kind == "severity" and "severity" in region and item.get("type") in ("paragraphlabels", "labels"):
+                region["severity_label"] = True
         elif name in whole:
             choice = _first(value.get("choices"))
             whole[name] = choice if isinstance(choice, str) else None
@@ -148,6 +154,8 @@ def decode(result: list[Mapping], config: Config, n_steps: int) -> TraceLabels:
     # a region marks every step it spans; where regions overlap, the more severe one wins
     rank = {s.name: s.deduction for s in scheme.severities}
     for rid, region in regions.items():
+        if region.pop("severity_label", False) and "correctness" not in region:
+            region["correctness"] = scheme.error_labels[0]  # a mark made with a severity alone is still a mark
         if region["steps"] is None or "correctness" not in region:
             continue  # per-region values of a region that was deleted
         span = region["steps"]
@@ -221,11 +229,11 @@ def encode(labels: TraceLabels, config: Config, layout: str, transcript: Sequenc
             span = {"start": i, "end": i, "startOffset": 0, "endOffset": len(text)}
             rid = new_id()
             out.append(item(marks, "te_trace", "paragraphlabels", {**span, "paragraphlabels": [step.correctness]}, rid))
-            if step.error_type:
-                out.append(item(type_, "te_trace", "taxonomy",
-                                {**span, "taxonomy": [[step.error_category, step.error_type]]}, rid))
             if step.severity:
-                out.append(item(severity, "te_trace", "choices", {**span, "choices": [step.severity]}, rid))
+                out.append(item(severity, "te_trace", "paragraphlabels", {**span, "paragraphlabels": [step.severity]},
+                                rid))
+            if step.error_type:
+                out.append(item(type_, "te_trace", "choices", {**span, "choices": [step.error_type]}, rid))
             if step.rationale and with_rationale:
                 out.append(item(rationale, "te_trace", "textarea", {**span, "text": [step.rationale]}, rid))
         else:

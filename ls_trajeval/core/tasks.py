@@ -2,8 +2,8 @@
 
 A task carries the trace as given plus what its layout displays: ``te_transcript`` (Paragraphs:
 one utterance per step) always, and in a paged project ``te_pages`` (Repeater: one rendered HTML
-card per step, as a one-item list for the ``List`` tag that shows it); the step count and a seeded
-running score (the on-task header reads "undefined" when the field is missing). ``te_pages`` is
+card per step, as a one-item list for the ``List`` tag that shows it); the step count and the seeded
+score fields (:func:`initial_scores`). ``te_pages`` is
 about 70% of a task's bytes and 95% of the time to build it, so a transcript project does without
 it; :mod:`relayout` adds it when a project switches to the paged layout.
 """
@@ -184,5 +184,6 @@ def task_data(trace: Trace, config: Config, layout: str = "transcript") -> dict:
     if layout == "paged":
         data[PAGES] = pages(trace, config)
     data[N_STEPS] = len(trace.steps)
-    data.update(initial_scores(config))
+    data.update(initial_scores(config, len(trace.steps)))
     return data
+

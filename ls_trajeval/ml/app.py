@@ -264,8 +264,10 @@ def create_app() -> Flask:
     if os.environ.get("LABEL_STUDIO_URL") and os.environ.get("LABEL_STUDIO_API_KEY"):
         from ..studio import client as studio
 
-        def client():
+        def connect():
             return studio.connect(os.environ["LABEL_STUDIO_URL"], os.environ["LABEL_STUDIO_API_KEY"])
+
+        client = connect
     else:
         log.warning("LABEL_STUDIO_URL / LABEL_STUDIO_API_KEY not set: predictions only, no score write-back")
     app = build(config, user=os.environ.get(env.USER) or None, password=os.environ.get(env.PASSWORD),

@@ -82,28 +82,40 @@ class Predictor:
             transcript = None  # offsets then default to 0..0; the region still names the step
         # no "reviewed every step" tick: the annotator confirms that, not the model
         result = results.encode(labels, self.config, layout, transcript, origin="prediction", confirm_review=False)
+        if layout == "transcript" and self.config.trajectory.running_score.display:
+            # a task opens with the live score of the suggested marks, before the annotator changes any
+            result += self.live(task, {"result": result})["result"]
         summary = scoring.summarize(labels.steps, self.config.trajectory)
         return {"result": result, "score": summary.final, "model_version": self.version}
 
-    def live_text(self, labels: TraceLabels) -> tuple[str, scoring.ScoreSummary]:
+    def live_text(self, labels: TraceLabels, authors: Sequence[str] = ()) -> tuple[str, scoring.ScoreSummary]:
+        """The score now, then each marked step as "#N · <step type>: <deduction> (<severity>) · <error type>"."""
         scheme = self.config.trajectory
         summary = scoring.summarize(labels.steps, scheme)
         sev = {s.name: s for s in scheme.severities}
-        lines = [f"Running score: {summary.final:g} of {scheme.running_score.initial:g}"]
+        lines = [f"Running score now: {summary.final:g} of {scheme.running_score.initial:g}"]
         for step, before, after in zip(labels.steps, [scheme.running_score.initial] + summary.curve, summary.curve):
             if step.correctness not in scheme.error_labels:
                 continue
+            i = step.step_index
+            where = f"#{i + 1} · {authors[i]}" if i < len(authors) else f"#{i + 1}"
             label = humanize(step.severity) if step.severity in sev else "no severity yet"
-            lines.append(f"step {step.step_index + 1}: {after - before:+g} ({label})".replace("-", "\u2212"))
+            kind = self.types[step.error_type].label if step.error_type in self.types else "no error type yet"
+            delta = f"{after - before:+g}".replace("-", "\u2212")  # a real minus sign; labels keep their hyphens
+            lines.append(f"{where}: {delta} ({label}) · {kind}")
         return "\n".join(lines), summary
 
     def live(self, task: Mapping, context: Mapping) -> dict:
         """The current score of the regions in the editor, for the transcript layout's live-score TextArea."""
         regions = context.get("result") if isinstance(context.get("result"), list) else []
         labels = results.decode(regions, self.config, self.n_steps(task))
-        text, summary = self.live_text(labels)
-        item = {"from_name": self.names.live_score, "to_name": "te_trace", "type": "textarea",
-                "value": {"text": [text]}}
+        data = task.get("data") if isinstance(task.get("data"), Mapping) else {}
+        transcript = data.get("te_transcript") if isinstance(data.get("te_transcript"), list) else []
+        authors = [str(e.get("author", "")) if isinstance(e, Mapping) else "" for e in transcript]
+        text, summary = self.live_text(labels, authors)
+        # it names the task text: a suggestion naming the marks' object would take on the selected labels
+        item = {"id": self.names.live_score, "from_name": self.names.live_score, "to_name": "te_task",
+                "type": "textarea", "value": {"text": [text]}}
         return {"result": [item], "score": summary.final, "model_version": self.version}
 
 

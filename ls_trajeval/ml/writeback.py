@@ -34,11 +34,12 @@ def fingerprint(annotations: Iterable[Mapping]) -> str:
 
 
 def task_fields(config: Config, data: Mapping, annotations: Iterable[Mapping]) -> dict:
-    """Latest annotation's score, errors, first error and worst severity; the mean over annotations."""
+    """Latest annotation's score, errors, first error, worst severity and score after each step; the mean over
+    annotations."""
     anns = sorted(_live(annotations), key=_order)
-    if not anns:
-        return initial_fields(config)
     n = _n_steps(data)
+    if not anns:
+        return initial_fields(config, n)
     summaries = {}
     for a in anns:
         labels = results.decode(a.get("result") or [], config, n)
@@ -51,6 +52,7 @@ def task_fields(config: Config, data: Mapping, annotations: Iterable[Mapping]) -
         "worst_severity": latest.worst_severity or "",
         "score_mean": round(fmean(s.final for s in summaries.values()), 4),
         "te_scores": {k: s.final for k, s in summaries.items()},
+        "te_curve": list(latest.curve),
     }
 
 

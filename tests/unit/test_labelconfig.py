@@ -49,26 +49,52 @@ def test_structure_and_names(layout):
     names = {el.get("name") for el in root.iter() if el.get("name")}
     tags = {el.tag for el in root.iter()}
     assert "overall_success" in names and "te_task" in names
-    assert {"Taxonomy", "TextArea", "Header"} <= tags
-    taxonomy = next(el for el in root.iter("Taxonomy") if len(el))  # paged: the shared store's holder
-    cats = [(ch.get("alias"), [g.get("alias") for g in ch]) for ch in taxonomy]
-    assert cats[0] == ("reasoning", ["logical_error", "incorrect_assumption", "over_generalization",
-                                     "circular_reasoning", "incorrect_calculation"])
-    assert all(g.get("hint") for ch in taxonomy for g in ch)  # descriptions shown as hints
-    severity = next(el for el in root.iter("Choices") if el.get("name", "").startswith("error_localization_severity"))
-    assert [ch.get("value") for ch in severity] == ["Minor (−1)", "Major (−5)", "Critical (−10)"]
-    headers = [el.get("value") for el in root.iter("Header")]
-    assert "Running score: $running_score" in headers
+    assert {"TextArea", "Header"} <= tags
+    severities = ["Minor (−1)", "Major (−5)", "Critical (−10)"]
+    first_category = ("reasoning", ["logical_error", "incorrect_assumption", "over_generalization",
+                                    "circular_reasoning", "incorrect_calculation"])
     if layout == "transcript":
-        assert {"Paragraphs", "ParagraphLabels"} <= tags and "Repeater" not in tags
+        assert {"Paragraphs", "ParagraphLabels"} <= tags and {"Repeater", "Taxonomy"}.isdisjoint(tags)
         assert {"error_localization", "error_localization_type", "error_localization_severity",
                 "error_localization_rationale", "error_localization_reviewed"} <= names
-        assert all(el.get("perRegion") == "true" for el in root.iter() if el.get("name", "").startswith("error_localization_")
-                   and el.get("name") not in ("error_localization_reviewed", "error_localization_live_score"))
+        # the workbench: the trace pane and the side pane, side by side (the Style block lays them out)
+        workbench = next(el for el in root.iter("View") if el.get("className") == "te-workbench")
+        assert [v.get("className") for v in workbench] == ["te-trace-pane", "te-side-pane"]
+        assert next(workbench[0].iter("Paragraphs")).get("name") == "te_trace"
+        side = {el.get("name") for el in workbench[1].iter() if el.get("name")}
+        assert {"error_localization", "error_localization_severity", "error_localization_type", "overall_success",
+                "error_localization_live_score", "error_localization_reviewed"} <= side
+        # marks call an interactive backend without the Auto-Annotation toggle; the first error label is preselected
+        marks = next(el for el in root.iter("ParagraphLabels") if el.get("name") == "error_localization")
+        assert marks.get("smartOnly") == "true" and [(lb.get("value"), lb.get("selected")) for lb in marks] == [
+            ("incorrect", "true")]
+        # the severity is a second set of labels on the mark (a relabel calls the backend), saved by its name
+        severity = next(el for el in root.iter("ParagraphLabels") if el.get("name") == "error_localization_severity")
+        assert [(lb.get("value"), lb.get("alias")) for lb in severity] == list(zip(severities, ["minor", "major", "critical"]))
+        # every error type is one radio of one per-region group, under its category's header
+        types = next(el for el in root.iter("Choices") if el.get("name") == "error_localization_type")
+        assert types.get("perRegion") == "true" and types.get("choice") == "single-radio" and types.get("required") == "true"
+        groups = [(g.find("Header").get("value"), [c.get("alias") for c in g.iter("Choice")]) for g in types]
+        assert (groups[0][0], groups[0][1]) == ("Reasoning Error", first_category[1])
+        assert all(c.get("hint") for c in types.iter("Choice"))  # descriptions shown as hints
+        rationale = next(el for el in root.iter("TextArea") if el.get("name") == "error_localization_rationale")
+        assert rationale.get("perRegion") == "true" and rationale.get("displayMode") == "region-list"
         live = next(el for el in root.iter("TextArea") if el.get("name") == "error_localization_live_score")
-        assert live.get("toName") == "te_trace" and live.get("perRegion") is None  # never the rationale box
+        assert live.get("toName") == "te_task" and live.get("perRegion") is None  # never the rationale box
+        headers = [el.get("value") for el in root.iter("Header")]
+        assert "Running score: $running_score (saved at the last Submit)" in headers
+        assert ">" not in next(root.iter("Style")).text  # Label Studio escapes it, breaking the rule
     else:
+        taxonomy = next(el for el in root.iter("Taxonomy") if len(el))  # the shared store's holder
+        cats = [(ch.get("alias"), [g.get("alias") for g in ch]) for ch in taxonomy]
+        assert cats[0] == first_category
+        assert all(g.get("hint") for ch in taxonomy for g in ch)  # descriptions shown as hints
+        severity = next(el for el in root.iter("Choices") if el.get("name", "").startswith("error_localization_severity"))
+        assert [ch.get("value") for ch in severity] == severities
+        assert "Running score: $running_score" in [el.get("value") for el in root.iter("Header")]
         rep = next(root.iter("Repeater"))
+        # each step shows the score after it, as the backend last wrote it back
+        assert "Score after this step: $te_curve[{{idx}}] (as saved)" in [el.get("value") for el in rep.iter("Header")]
         assert rep.get("indexFlag") == "{{idx}}" and rep.get("mode") == "pagination"
         corr = next(el for el in root.iter("Choices") if el.get("name") == "error_localization_correctness_{{idx}}")
         # nothing preselected: a step without a verdict is the default, and a preselected result per step

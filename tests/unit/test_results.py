@@ -24,8 +24,38 @@ def region(rid, start, end, from_name, rtype, **value):
             "value": {"start": str(start), "end": str(end), "startOffset": 0, "endOffset": 14, **value}}
 
 
-def test_transcript_ui_shapes_decode():
-    # as the labeling UI saves them: start/end as strings, per-region results share the region id
+def test_workbench_ui_shapes_decode():
+    # as the workbench saves them (browser-checked): the severity is a second labels result on the mark,
+    # the type a per-region radio choice saved by its alias; start/end are strings, results share the id
+    result = [
+        region("r1", 2, 2, "error_localization", "paragraphlabels", paragraphlabels=["incorrect"]),
+        region("r1", 2, 2, "error_localization_severity", "paragraphlabels", paragraphlabels=["major"]),
+        region("r1", 2, 2, "error_localization_type", "choices", choices=["incorrect_assumption"]),
+        region("r1", 2, 2, "error_localization_rationale", "textarea", text=["assumes the file"]),
+        region("r2", 4, 4, "error_localization", "paragraphlabels", paragraphlabels=["incorrect"]),
+        region("r2", 4, 4, "error_localization_type", "choices", choices=["Wrong Tool"]),
+        {"id": "live", "from_name": "error_localization_live_score", "to_name": "te_task", "type": "textarea",
+         "value": {"text": ["Running score: 95 of 100"]}},
+    ]
+    got = results.decode(result, CONFIG, 6)
+    assert got.warnings == []
+    assert got.steps[2] == StepLabel(2, "incorrect", "reasoning", "incorrect_assumption", "major", "assumes the file")
+    assert got.steps[4] == StepLabel(4, "incorrect", "action", "wrong_tool", None, None)  # no severity chosen yet
+    assert [s.correctness for s in got.steps] == ["correct", "correct", "incorrect", "correct", "incorrect", "correct"]
+
+
+def test_a_mark_made_with_a_severity_alone_is_a_wrong_step():
+    # pressing a severity key with no mark selected, then marking, gives a region with only the severity label
+    result = [region("r", 3, 3, "error_localization_severity", "paragraphlabels", paragraphlabels=["critical"])]
+    got = results.decode(result, CONFIG, 5)
+    assert got.steps[3] == StepLabel(3, "incorrect", None, None, "critical", None)
+    # a per-region choice left over from a deleted mark is still ignored
+    assert results.decode([region("x", 1, 1, "error_localization_type", "choices", choices=["wrong_tool"])],
+                          CONFIG, 3).steps[1] == StepLabel(1, "correct")
+
+
+def test_transcript_before_workbench_shapes_decode():
+    # transcript projects made before the workbench: the type a Taxonomy path, the severity a Choices
     result = [
         region("r1", 2, 2, "error_localization", "paragraphlabels", paragraphlabels=["incorrect"]),
         region("r1", 2, 2, "error_localization_type", "taxonomy", taxonomy=[["reasoning", "incorrect_assumption"]]),

@@ -23,9 +23,13 @@ from typing import Iterator
 
 from ls_trajeval.trace import TraceError, describe
 
-from . import _io
-from ._common import BadRecord, StepList, anthropic_blocks_to_steps, finish, step, text
-from .base import Converter, ConvertWarning, Sample
+from .base import Converter, Sample
+from .support.chat import anthropic_blocks
+from .support.errors import BadRecord, warning
+from .support.files import Origin, iter_records
+from .support.steps import StepList, finish, step, text
+
+NAME = "claude_code"
 
 MESSAGE_TYPES = {"user", "assistant", "system"}
 
@@ -81,12 +85,13 @@ def _steps(records: list[dict], source: str) -> tuple[StepList, str, dict]:
     for r in records:
         msg = r.get("message")
         line = r["_line"]
-        meta = {"uuid": r.get("uuid"), "timestamp": r.get("timestamp"), "source_line": line}
+        ts = r.get("timestamp")
+        meta = {"uuid": r.get("uuid"), "source_line": line}
         if r.get("isMeta"):
             meta["is_meta"] = True
         kind = r.get("type")
         if kind == "system":
-            out.add(step("system", text(r.get("content") if r.get("content") is not None else msg.get("content") if isinstance(msg, dict) else msg), subtype=r.get("subtype"), level=r.get("level"), **meta))
+            out.add(step("system", text(r.get("content") if r.get("content") is not None else msg.get("content") if isinstance(msg, dict) else msg), timestamp=ts, subtype=r.get("subtype"), level=r.get("level"), **meta))
             continue
         if not isinstance(msg, dict):
             raise BadRecord(f"line {line}: message", f"expected an object, got {type(msg).__name__}")
@@ -111,7 +116,8 @@ def _steps(records: list[dict], source: str) -> tuple[StepList, str, dict]:
                 meta["usage"] = u
             meta["message_id"] = msg.get("id")
         try:
-            said = anthropic_blocks_to_steps(role, msg.get("content"), out, "message", agent=msg.get("model"), meta=meta, result_meta=result_meta)
+            said = anthropic_blocks(role, msg.get("content"), out, "message", agent=msg.get("model"), meta=meta,
+                                    result_meta=result_meta, timestamp=ts)
         except BadRecord as exc:
             raise BadRecord(f"line {line}: {exc.field}", exc.message) from None
         if task is None and role == "user" and said.strip() and not r.get("isMeta") and not said.lstrip().startswith(("<command-", "<local-command", "Caveat:")):
@@ -124,27 +130,28 @@ def _trace(path: Path, tid: str, records: list[dict], meta: dict) -> Iterator:
     kept, abandoned = _order(records)
     try:
         out, task, stats = _steps(kept, str(path))
+        meta = {**meta, **{k: v for k, v in stats.items() if v}}
+        first = next((r for r in kept if r.get("timestamp")), None)
+        last = next((r for r in reversed(kept) if r.get("timestamp")), None)
+        meta.update(
+            {
+                "records": len(records),
+                "abandoned_records": abandoned,
+                "started_at": first and first.get("timestamp"),
+                "ended_at": last and last.get("timestamp"),
+            }
+        )
+        for k in ("cwd", "version", "gitBranch"):
+            v = next((r.get(k) for r in kept if r.get(k)), None)
+            if v is not None:
+                meta[k] = v
+        trace = finish(Origin(NAME, str(path)), tid, task, out.steps(), meta)
     except BadRecord as exc:
         yield TraceError(str(path), None, exc.field, exc.message, tid)
         return
-    meta = {**meta, **{k: v for k, v in stats.items() if v}}
-    first = next((r for r in kept if r.get("timestamp")), None)
-    last = next((r for r in reversed(kept) if r.get("timestamp")), None)
-    meta.update(
-        {
-            "records": len(records),
-            "abandoned_records": abandoned,
-            "started_at": first and first.get("timestamp"),
-            "ended_at": last and last.get("timestamp"),
-        }
-    )
-    for k in ("cwd", "version", "gitBranch"):
-        v = next((r.get(k) for r in kept if r.get(k)), None)
-        if v is not None:
-            meta[k] = v
-    yield finish(path, None, tid, task, out.steps(), meta)
+    yield trace
     if abandoned:
-        yield ConvertWarning(str(path), tid, f"{abandoned} record(s) on abandoned branches left out (metadata.abandoned_records)")
+        yield warning(str(path), tid, f"{abandoned} record(s) on abandoned branches left out (metadata.abandoned_records)")
 
 
 def convert(path: Path) -> Iterator:
@@ -152,7 +159,7 @@ def convert(path: Path) -> Iterator:
     summaries: list[dict] = []
     other: Counter = Counter()
     seen: set = set()
-    for n, rec in _io.iter_records(path):
+    for n, rec in iter_records(path):
         if isinstance(rec, TraceError):
             yield rec
             continue
@@ -195,7 +202,7 @@ def convert(path: Path) -> Iterator:
             if r.get("isSidechain"):
                 side.setdefault(str(r.get("agentId") or "sidechain"), []).append(r)
         mine = [s.get("summary") for s in summaries if leaf_owner.get(s.get("leafUuid") if isinstance(s.get("leafUuid"), str) else None) == sid or len(sessions) == 1]
-        base = {"source_format": "claude_code", "source_file": str(path), "session_id": sid}
+        base = {"session_id": sid}
         meta = dict(base)
         if mine:
             meta["summaries"] = mine
@@ -211,7 +218,7 @@ def convert(path: Path) -> Iterator:
 
 
 CONVERTER = Converter(
-    name="claude_code",
+    name=NAME,
     description="Claude Code session JSONL (parentUuid chain, branches, sidechains, tool_use/tool_result)",
     shapes="JSONL of {type: user|assistant|system|summary, uuid, parentUuid, sessionId, message, ...}",
     detect=detect,

@@ -2,14 +2,14 @@ import json
 
 import pytest
 
-from _partb import FIXTURES, SCARY, auto_name, convert, detect, meta, part_a_real_files, roundtrip, types
+from conftest import FIXTURES, SCARY, auto_name, run, detect, meta, real_logs, roundtrip, types
 
 D = FIXTURES / "otel_genai"
 T = "5b8efff798038103d269b633813fc60c"
 
 
 def test_current_conventions_across_batches():
-    traces, errors, _ = convert("otel_genai", D / "current.jsonl")
+    traces, errors, _ = run(D / "current.jsonl", "otel_genai")
     (t,) = traces  # the trace's spans come in two export lines: grouped by traceId
     assert t.trace_id == T and t.task.endswith(SCARY)
     assert types(t) == ["thought", "action", "observation", "action", "error", "message"]
@@ -27,7 +27,7 @@ def test_current_conventions_across_batches():
 
 
 def test_bad_lines_located():
-    _, errors, _ = convert("otel_genai", D / "current.jsonl")
+    _, errors, _ = run(D / "current.jsonl", "otel_genai")
     by_line = {e.line: e for e in errors}
     assert set(by_line) == {3, 4}
     assert "invalid JSON" in by_line[3].message
@@ -35,7 +35,7 @@ def test_bad_lines_located():
 
 
 def test_older_attributes_and_events():
-    traces, errors, _ = convert("otel_genai", D / "older.json")
+    traces, errors, _ = run(D / "older.json", "otel_genai")
     assert errors == []
     a, b = traces
     assert a.task == "What is 6*7? & <b>"
@@ -54,14 +54,14 @@ def test_detect_fixture(name):
     assert auto_name(D / name) == "otel_genai"
 
 
-@pytest.mark.parametrize("path", part_a_real_files(), ids=lambda p: p.name)
-def test_detect_rejects_part_a(path):
+@pytest.mark.parametrize("path", real_logs(), ids=lambda p: p.name)
+def test_detect_rejects_real_logs_of_other_formats(path):
     assert detect("otel_genai", path) == 0
 
 
 def test_whole_prompt_and_completion_attributes():
     # OpenLLMetry's oldest form: gen_ai.prompt holds the message list as JSON, gen_ai.completion the text
-    traces, errors, _ = convert("otel_genai", D / "whole_attribute.json")
+    traces, errors, _ = run(D / "whole_attribute.json", "otel_genai")
     assert not errors
     (t,) = traces
     assert t.task == "Book a flight to Zürich <now> & fast"
@@ -72,14 +72,14 @@ def test_whole_prompt_and_completion_attributes():
 def test_big_export_is_streamed_with_the_same_result(name, monkeypatch, tmp_path):
     from ls_trajeval.converters import _io
 
-    whole, whole_errors, _ = convert("otel_genai", D / name)
+    whole, whole_errors, _ = run(D / name, "otel_genai")
     monkeypatch.setattr(_io, "SMALL_FILE", 16)  # every document counts as big: read entry by entry with ijson
-    streamed, streamed_errors, _ = convert("otel_genai", D / name)
+    streamed, streamed_errors, _ = run(D / name, "otel_genai")
     assert [t.to_json() for t in streamed] == [t.to_json() for t in whole] and streamed
     assert streamed_errors == whole_errors
     # a syntax error in a streamed export is located and the entries before it still convert
     doc = json.loads((D / name).read_text())
     bad = tmp_path / "cut.json"
     bad.write_text(json.dumps(doc)[:-3])
-    traces, errors, _ = convert("otel_genai", bad)
+    traces, errors, _ = run(bad, "otel_genai")
     assert errors and errors[0].message.startswith("invalid JSON") and "resourceSpans[" in errors[0].field

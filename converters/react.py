@@ -23,7 +23,7 @@ from ls_trajeval.trace import Step, TraceError, open_text
 from .base import Converter, Sample
 from .support.errors import BadRecord, guarded
 from .support.files import Origin, documents
-from .support.steps import finish, render_args, stable_id, step, step_metadata, text
+from .support.steps import finish, render_args, stable_id, step, text
 
 NAME = "react"
 

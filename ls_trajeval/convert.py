@@ -14,9 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Iterable, Iterator, Union
 
-from ls_trajeval.converters import _io
+import orjson
+
 from ls_trajeval.converters.base import Converter, ConvertWarning
 from ls_trajeval.converters.registry import detect, get_converter, names
+from ls_trajeval.converters.support import files
+from ls_trajeval.converters.support.steps import compact
 from ls_trajeval.trace import Trace, TraceError
 
 ConvertItem = Union[Trace, TraceError, ConvertWarning]
@@ -56,7 +59,7 @@ def detect_format(path: str | Path) -> Converter:
     """The one converter for a file, or FormatError naming the candidates."""
     p = Path(path)
     try:
-        sample = _io.make_sample(p)
+        sample = files.make_sample(p)
     except OSError as exc:
         raise FormatError(f"cannot read: {exc}") from None
     scored = detect(sample)
@@ -77,13 +80,13 @@ def _broken_json(p: Path) -> TraceError | None:
     """For a file no detector claims: the located JSON error when it is JSON that does not parse
     (a truncated log), which says more than "unknown format"."""
     try:
-        if p.stat().st_size > _io.SMALL_FILE or _io.is_zip(p) or _io.is_jsonl(p):
+        if p.stat().st_size > files.SMALL_FILE or files.is_zip(p) or files.is_jsonl(p):
             return None
-        if _io.read_head(p).lstrip()[:1] not in ("{", "["):
+        if files.read_head(p).lstrip()[:1] not in ("{", "["):
             return None
     except OSError:
         return None
-    err = _io.load_json_located(p)
+    err = files.load_json_located(p)
     if not isinstance(err, TraceError):
         return None
     return TraceError(err.source, err.line, err.field, f"{err.message}; the format cannot be told from a broken file")
@@ -125,7 +128,7 @@ def convert_inputs(
     """
     if fmt not in (None, "", "auto"):
         get_converter(fmt)
-    for p in _io.expand_inputs(list(inputs)):
+    for p in files.expand_inputs(list(inputs)):
         if stats is not None:
             stats.files += 1
         for item in convert_file(p, fmt):
@@ -138,11 +141,9 @@ def convert_inputs(
 
 def write_traces(items: Iterable[ConvertItem], fh: IO[str], on_problem=None) -> ConvertStats:
     """Write the traces as trace JSONL; pass errors and warnings to ``on_problem``; return counts."""
-    from ls_trajeval.converters._common import _orjson, compact
-
     stats = ConvertStats()
     # orjson's bytes go straight to the binary buffer when there is one (no decode and re-encode)
-    raw = getattr(fh, "buffer", None) if _orjson is not None else None
+    raw = getattr(fh, "buffer", None)
     if raw is not None:
         fh.flush()
     for item in items:
@@ -151,7 +152,7 @@ def write_traces(items: Iterable[ConvertItem], fh: IO[str], on_problem=None) -> 
             obj = item.to_json()
             if raw is not None:
                 try:
-                    raw.write(_orjson.dumps(obj, option=_orjson.OPT_APPEND_NEWLINE))
+                    raw.write(orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE))
                     continue
                 except TypeError:  # ints beyond 64 bits, lone surrogates: the json path below decides
                     pass

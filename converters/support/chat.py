@@ -5,7 +5,9 @@ part lists with ``tool_call`` / ``tool_call_response`` parts). Tool calls are re
 :class:`ToolCall`; calls are paired with their results through :class:`~.steps.StepList`.
 
 Message content (a string or a list of parts) becomes text with :func:`content_text`: text parts give
-their text, media parts a short reference (never inline base64), any other part one line of JSON.
+their text, media parts a short reference (never inline base64), any other part one line of JSON. A
+tool's output becomes text with :func:`value_text`: the same for a list of text parts, indented JSON
+for data.
 """
 from __future__ import annotations
 
@@ -83,6 +85,19 @@ def content_text(content: Any, text_keys: tuple[str, ...] = ("text",)) -> str:
         else:
             out.append(text(p))
     return "\n".join(out)
+
+
+def value_text(value: Any) -> str:
+    """A tool's output (or another value) as text: a string as it is; a list made only of text and
+    media parts joined like message content; any other value (records, documents) as indented JSON."""
+    if value.__class__ is str:
+        return value
+    if value is None:
+        return ""
+    if value.__class__ is list and value and all(p.__class__ is str or p.__class__ is dict and part_text(p) is not None
+                                                 for p in value):
+        return content_text(value)
+    return text(value)
 
 
 # ---------------------------------------------------------------- tool calls
@@ -399,7 +414,7 @@ def message_steps(msg: Any, **meta: Any) -> list[Step]:
     for tc in calls:
         steps.append(step("action", tc.name, render_args(tc.args), tool_call_id=tc.call_id, **meta))
     for cid, val, is_err in results:
-        steps.append(step("error" if is_err else "observation", content_text(val), tool_call_id=cid, **meta))
+        steps.append(step("error" if is_err else "observation", value_text(val), tool_call_id=cid, **meta))
     return steps
 
 

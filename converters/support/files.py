@@ -130,19 +130,24 @@ def is_jsonl(path: Path) -> bool:
     """JSONL when named so, or when the first non-blank line is a whole JSON value and more lines follow.
 
     So a pretty-printed or one-line JSON document is read whole, while a log is streamed line by line;
-    a broken first line that looks like an object does not hide the good lines after it.
+    a broken first line that looks like an object does not hide the good lines after it. A first line
+    too long to try (a one-line export of gigabytes) is skipped over, not held: then more lines mean JSONL.
     """
     if path.name.lower().endswith(JSONL_SUFFIXES):
         return True
-    first = second = None
     with open_bytes(path) as fh:
-        for ln in fh:
-            if ln.strip():
-                if first is None:
-                    first = ln
-                else:
-                    second = ln
+        first = _next_line(fh)
+        if first is None:
+            return False
+        if len(first) >= _LONG_LINE and not first.endswith(b"\n"):
+            while True:  # skip the rest of the line, a chunk at a time
+                chunk = fh.readline(_LONG_LINE)
+                if not chunk:
+                    return False
+                if chunk.endswith(b"\n"):
                     break
+            return _next_line(fh) is not None
+        second = _next_line(fh)
     if second is None:
         return False
     try:
@@ -158,6 +163,19 @@ def is_jsonl(path: Path) -> bool:
         return True
     except (ValueError, RecursionError):
         return False
+
+
+_LONG_LINE = 16 * HEAD_BYTES
+
+
+def _next_line(fh) -> bytes | None:
+    """The next non-blank line (its first ``_LONG_LINE`` bytes), None at the end."""
+    while True:
+        ln = fh.readline(_LONG_LINE)
+        if not ln:
+            return None
+        if ln.strip():
+            return ln
 
 
 def iter_records(path: Path) -> Iterator[tuple[int, Any]]:

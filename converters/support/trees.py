@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from ls_trajeval.trace import Step, describe
 
-from .chat import ToolCall, content_text, message_parts, message_steps, norm_role, read_message
+from .chat import ToolCall, content_text, message_parts, message_steps, norm_role, read_message, value_text
 from .errors import BadRecord
 from .steps import render_args, step, step_metadata
 from .times import time_key
@@ -194,6 +194,36 @@ def otlp_spans(req: Any, where: str = "", first: int = 0) -> list[dict]:
     return out
 
 
+def otlp_requests(val: Any) -> list | None:
+    """The OTLP/JSON export requests in a value: one export, a list of them, or ``{"batches": [...]}``; None if none."""
+    if isinstance(val, dict) and "resourceSpans" in val:
+        return [val]
+    if isinstance(val, list) and val and all(isinstance(v, dict) and "resourceSpans" in v for v in val):
+        return val
+    if isinstance(val, dict) and isinstance(val.get("batches"), list):
+        return val["batches"]
+    return None
+
+
+def otlp_span_keys(objs: list) -> set[str]:
+    """The attribute keys (and ``event:`` + event names) of the spans in some exports, for detectors."""
+    keys: set[str] = set()
+    for o in objs:
+        for req in otlp_requests(o) or []:
+            for rs in req.get("resourceSpans") or []:
+                for ss in (rs or {}).get("scopeSpans") or []:
+                    for sp in (ss or {}).get("spans") or []:
+                        if not isinstance(sp, dict):
+                            continue
+                        for a in sp.get("attributes") or []:
+                            if isinstance(a, dict) and isinstance(a.get("key"), str):
+                                keys.add(a["key"])
+                        for ev in sp.get("events") or []:
+                            if isinstance(ev, dict) and isinstance(ev.get("name"), str):
+                                keys.add("event:" + ev["name"])
+    return keys
+
+
 def flat_attrs(attrs: dict, prefix: str = "") -> dict:
     """Nested attribute objects (Phoenix exports) as dotted keys, lists by index, like OTLP flattening."""
     out = {}
@@ -340,7 +370,7 @@ def assemble(events: list) -> list[Step]:
             cid = e.call_id
             steps.append(step("action", e.name, render_args(e.args), tool_call_id=cid, **e.meta))
             if e.has_output or e.is_error:
-                steps.append(step("error" if e.is_error else "observation", content_text(e.output),
+                steps.append(step("error" if e.is_error else "observation", value_text(e.output),
                                   tool_call_id=cid, tool_name=e.name, **e.meta))
         elif isinstance(e, LLMEvent):
             follows_tool = bool(e.tool_calls) or tool_next[i]
@@ -371,7 +401,7 @@ def assemble(events: list) -> list[Step]:
                         break
                 if res is not None:
                     val, is_err = res
-                    steps.append(step("error" if is_err else "observation", content_text(val), tool_call_id=tc.call_id,
+                    steps.append(step("error" if is_err else "observation", value_text(val), tool_call_id=tc.call_id,
                                       tool_name=tc.name))
             if not emitted and e.tool_calls:
                 # every call was executed by a tool span: the turn itself leaves a thought only for its

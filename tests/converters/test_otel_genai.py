@@ -17,7 +17,8 @@ def test_current_conventions_across_batches():
     assert s[0].content == "Two cities: call the tool twice."
     assert meta(s[0])["usage"] == {"input_tokens": 100, "output_tokens": 40} and meta(s[0])["model"] == "gpt-4o-2024-08-06"
     assert [meta(x)["tool_call_id"] for x in s[1:5]] == ["call_p", "call_p", "call_z", "call_z"]
-    assert s[1].action_input == '{"city": "Paris"}' and s[2].content == "18°C <sunny> & dry"
+    # JSON arguments are indented, whichever way the source wrote them (step convention: render_args)
+    assert s[1].action_input == '{\n  "city": "Paris"\n}' and s[2].content == "18°C <sunny> & dry"
     assert s[4].content.startswith("upstream timed out")
     assert s[5].content == "Paris 18°C <sunny> & Zürich unknown."
     assert all(meta(x)["agent"] == "weather_bot" for x in s)
@@ -41,7 +42,7 @@ def test_older_attributes_and_events():
     assert a.task == "What is 6*7? & <b>"
     # the call has no execute_tool span: its result comes from the next prompt's tool message
     assert types(a) == ["action", "observation", "message"]
-    assert (a.steps[0].content, a.steps[0].action_input) == ("multiply", '{"a": 6, "b": 7}')
+    assert (a.steps[0].content, a.steps[0].action_input) == ("multiply", '{\n  "a": 6,\n  "b": 7\n}')
     assert meta(a.steps[0])["usage"] == {"input_tokens": 30, "output_tokens": 9}
     assert a.steps[1].content == "42" and meta(a.steps[1])["tool_call_id"] == "call_m"
     assert b.task == "Say hi in Japanese"
@@ -70,10 +71,10 @@ def test_whole_prompt_and_completion_attributes():
 
 @pytest.mark.parametrize("name", ["older.json", "whole_attribute.json"])
 def test_big_export_is_streamed_with_the_same_result(name, monkeypatch, tmp_path):
-    from ls_trajeval.converters import _io
+    from ls_trajeval.converters.support import files
 
     whole, whole_errors, _ = run(D / name, "otel_genai")
-    monkeypatch.setattr(_io, "SMALL_FILE", 16)  # every document counts as big: read entry by entry with ijson
+    monkeypatch.setattr(files, "SMALL_FILE", 16)  # every document counts as big: read entry by entry with ijson
     streamed, streamed_errors, _ = run(D / name, "otel_genai")
     assert [t.to_json() for t in streamed] == [t.to_json() for t in whole] and streamed
     assert streamed_errors == whole_errors

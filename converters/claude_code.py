@@ -17,6 +17,7 @@ summaries go to ``metadata.summaries``, the rest are counted in ``metadata.other
 """
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Iterator
@@ -25,7 +26,7 @@ from ls_trajeval.trace import TraceError, describe
 
 from .base import Converter, Sample
 from .support.chat import anthropic_blocks
-from .support.errors import BadRecord, warning
+from .support.errors import BadRecord, guarded, warning
 from .support.files import Origin, iter_records
 from .support.steps import StepList, finish, step, text
 
@@ -128,30 +129,31 @@ def _steps(records: list[dict], source: str) -> tuple[StepList, str, dict]:
 
 def _trace(path: Path, tid: str, records: list[dict], meta: dict) -> Iterator:
     kept, abandoned = _order(records)
-    try:
-        out, task, stats = _steps(kept, str(path))
-        meta = {**meta, **{k: v for k, v in stats.items() if v}}
-        first = next((r for r in kept if r.get("timestamp")), None)
-        last = next((r for r in reversed(kept) if r.get("timestamp")), None)
-        meta.update(
-            {
-                "records": len(records),
-                "abandoned_records": abandoned,
-                "started_at": first and first.get("timestamp"),
-                "ended_at": last and last.get("timestamp"),
-            }
-        )
-        for k in ("cwd", "version", "gitBranch"):
-            v = next((r.get(k) for r in kept if r.get(k)), None)
-            if v is not None:
-                meta[k] = v
-        trace = finish(Origin(NAME, str(path)), tid, task, out.steps(), meta)
-    except BadRecord as exc:
-        yield TraceError(str(path), None, exc.field, exc.message, tid)
-        return
-    yield trace
+    # a session that cannot be converted is one located error carrying the session's trace id
+    for item in guarded(Origin(NAME, str(path)), _session_trace, path, tid, kept, len(records), abandoned, meta):
+        yield dataclasses.replace(item, trace_id=tid) if isinstance(item, TraceError) else item
     if abandoned:
         yield warning(str(path), tid, f"{abandoned} record(s) on abandoned branches left out (metadata.abandoned_records)")
+
+
+def _session_trace(path: Path, tid: str, kept: list[dict], total: int, abandoned: int, meta: dict) -> list:
+    out, task, stats = _steps(kept, str(path))
+    meta = {**meta, **{k: v for k, v in stats.items() if v}}
+    first = next((r for r in kept if r.get("timestamp")), None)
+    last = next((r for r in reversed(kept) if r.get("timestamp")), None)
+    meta.update(
+        {
+            "records": total,
+            "abandoned_records": abandoned,
+            "started_at": first and first.get("timestamp"),
+            "ended_at": last and last.get("timestamp"),
+        }
+    )
+    for k in ("cwd", "version", "gitBranch"):
+        v = next((r.get(k) for r in kept if r.get(k)), None)
+        if v is not None:
+            meta[k] = v
+    return [finish(Origin(NAME, str(path)), tid, task, out.steps(), meta)]
 
 
 def convert(path: Path) -> Iterator:

@@ -163,47 +163,49 @@ def _rollout(path: Path, first: tuple, rest: Iterator) -> Iterator:
     events: Counter = Counter()
     models: list = []
     tid = None
+
+    def take(line: int, rec: Any) -> None:
+        nonlocal tid
+        expect(rec, dict, "(line)")
+        kind = rec.get("type")
+        payload = rec.get("payload") if "payload" in rec else rec
+        lmeta = {"source_line": line, "timestamp": rec.get("timestamp")}
+        if kind == "session_meta":
+            expect(payload, dict, "payload")
+            tid = payload.get("id") or tid
+            for k in ("cwd", "cli_version", "originator", "source", "git", "timestamp", "model_provider"):
+                if payload.get(k) is not None:
+                    meta[k if k != "timestamp" else "started_at"] = payload[k]
+            if payload.get("instructions"):
+                b.out.add(step("system", text(payload["instructions"]), role="instructions", **lmeta))
+        elif kind == "response_item":
+            b.item(payload, "payload", **lmeta)
+        elif kind == "turn_context":
+            m = payload.get("model") if isinstance(payload, dict) else None
+            if m and m not in models:
+                models.append(m)
+        elif kind == "event_msg":
+            et = payload.get("type") if isinstance(payload, dict) else None
+            events[str(et)] += 1
+            if et == "token_count" and isinstance(payload.get("info"), dict):
+                meta["usage"] = payload["info"].get("total_token_usage", payload["info"])
+        elif kind == "compacted":
+            b.out.add(step("system", text(payload.get("message") if isinstance(payload, dict) else payload), role="compacted", **lmeta))
+        elif "payload" not in rec and (_is_item(rec) or rec.get("type") == "message"):
+            b.item(rec, "(line)", **lmeta)  # legacy rollout: items directly
+        elif "instructions" in rec and "id" in rec and line == first[0]:
+            tid = rec.get("id")
+            if rec.get("instructions"):
+                b.out.add(step("system", text(rec["instructions"]), role="instructions", **lmeta))
+        else:
+            events[f"unknown:{kind}"] += 1
+            b.out.add(step("other", compact(rec), **lmeta))
+
     for line, rec in itertools.chain([first], rest):
         if isinstance(rec, TraceError):
             yield rec
-            continue
-        try:
-            expect(rec, dict, "(line)")
-            kind = rec.get("type")
-            payload = rec.get("payload") if "payload" in rec else rec
-            lmeta = {"source_line": line, "timestamp": rec.get("timestamp")}
-            if kind == "session_meta":
-                expect(payload, dict, "payload")
-                tid = payload.get("id") or tid
-                for k in ("cwd", "cli_version", "originator", "source", "git", "timestamp", "model_provider"):
-                    if payload.get(k) is not None:
-                        meta[k if k != "timestamp" else "started_at"] = payload[k]
-                if payload.get("instructions"):
-                    b.out.add(step("system", text(payload["instructions"]), role="instructions", **lmeta))
-            elif kind == "response_item":
-                b.item(payload, "payload", **lmeta)
-            elif kind == "turn_context":
-                m = payload.get("model") if isinstance(payload, dict) else None
-                if m and m not in models:
-                    models.append(m)
-            elif kind == "event_msg":
-                et = payload.get("type") if isinstance(payload, dict) else None
-                events[str(et)] += 1
-                if et == "token_count" and isinstance(payload.get("info"), dict):
-                    meta["usage"] = payload["info"].get("total_token_usage", payload["info"])
-            elif kind == "compacted":
-                b.out.add(step("system", text(payload.get("message") if isinstance(payload, dict) else payload), role="compacted", **lmeta))
-            elif "payload" not in rec and (_is_item(rec) or rec.get("type") == "message"):
-                b.item(rec, "(line)", **lmeta)  # legacy rollout: items directly
-            elif "instructions" in rec and "id" in rec and line == first[0]:
-                tid = rec.get("id")
-                if rec.get("instructions"):
-                    b.out.add(step("system", text(rec["instructions"]), role="instructions", **lmeta))
-            else:
-                events[f"unknown:{kind}"] += 1
-                b.out.add(step("other", compact(rec), **lmeta))
-        except BadRecord as exc:
-            yield TraceError(str(path), line, exc.field, exc.message)
+        else:  # one bad line is its own located error; the rollout goes on
+            yield from guarded(Origin(NAME, str(path), line), lambda: take(line, rec) or ())
     if models:
         meta["models"] = models
     if events:

@@ -146,26 +146,24 @@ def _action_parts(action: Any, where: str) -> tuple[str, str]:
 
 
 def _structured_steps(rec: dict) -> list:
-    # Steps are built directly (not through step()): this loop is the whole cost of the format
     steps: list[Step] = []
     add = steps.append
     for i, st in enumerate(rec["steps"]):
         if st.__class__ is not dict:
             raise BadRecord(f"steps[{i}]", f"expected an object, got {type(st).__name__}")
         ts = st.get("timestamp")
-        extra = {"metadata": {"step_index": i}} if ts is None else {"timestamp": ts, "metadata": {"step_index": i}}
         th = st.get("thought")
         if th is not None and th != "":
-            add(Step("thought", th if th.__class__ is str else text(th), None, extra))
+            add(step("thought", th, timestamp=ts, step_index=i))
         act = st.get("action")
         if act is not None and act != "":
             tool, given = _action_parts(act, f"steps[{i}].action")
             if "action_input" in st:
                 given = render_args(st["action_input"])
-            add(Step("action", tool, given, dict(extra)))
+            add(step("action", tool, given, timestamp=ts, step_index=i))
         obs = st.get("observation")
         if obs is not None:
-            add(Step("observation", obs if obs.__class__ is str else text(obs), None, dict(extra)))
+            add(step("observation", obs, timestamp=ts, step_index=i))
     return steps
 
 

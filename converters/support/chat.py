@@ -54,7 +54,7 @@ def part_text(p: dict, text_keys: tuple[str, ...] = ("text",)) -> str | None:
     ptype = p.get("type")
     if (ptype is None or ptype == "text") and p.get("content").__class__ is str:
         return p["content"]
-    if ptype in _MEDIA:
+    if ptype.__class__ is str and ptype in _MEDIA:
         src = p.get("image_url") or p.get("url") or p.get("uri") or p.get("source") or p.get("content") or p.get("file")
         if isinstance(src, dict):
             src = src.get("url") or src.get("data") or src.get("uri") or src.get("path")

@@ -17,8 +17,8 @@ A step's top level holds only these keys:
     on actions only, always there: the call's arguments as text (:func:`render_args`), ``""`` when none.
 ``timestamp``
     optional: when the step happened, exactly as the source wrote it (ISO 8601 text, or an epoch
-    number or digit string); the start time for spans and runs. Any other time (an end time) goes
-    to metadata.
+    number or digit string); the start time for spans and runs. Any other time (an end time), or a
+    "timestamp" that is neither text nor a number, goes to metadata.
 ``metadata``
     optional: an object, never empty, without null values, holding everything else about the step.
 
@@ -32,8 +32,8 @@ Inside a step's ``metadata``:
 - the source's own ids for the record a step came from, under the source's name for them
   (``span_id``, ``run_id``, ``observation_id``, ``message_id``, ``item_id``, ``uuid``, ``step_id``),
   and its place in the tree as ``depth``; ``message_index`` is the position in a message list.
-- ``source_line``: the JSONL line a step came from, in formats where one trace is several lines
-  (session logs, event streams).
+- ``source_line`` / ``source_record``: the JSONL line / JSON list index a step came from, in formats
+  where one trace is several records (session logs, event streams).
 
 A trace's ``metadata`` starts with its provenance, written by :func:`finish` from the record's
 :class:`~.files.Origin` and nowhere else: ``source_format`` (the converter's name), ``source_file``
@@ -114,10 +114,14 @@ def render_args(args: Any) -> str:
 
 def step(type_: str, content: Any, action_input: str | None = None, *, timestamp: Any = None, **metadata: Any) -> Step:
     """The one way to make a step: ``metadata`` keywords go under ``metadata`` (null and empty-object
-    values dropped, so a key appears only where known), ``timestamp`` at the top level."""
+    values dropped, so a key appears only where known), ``timestamp`` at the top level (text or a
+    number; any other value stays in metadata)."""
     extra: dict = {}
     if timestamp is not None:
-        extra["timestamp"] = timestamp
+        if timestamp.__class__ is str or timestamp.__class__ in (int, float):
+            extra["timestamp"] = timestamp
+        else:  # not a time a reader can show (an object, a boolean): kept, but out of the top level
+            metadata["timestamp"] = timestamp
     if metadata:
         values = metadata.values()
         if None in values or {} in values:  # most steps have neither: skip rebuilding the dict (a hot path)

@@ -121,10 +121,12 @@ def _without_warnings(items, warnings: list):
 @click.option("--prelabels-from", "prelabel_exports", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="a previous trajectory_eval export whose labels become predictions (implies --prelabels)")
 @click.option("--batch-size", default=500, show_default=True, type=click.IntRange(1, 100000))
+@click.option("-j", "--jobs", type=click.IntRange(1), default=None, help="with --format: processes converting files at "
+              "once (default: the number of CPUs)")
 @click.option("--quiet", is_flag=True, help="no progress bar")
 @studio_options
-def import_(inputs, project, create_title, config_path, layout, fmt, prelabels, prelabel_exports, batch_size, quiet,
-            url, api_key):
+def import_(inputs, project, create_title, config_path, layout, fmt, prelabels, prelabel_exports, batch_size, jobs,
+            quiet, url, api_key):
     """Import trace JSONL INPUTS as tasks (skipping traces the project already has)."""
     from .importer import import_traces, read_inputs
 
@@ -148,7 +150,7 @@ def import_(inputs, project, create_title, config_path, layout, fmt, prelabels, 
             cfg = load_config(config_path) if config_path else studio.project_config(studio.get_project(client, project))
         warnings = []
         if fmt:
-            items = _without_warnings(convert_inputs(list(inputs), fmt), warnings)
+            items = _without_warnings(convert_inputs(list(inputs), fmt, jobs=jobs), warnings)
         else:
             items = read_inputs(inputs, cfg)
 

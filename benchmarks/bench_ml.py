@@ -273,8 +273,8 @@ from werkzeug.test import Client
 from ls_trajeval import label_configs
 try:
     from ls_trajeval.core import config
-except ImportError:  # a baseline checkout from before the package move
-    from ls_trajeval import config
+except ImportError:
+    from ls_trajeval import config  # a baseline checkout from before the package move
 from ls_trajeval.ml.app import build
 client = Client(build(config.load(label_configs.path("trajectory_eval"))))
 out = {}

@@ -18,11 +18,14 @@ import re
 from pathlib import Path
 from typing import Any, Iterator
 
-from ls_trajeval.core.trace import Step, TraceError
+from ls_trajeval.core.trace import Step, TraceError, open_text
 
-from . import _io
-from ._common import BadRecord, finish, file_id, guarded, render_args, step, text
 from .base import Converter, Sample
+from .support.errors import BadRecord, guarded
+from .support.files import Origin, documents
+from .support.steps import finish, render_args, stable_id, step, text
+
+NAME = "react"
 
 LABEL = re.compile(r"^[ \t]*(Thought|Action Input|Action|Observation|Final Answer|Question)[ \t]*:[ \t]?", re.M | re.I)
 TEXT_KEYS = ("text", "trace", "transcript", "react", "log", "output", "response", "completion")
@@ -84,10 +87,7 @@ def parse(transcript: str) -> tuple[str, list]:
             pending_action = None
             continue
         pending_action = None
-        s = step(_KINDS[label], body)
-        if label == "final answer":
-            s.extra["final_answer"] = True
-        steps.append(s)
+        steps.append(step(_KINDS[label], body, final_answer=True if label == "final answer" else None))
     return question, steps
 
 
@@ -145,8 +145,7 @@ def _action_parts(action: Any, where: str) -> tuple[str, str]:
     return action.strip(), ""
 
 
-def _structured_steps(rec: dict, line: Any) -> list:
-    # Steps are built directly (not through step()): this loop is the whole cost of the format
+def _structured_steps(rec: dict) -> list:
     steps: list[Step] = []
     add = steps.append
     for i, st in enumerate(rec["steps"]):
@@ -155,40 +154,37 @@ def _structured_steps(rec: dict, line: Any) -> list:
         ts = st.get("timestamp")
         th = st.get("thought")
         if th is not None and th != "":
-            add(Step("thought", th if th.__class__ is str else text(th), None,
-                     {"source_line": line, "step_index": i} if ts is None else {"source_line": line, "step_index": i, "timestamp": ts}))
+            add(step("thought", th, timestamp=ts, step_index=i))
         act = st.get("action")
         if act is not None and act != "":
             tool, given = _action_parts(act, f"steps[{i}].action")
             if "action_input" in st:
                 given = render_args(st["action_input"])
-            add(Step("action", tool, given,
-                     {"source_line": line, "step_index": i} if ts is None else {"source_line": line, "step_index": i, "timestamp": ts}))
+            add(step("action", tool, given, timestamp=ts, step_index=i))
         obs = st.get("observation")
         if obs is not None:
-            add(Step("observation", obs if obs.__class__ is str else text(obs), None,
-                     {"source_line": line, "step_index": i} if ts is None else {"source_line": line, "step_index": i, "timestamp": ts}))
+            add(step("observation", obs, timestamp=ts, step_index=i))
     return steps
 
 
-def _one_structured(path: Path, line: Any, index: int, rec: dict) -> Iterator:
-    steps = _structured_steps(rec, line)
-    tid = next((text(rec[k]) for k in ID_KEYS if rec.get(k) not in (None, "")), None) or file_id(path, index)
+def _one_structured(rec: dict, origin: Origin, index: int) -> Iterator:
+    steps = _structured_steps(rec)
+    tid = next((text(rec[k]) for k in ID_KEYS if rec.get(k) not in (None, "")), None) or stable_id(Path(origin.source).name, index)
     task = next((rec[k] for k in TASK_KEYS + ("task_description",) if isinstance(rec.get(k), str)), None) or ""
-    meta = {"source_format": "react", "source_file": str(path), "source_line": line, "variant": "structured"}
+    meta = {"variant": "structured"}
     for k in ("agent", "model"):
         if rec.get(k) is not None:
             meta[k] = rec[k]
     if isinstance(rec.get("metadata"), dict) and rec["metadata"]:
         meta["record_metadata"] = rec["metadata"]
-    yield finish(path, line, tid, task, steps, meta, "steps")
+    yield finish(origin, tid, task, steps, meta, "steps")
 
 
-def _one(path: Path, line: Any, index: int, rec: Any) -> Iterator:
+def _one(rec: Any, origin: Origin, index: int) -> Iterator:
     if not isinstance(rec, dict):
         raise BadRecord(None, "expected a JSON object with a ReAct text field")
     if rec.get("steps").__class__ is list and _record_text(rec) is None:
-        yield from _one_structured(path, line, index, rec)
+        yield from _one_structured(rec, origin, index)
         return
     found = _record_text(rec)
     if found is None:
@@ -198,45 +194,50 @@ def _one(path: Path, line: Any, index: int, rec: Any) -> Iterator:
         raise BadRecord(None, f"no text field (one of {', '.join(TEXT_KEYS)})")
     key, transcript = found
     question, steps = parse(transcript)
-    tid = next((text(rec[k]) for k in ID_KEYS if rec.get(k) not in (None, "")), None) or file_id(path, index)
+    tid = next((text(rec[k]) for k in ID_KEYS if rec.get(k) not in (None, "")), None) or stable_id(Path(origin.source).name, index)
     task = next((rec[k] for k in TASK_KEYS if isinstance(rec.get(k), str)), None) or question
-    for s in steps:
-        s.extra["source_line"] = line
-    meta = {"source_format": "react", "source_file": str(path), "source_line": line, "text_field": key}
+    meta = {"text_field": key}
     for k in ("agent", "model"):
         if rec.get(k) is not None:
             meta[k] = rec[k]
-    yield finish(path, line, tid, task, steps, meta, key)
+    yield finish(origin, tid, task, steps, meta, key)
 
 
 def convert(path: Path) -> Iterator:
+    source = str(path)
     name = path.name.lower()
     if not name.endswith((".json", ".jsonl", ".jsonl.gz", ".json.gz", ".ndjson")):
-        with _io.open_text(path) as fh:
+        with open_text(path) as fh:
             transcript = fh.read()
         try:
             transcript.encode("utf-8")
         except UnicodeEncodeError as exc:
             line = transcript.count("\n", 0, exc.start) + 1
-            yield TraceError(str(path), line, None, "invalid UTF-8")
+            yield TraceError(source, line, None, "invalid UTF-8")
             return
         question, steps = parse(transcript)
-        yield finish(path, None, file_id(path, 0), question, steps, {"source_format": "react", "source_file": str(path)})
+        origin = Origin(NAME, source)
+        yield from guarded(origin, lambda: [finish(origin, stable_id(path.name, 0), question, steps)])
         return
     index = 0
-    for line, value in _io.iter_documents(path):
+    for line, value in documents(path):
         if isinstance(value, TraceError):
             yield value
             index += 1
             continue
-        records = value if line is None and isinstance(value, list) else [value]
-        for j, rec in enumerate(records):
-            yield from guarded(path, line if line is not None else None, _one, path, line if line is not None else f"[{j}]", index, rec)
+        if line is None and isinstance(value, list):
+            for j, rec in enumerate(value):
+                origin = Origin(NAME, source, None, j)
+                yield from guarded(origin, _one, rec, origin, index)
+                index += 1
+        else:
+            origin = Origin(NAME, source, line)
+            yield from guarded(origin, _one, value, origin, index)
             index += 1
 
 
 CONVERTER = Converter(
-    name="react",
+    name=NAME,
     description="ReAct text transcripts (Thought / Action / Action Input / Observation / Final Answer)",
     shapes='.txt/.log/.md transcript; JSON/JSONL records with the transcript in text/trace/output/log; {"steps": [{thought, action, observation}]}',
     detect=detect,

@@ -17,7 +17,8 @@ from .common import EXIT_REJECTED, Command, format_option, writing
 @format_option("auto", "Source format, or auto to detect it per file (`ls-trajeval formats` lists them).")
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, allow_dash=True), help="Trace JSONL to write ('-' for stdout).")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the summary, not each error and warning.")
-def convert_command(inputs: tuple[str, ...], fmt: str, output: str, quiet: bool) -> None:
+@click.option("-j", "--jobs", type=click.IntRange(1), default=None, help="Processes converting files at once (default: the number of CPUs); the output is the same.")
+def convert_command(inputs: tuple[str, ...], fmt: str, output: str, quiet: bool, jobs: int | None) -> None:
     """Convert agent logs (files or directories; JSON, JSONL, .gz, .eval) to trace JSONL.
 
     Rejected records are reported as FILE:LINE: FIELD: MESSAGE on stderr; the exit code is 1
@@ -33,7 +34,7 @@ def convert_command(inputs: tuple[str, ...], fmt: str, output: str, quiet: bool)
             warnings.append(item)
 
     stats = ConvertStats()
-    items = convert_inputs(inputs, fmt, stats)
+    items = convert_inputs(inputs, fmt, stats, jobs=jobs)
     with writing(output):
         if output == "-":
             write_traces(items, sys.stdout, on_problem)

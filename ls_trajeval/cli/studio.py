@@ -48,10 +48,12 @@ def generate(config, layout, output):
 @click.option("--prelabels-from", "prelabel_exports", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="a previous trajectory_eval export whose labels become predictions (implies --prelabels)")
 @click.option("--batch-size", default=500, show_default=True, type=click.IntRange(1, 100000))
+@click.option("-j", "--jobs", type=click.IntRange(1), default=None, help="with --format: processes converting files at "
+              "once (default: the number of CPUs)")
 @quiet_option
 @studio_options
-def import_(inputs, project, create_title, config_path, layout, fmt, prelabels, prelabel_exports, batch_size, quiet,
-            url, api_key):
+def import_(inputs, project, create_title, config_path, layout, fmt, prelabels, prelabel_exports, batch_size, jobs,
+            quiet, url, api_key):
     """Import trace JSONL INPUTS as tasks (skipping traces the project already has)."""
     from ..flows.importer import import_files
 
@@ -59,7 +61,7 @@ def import_(inputs, project, create_title, config_path, layout, fmt, prelabels, 
         raise click.UsageError("give either --project ID or --create TITLE")
     run = import_files(studio.connect(url, api_key), inputs, project_id=project or None, create_title=create_title,
                        config=optional_config(config_path), layout=layout, fmt=fmt, prelabels=prelabels,
-                       prelabel_exports=prelabel_exports, batch_size=batch_size, progress=not quiet,
+                       prelabel_exports=prelabel_exports, batch_size=batch_size, jobs=jobs, progress=not quiet,
                        on_error=lambda err: click.echo(f"rejected: {err}", err=True),
                        on_created=lambda pid: click.echo(f"created project {pid} ({layout} layout)", err=True))
     for w in run.warnings:

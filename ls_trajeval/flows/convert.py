@@ -6,18 +6,34 @@
 ``convert_inputs`` is a plain generator of :class:`Trace`, :class:`TraceError` and
 :class:`ConvertWarning` values, file by file and record by record, so memory stays bounded by
 one record (one session for formats that must reorder a file, such as Claude Code).
+
+With ``jobs`` above 1 and several files, files are converted in worker processes, a few ahead of
+the one being read; each worker spools its file's output to a temporary file that is streamed
+back in file order and deleted, so the items, their order and the trace ids are the same as with
+one process, and memory stays bounded as well.
 """
 from __future__ import annotations
 
-from collections import Counter
+import contextlib
+import json
+import multiprocessing
+import os
+import pickle
+import shutil
+import struct
+import tempfile
+from collections import Counter, deque
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Iterable, Iterator, Union
 
-from ls_trajeval.converters import _io
+import orjson
+
 from ls_trajeval.converters.base import Converter, ConvertWarning
 from ls_trajeval.converters.registry import detect, get_converter, names
-from ls_trajeval.core.trace import Trace, TraceError
+from ls_trajeval.converters.support import files
+from ls_trajeval.core.trace import Step, Trace, TraceError
 
 ConvertItem = Union[Trace, TraceError, ConvertWarning]
 
@@ -25,6 +41,8 @@ ConvertItem = Union[Trace, TraceError, ConvertWarning]
 MIN_CONFIDENCE = 0.5
 #: two candidates closer than this are ambiguous
 AMBIGUITY_MARGIN = 0.05
+#: below this much input in all, starting worker processes costs more than it saves
+PARALLEL_MIN_BYTES = 1 << 20
 
 
 class FormatError(ValueError):
@@ -52,7 +70,7 @@ def detect_format(path: str | Path) -> Converter:
     """The one converter for a file, or FormatError naming the candidates."""
     p = Path(path)
     try:
-        sample = _io.make_sample(p)
+        sample = files.make_sample(p)
     except OSError as exc:
         raise FormatError(f"cannot read: {exc}") from None
     scored = detect(sample)
@@ -73,13 +91,13 @@ def _broken_json(p: Path) -> TraceError | None:
     """For a file no detector claims: the located JSON error when it is JSON that does not parse
     (a truncated log), which says more than "unknown format"."""
     try:
-        if p.stat().st_size > _io.SMALL_FILE or _io.is_zip(p) or _io.is_jsonl(p):
+        if p.stat().st_size > files.SMALL_FILE or files.is_zip(p) or files.is_jsonl(p):
             return None
-        if _io.read_head(p).lstrip()[:1] not in ("{", "["):
+        if files.read_head(p).lstrip()[:1] not in ("{", "["):
             return None
     except OSError:
         return None
-    err = _io.load_json_located(p)
+    err = files.load_json_located(p)
     if not isinstance(err, TraceError):
         return None
     return TraceError(err.source, err.line, err.field, f"{err.message}; the format cannot be told from a broken file")
@@ -113,49 +131,173 @@ def convert_inputs(
     inputs: Iterable[str | Path],
     fmt: str = "auto",
     stats: ConvertStats | None = None,
+    jobs: int | None = None,
 ) -> Iterator[ConvertItem]:
     """Every file of the inputs (directories recursively, ``.gz`` and ``.eval`` zips included).
 
     ``fmt`` is a format name or ``"auto"`` (detected per file). Unknown names raise KeyError
-    up front, before any file is read.
+    up front, before any file is read. ``jobs`` is the number of processes (default: one per
+    CPU); the output is the same whatever it is.
     """
     if fmt not in (None, "", "auto"):
         get_converter(fmt)
-    for p in _io.expand_inputs(list(inputs)):
+    paths = list(files.expand_inputs(list(inputs)))
+    jobs = (os.cpu_count() or 1) if jobs is None else jobs
+    if jobs > 1 and len(paths) > 1 and _total_size(paths) >= PARALLEL_MIN_BYTES:
+        per_file = _in_workers(paths, fmt or "auto", min(jobs, len(paths)))
+    else:
+        per_file = (convert_file(p, fmt) for p in paths)
+    for items in per_file:
         if stats is not None:
             stats.files += 1
-        for item in convert_file(p, fmt):
+        for item in items:
             if stats is not None:
                 stats.count(item)
                 if isinstance(item, Trace):
-                    stats.by_format[item.metadata.get("source_format", fmt)] += 1
+                    stats.by_format[item.source_format if isinstance(item, SpooledTrace) else
+                                    item.metadata.get("source_format", fmt)] += 1
             yield item
+
+
+def _total_size(paths: list[Path]) -> int:
+    total = 0
+    for p in paths:
+        try:
+            total += p.stat().st_size
+        except OSError:
+            pass
+    return total
+
+
+def trace_line(trace: Trace) -> bytes:
+    """A trace as its line of trace JSONL (UTF-8, newline-terminated)."""
+    line = getattr(trace, "json_line", None)
+    if line is not None:
+        return line
+    obj = trace.to_json()
+    try:
+        return orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE)
+    except TypeError:  # ints beyond 64 bits, lone surrogates: the standard library writes them
+        pass
+    try:
+        return (json.dumps(obj, ensure_ascii=False) + "\n").encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate has no UTF-8: escaped, the line stays valid JSON
+        return (json.dumps(obj) + "\n").encode("ascii")
 
 
 def write_traces(items: Iterable[ConvertItem], fh: IO[str], on_problem=None) -> ConvertStats:
     """Write the traces as trace JSONL; pass errors and warnings to ``on_problem``; return counts."""
-    from ls_trajeval.converters._common import _orjson, compact
-
     stats = ConvertStats()
-    # orjson's bytes go straight to the binary buffer when there is one (no decode and re-encode)
-    raw = getattr(fh, "buffer", None) if _orjson is not None else None
+    # the bytes go straight to the binary buffer when there is one (no decode and re-encode)
+    raw = getattr(fh, "buffer", None)
     if raw is not None:
         fh.flush()
     for item in items:
         stats.count(item)
         if isinstance(item, Trace):
-            obj = item.to_json()
             if raw is not None:
-                try:
-                    raw.write(_orjson.dumps(obj, option=_orjson.OPT_APPEND_NEWLINE))
-                    continue
-                except TypeError:  # ints beyond 64 bits, lone surrogates: the json path below decides
-                    pass
-            line = compact(obj) + "\n"
-            if raw is not None:
-                raw.write(line.encode(getattr(fh, "encoding", None) or "utf-8"))
+                raw.write(trace_line(item))
             else:
-                fh.write(line)
+                fh.write(trace_line(item).decode("utf-8"))
         elif on_problem is not None:
             on_problem(item)
     return stats
+
+
+# ---------------------------------------------------------------- worker processes
+
+class SpooledTrace(Trace):
+    """A trace converted in a worker process, kept as its JSONL line until something reads its fields
+    (writing it needs none of them, so ``convert`` copies the line as the worker wrote it)."""
+
+    _FIELDS = frozenset({"trace_id", "task", "steps", "metadata", "extra"})
+
+    def __init__(self, json_line: bytes, source_format: str):  # noqa: D107 - fields are decoded lazily
+        self.json_line = json_line
+        self.source_format = source_format
+
+    def __getattr__(self, name: str):
+        if name not in SpooledTrace._FIELDS:
+            raise AttributeError(name)
+        try:
+            obj = orjson.loads(self.json_line)
+        except ValueError:  # what only the standard library writes and reads (lone surrogates, huge ints)
+            obj = json.loads(self.json_line)
+        steps = []
+        for s in obj.pop("trace"):
+            steps.append(Step(s.pop("type"), s.pop("content"), s.pop("action_input", None), s))
+        self.trace_id, self.task, self.steps = obj.pop("trace_id"), obj.pop("task"), steps
+        self.metadata = obj.pop("metadata", {})
+        self.extra = obj
+        return getattr(self, name)
+
+
+_FRAME = struct.Struct("<cQ")
+
+
+def _spool(path: str, fmt: str, spool: str) -> str:
+    """Convert one file in a worker, writing its items to ``spool``: traces as their JSONL line, errors
+    and warnings pickled, each framed by a tag and a length. Returns ``spool``."""
+    with open(spool, "wb") as out:
+        for item in convert_file(path, fmt):
+            if isinstance(item, Trace):
+                payload = str(item.metadata.get("source_format", fmt)).encode("utf-8", "replace") + b"\0" + trace_line(item)
+                out.write(_FRAME.pack(b"T", len(payload)) + payload)
+            else:
+                payload = pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)
+                out.write(_FRAME.pack(b"P", len(payload)) + payload)
+    return spool
+
+
+def _unspool(spool: str) -> Iterator[ConvertItem]:
+    try:
+        with open(spool, "rb") as fh:
+            while head := fh.read(_FRAME.size):
+                tag, n = _FRAME.unpack(head)
+                payload = fh.read(n)
+                if tag == b"T":
+                    fmt, _, line = payload.partition(b"\0")
+                    yield SpooledTrace(line, fmt.decode("utf-8"))
+                else:
+                    yield pickle.loads(payload)
+    finally:
+        with contextlib.suppress(FileNotFoundError):  # the run may have been stopped and its directory removed
+            os.unlink(spool)
+
+
+def _context():
+    # fork where there is one: a worker starts as a copy with the converters imported, and nothing of the
+    # caller's __main__ is re-run (a script without a __main__ guard, a notebook). The pool forks all
+    # its workers at the first submit, before the caller has written anything through this generator.
+    if "fork" in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context()
+
+
+def _in_workers(paths: list[Path], fmt: str, jobs: int) -> Iterator[Iterator[ConvertItem]]:
+    """Each file's items, in file order, converted by ``jobs`` processes a few files ahead."""
+    tmp = tempfile.mkdtemp(prefix="ls-trajeval-convert-")
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=_context())
+    try:
+        todo = iter(enumerate(paths))
+        running: deque = deque()
+
+        def submit() -> None:
+            for i, p in todo:
+                running.append((p, pool.submit(_spool, str(p), fmt, os.path.join(tmp, f"{i}.spool"))))
+                return
+
+        for _ in range(2 * jobs):
+            submit()
+        while running:
+            p, fut = running.popleft()
+            submit()
+            try:
+                spool = fut.result()
+            except Exception as exc:  # noqa: BLE001 - a dead worker costs its file, not the run
+                yield iter([TraceError(str(p), None, None, f"conversion failed in a worker process: {type(exc).__name__}: {exc}")])
+                continue
+            yield _unspool(spool)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -178,7 +178,7 @@ class ImportRun:
 def import_files(client, inputs: Iterable[str | Path], *, project_id: int | None = None,
                  create_title: str | None = None, config: Config | None = None, layout: str = "transcript",
                  fmt: str | None = None, prelabels: bool = False, prelabel_exports: Iterable[str | Path] = (),
-                 batch_size: int = 500, progress: bool = True,
+                 batch_size: int = 500, jobs: int | None = None, progress: bool = True,
                  on_error: Callable[[TraceError], None] | None = None,
                  on_created: Callable[[int], None] | None = None) -> ImportRun:
     """Import trace JSONL files, or agent logs converted on the fly (``fmt``: a format name or ``auto``), into
@@ -186,7 +186,8 @@ def import_files(client, inputs: Iterable[str | Path], *, project_id: int | None
 
     ``create_title`` is used when ``project_id`` is None. ``config`` defaults to the project's embedded one (the
     shipped default for a new project). ``prelabels`` (or ``prelabel_exports``, previous exports) adds the labels
-    that came with the traces as predictions. Rejections go to ``on_error`` as they happen; ``on_created`` hears
+    that came with the traces as predictions. ``jobs`` processes convert files at once (default: one per CPU).
+    Rejections go to ``on_error`` as they happen; ``on_created`` hears
     the new project's id before anything is imported.
     """
     created = project_id is None
@@ -201,7 +202,7 @@ def import_files(client, inputs: Iterable[str | Path], *, project_id: int | None
         config = project_config(project, config)
     warnings: list[ConvertWarning] = []
     if fmt:
-        items = _without_warnings(convert_inputs(list(inputs), fmt), warnings)
+        items = _without_warnings(convert_inputs(list(inputs), fmt, jobs=jobs), warnings)
     else:
         items = read_inputs(inputs, config)
     prelabeler = None

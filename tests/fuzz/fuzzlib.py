@@ -361,9 +361,11 @@ def _check_located(err, path: Path) -> None:
 
 
 def check_converter(name: str, suffix: str, data: bytes) -> int:
-    """Every item a converter yields is a Trace, a located TraceError or a ConvertWarning."""
+    """Every item a converter yields is a Trace that keeps the step convention (the project's own trace
+    JSONL excepted: it passes the user's steps through), a located TraceError or a ConvertWarning."""
     from ls_trajeval.converters.base import ConvertWarning
     from ls_trajeval.converters.registry import get_converter
+    from ls_trajeval.converters.support.steps import convention_problems
     from ls_trajeval.core.trace import Trace, TraceError
 
     path = temp_file(suffix, data)
@@ -375,6 +377,8 @@ def check_converter(name: str, suffix: str, data: bytes) -> int:
         elif isinstance(item, Trace):
             assert isinstance(item.trace_id, str) and item.trace_id and item.steps
             assert all(isinstance(s.content, str) and isinstance(s.type, str) for s in item.steps)
+            if name != "trace_jsonl":
+                assert convention_problems(item) == [], (item.trace_id, convention_problems(item))
         else:
             assert isinstance(item, ConvertWarning), type(item)
     return n

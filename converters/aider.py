@@ -53,13 +53,14 @@ def _reply(body: str, out: StepList, n: int, line: int) -> str | None:
     for m in EDIT.finditer(body):
         before = body[pos:m.start()]
         if before.strip():
-            out.add(step("message", before.strip("\n"), role="assistant", source_line=line))
+            out.add(step("message", before.strip("\n"), None, {"role": "assistant", "source_line": line}))
         last = f"edit-{n}-{m.start()}"
-        out.call(last, step("action", "edit", m.group(0).rstrip("\n"), file=(m.group("file") or "").strip() or None, source_line=line))
+        out.call(last, step("action", "edit", m.group(0).rstrip("\n"),
+                            {"file": (m.group("file") or "").strip() or None, "source_line": line}))
         pos = m.end()
     rest = body[pos:]
     if rest.strip():
-        out.add(step("message", rest.strip("\n"), role="assistant", source_line=line))
+        out.add(step("message", rest.strip("\n"), None, {"role": "assistant", "source_line": line}))
     return last
 
 
@@ -107,20 +108,20 @@ def _session(path: Path, s: _Session, lines: list) -> Iterator:
             if body.startswith("/"):
                 cmd, _, arg = body.partition(" ")
                 s.pending = f"cmd-{n}"
-                s.out.call(s.pending, step("action", cmd, arg, role="user", source_line=n))
+                s.out.call(s.pending, step("action", cmd, arg, {"role": "user", "source_line": n}))
             else:
                 if s.task is None:
                     s.task = body
-                s.out.add(step("message", body, role="user", source_line=n))
+                s.out.add(step("message", body, None, {"role": "user", "source_line": n}))
             s.seen_user = True
         elif kind == "tool":
             if not s.seen_user:
-                s.out.add(step("system", body, role="aider", source_line=n))
+                s.out.add(step("system", body, None, {"role": "aider", "source_line": n}))
             elif s.pending:
-                s.out.result(s.pending, step("observation", body, role="aider", source_line=n))
+                s.out.result(s.pending, step("observation", body, None, {"role": "aider", "source_line": n}))
                 s.pending = None
             else:
-                s.out.add(step("observation", body, role="aider", source_line=n))
+                s.out.add(step("observation", body, None, {"role": "aider", "source_line": n}))
         else:
             if not body.strip():
                 continue

@@ -85,7 +85,7 @@ def _one(rec: Any, origin: Origin, index: int) -> Iterator:
         if system is not None:
             if not isinstance(system, (str, list)):
                 raise BadRecord("system", f"expected a string or a list of text blocks, got {type(system).__name__}")
-            out.add(step("system", content_text(system), role="system"))
+            out.add(step("system", content_text(system), None, {"role": "system"}))
         resp = rec.get("response")
         if isinstance(resp, dict) and isinstance(resp.get("content"), list):
             msgs.append(resp)
@@ -103,7 +103,7 @@ def _one(rec: Any, origin: Origin, index: int) -> Iterator:
         if "content" not in m:
             raise BadRecord(f"messages[{i}].content", "missing")
         if role == "system":
-            out.add(step("system", content_text(m["content"]), role="system", message_index=i))
+            out.add(step("system", content_text(m["content"]), None, {"role": "system", "message_index": i}))
             continue
         said = anthropic_blocks(role, m["content"], out, f"messages[{i}]", agent=m.get("model"), meta={"message_index": i})
         if task is None and role == "user" and said:

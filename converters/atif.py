@@ -47,7 +47,7 @@ def _result_step(res: dict, where: str, **meta) -> Any:
         content = "\n".join(parts)
     extra = {"subagent_trajectory_ref": refs} if refs else {}
     stype = "error" if res.get("is_error") else "observation"
-    return step(stype, value_text(content), tool_call_id=call_id(res.get("source_call_id")), **extra, **meta)
+    return step(stype, value_text(content), None, {"tool_call_id": call_id(res.get("source_call_id")), **extra, **meta})
 
 
 def one(rec: Any, origin: Origin) -> list:
@@ -74,19 +74,19 @@ def one(rec: Any, origin: Origin) -> list:
         turn = []
         calls = expect(s.get("tool_calls"), list, f"{w}tool_calls", optional=True) or []
         if src == "user":
-            turn.append(step("message", msg, role="user", **meta))
+            turn.append(step("message", msg, None, {"role": "user", **meta}))
             if task is None:
                 task = msg
         elif src == "system":
-            turn.append(step("system", msg, **meta))
+            turn.append(step("system", msg, None, dict(meta)))
         elif src == "agent":
             reasoning = expect(s.get("reasoning_content"), str, f"{w}reasoning_content", optional=True)
             if reasoning:
-                turn.append(step("thought", reasoning, reasoning=True, **meta))
+                turn.append(step("thought", reasoning, None, {"reasoning": True, **meta}))
             if msg or not (reasoning or calls):
-                turn.append(step("thought" if calls else "message", msg, role="assistant", **meta))
+                turn.append(step("thought" if calls else "message", msg, None, {"role": "assistant", **meta}))
         else:
-            turn.append(step("other", value_text(s), **meta))
+            turn.append(step("other", value_text(s), None, dict(meta)))
         obs = expect(s.get("observation"), dict, f"{w}observation", optional=True) or {}
         results = expect(obs.get("results"), list, f"{w}observation.results", optional=True) or []
         by_id: dict[str, list[int]] = {}
@@ -102,7 +102,8 @@ def one(rec: Any, origin: Origin) -> list:
             if not isinstance(fname, str):
                 raise BadRecord(cw + ".function_name", "missing" if fname is None else "expected a string")
             cid = call_id(tc.get("tool_call_id"))
-            turn.append(step("action", fname, render_args(tc.get("arguments")), tool_call_id=cid, step_id=s.get("step_id")))
+            turn.append(step("action", fname, render_args(tc.get("arguments")),
+                             {"tool_call_id": cid, "step_id": s.get("step_id")}))
             for rk in by_id.get(str(cid), []) if cid is not None else []:
                 if rk not in used:
                     used.add(rk)
@@ -111,7 +112,7 @@ def one(rec: Any, origin: Origin) -> list:
             if rk not in used:
                 turn.append(_result_step(r, f"{w}observation.results[{rk}]", step_id=s.get("step_id")))
         if not turn:
-            turn.append(step("message", msg, **meta))
+            turn.append(step("message", msg, None, dict(meta)))
         metrics = s.get("metrics")
         if isinstance(metrics, dict) and metrics:
             step_metadata(turn[0])["metrics"] = {k: v for k, v in metrics.items() if k not in ("prompt_token_ids", "completion_token_ids", "logprobs")}

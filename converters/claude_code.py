@@ -86,13 +86,13 @@ def _steps(records: list[dict], source: str) -> tuple[StepList, str, dict]:
     for r in records:
         msg = r.get("message")
         line = r["_line"]
-        ts = r.get("timestamp")
-        meta = {"uuid": r.get("uuid"), "source_line": line}
+        meta = {"uuid": r.get("uuid"), "timestamp": r.get("timestamp"), "source_line": line}
         if r.get("isMeta"):
             meta["is_meta"] = True
         kind = r.get("type")
         if kind == "system":
-            out.add(step("system", text(r.get("content") if r.get("content") is not None else msg.get("content") if isinstance(msg, dict) else msg), timestamp=ts, subtype=r.get("subtype"), level=r.get("level"), **meta))
+            out.add(step("system", text(r.get("content") if r.get("content") is not None else msg.get("content") if isinstance(msg, dict) else msg), None,
+                         {"subtype": r.get("subtype"), "level": r.get("level"), **meta}))
             continue
         if not isinstance(msg, dict):
             raise BadRecord(f"line {line}: message", f"expected an object, got {type(msg).__name__}")
@@ -115,10 +115,11 @@ def _steps(records: list[dict], source: str) -> tuple[StepList, str, dict]:
                     if isinstance(u.get(k), int):
                         usage[k] += u[k]
                 meta["usage"] = u
-            meta["message_id"] = msg.get("id")
+            if msg.get("id") is not None:
+                meta["message_id"] = msg["id"]
         try:
             said = anthropic_blocks(role, msg.get("content"), out, "message", agent=msg.get("model"), meta=meta,
-                                    result_meta=result_meta, timestamp=ts)
+                                    result_meta=result_meta)
         except BadRecord as exc:
             raise BadRecord(f"line {line}: {exc.field}", exc.message) from None
         if task is None and role == "user" and said.strip() and not r.get("isMeta") and not said.lstrip().startswith(("<command-", "<local-command", "Caveat:")):

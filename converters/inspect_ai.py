@@ -65,14 +65,14 @@ def _from_events(events: list, out: StepList) -> None:
         elif kind == "tool":
             cid = call_id(ev.get("id"))
             if not out.has_call(cid):
-                out.call(cid, step("action", ev.get("function"), render_args(ev.get("arguments")), timestamp=ev.get("timestamp"),
-                                   tool_call_id=cid))
+                out.call(cid, step("action", ev.get("function"), render_args(ev.get("arguments")),
+                                   {"timestamp": ev.get("timestamp"), "tool_call_id": cid}))
             err = ev.get("error")
             if err:
-                out.result(cid, step("error", text(err.get("message") if isinstance(err, dict) else err),
-                                     error_type=err.get("type") if isinstance(err, dict) else None, tool_call_id=cid))
+                out.result(cid, step("error", text(err.get("message") if isinstance(err, dict) else err), None,
+                                     {"error_type": err.get("type") if isinstance(err, dict) else None, "tool_call_id": cid}))
             else:
-                out.result(cid, step("observation", content_text(ev.get("result")), tool_call_id=cid))
+                out.result(cid, step("observation", content_text(ev.get("result")), None, {"tool_call_id": cid}))
 
 
 def _sample(s: Any, origin: Origin, path: Path, header: dict) -> Iterator:
@@ -93,7 +93,8 @@ def _sample(s: Any, origin: Origin, path: Path, header: dict) -> Iterator:
         task = next((content_text(m.get("content")) for m in inp if isinstance(m, dict) and m.get("role") == "user"), "")
     err = s.get("error")
     if err:
-        out.add(step("error", text(err.get("message") if isinstance(err, dict) else err), traceback=err.get("traceback") if isinstance(err, dict) else None, sample_error=True))
+        out.add(step("error", text(err.get("message") if isinstance(err, dict) else err), None,
+                     {"traceback": err.get("traceback") if isinstance(err, dict) else None, "sample_error": True}))
     sid, epoch = s.get("id"), s.get("epoch", 1)
     if sid is None:
         raise BadRecord("id", "missing")

@@ -185,7 +185,7 @@ def _trace(runs: list, origin: Origin) -> Trace:
             meta["usage"] = _tokens(r, r.get("outputs"))
             ev = llm_event_from_messages(_llm_outputs(r.get("outputs")), _llm_inputs(r.get("inputs")), **meta)
             if err:
-                events.append(step("error", value_text(err), **meta))
+                events.append(step("error", value_text(err), None, dict(meta)))
                 failed = True
             elif r.get("outputs") is not None:
                 events.append(ev)
@@ -202,7 +202,7 @@ def _trace(runs: list, origin: Origin) -> Trace:
         elif rt in ("prompt", "parser", "embedding"):
             skipped[rt] = skipped.get(rt, 0) + 1
             if err:
-                events.append(step("error", value_text(err), **meta))
+                events.append(step("error", value_text(err), None, dict(meta)))
                 failed = True
         else:
             if rt == "chain" and isinstance(r.get("extra"), dict):
@@ -210,11 +210,11 @@ def _trace(runs: list, origin: Origin) -> Trace:
                 if isinstance(md, dict) and isinstance(md.get("langgraph_node"), str):
                     agent = md["langgraph_node"]
             if not kids and r.get("outputs") is not None and depth > 0:
-                events.append(step("other", dumps({"inputs": r.get("inputs"), "outputs": r.get("outputs")}), **meta))
+                events.append(step("other", dumps({"inputs": r.get("inputs"), "outputs": r.get("outputs")}), None, dict(meta)))
         for c in kids:
             failed = walk(c, depth + 1, agent) or failed
         if err and not failed:
-            events.append(step("error", value_text(err), **meta))
+            events.append(step("error", value_text(err), None, dict(meta)))
             failed = True
         return failed
 
@@ -282,7 +282,7 @@ def convert(path: Path) -> Iterator:
             items = [(Origin(NAME, source, line), val)]
         for origin, rec in items:
             nodes: list = []
-            errs = guarded(Origin(NAME, source, line), lambda: _flatten(rec, origin.where if isinstance(val, list) else "run", nodes) or ())
+            errs = guarded(Origin(NAME, source, line), _flatten, rec, origin.where if isinstance(val, list) else "run", nodes)
             if errs:
                 yield from errs
                 continue

@@ -109,12 +109,12 @@ def one(rec: Any, origin: Origin) -> list:
         leaf = o.get("id") not in has_kids
         if t == "GENERATION":
             if is_err and o.get("output") is None:
-                events.append(step("error", value_text(o.get("statusMessage")), **meta))
+                events.append(step("error", value_text(o.get("statusMessage")), None, dict(meta)))
             else:
                 ev = llm_event_from_messages(_messages(o.get("output")), _messages(o.get("input")), **meta)
                 events.append(ev)
                 if is_err:
-                    events.append(step("error", value_text(o.get("statusMessage")), **meta))
+                    events.append(step("error", value_text(o.get("statusMessage")), None, dict(meta)))
         elif t in ("TOOL", "RETRIEVER") or (t == "SPAN" and leaf and o.get("output") is not None):
             out = o.get("output")
             if is_err and out is None:
@@ -127,10 +127,10 @@ def one(rec: Any, origin: Origin) -> list:
         elif t == "EVENT" or leaf:
             body = {k: o[k] for k in ("input", "output", "metadata") if o.get(k) is not None}
             content = dumps(body) if body else value_text(o.get("name"))
-            events.append(step("error" if is_err else "other", content if not is_err else value_text(o.get("statusMessage") or content), **meta))
+            events.append(step("error" if is_err else "other", content if not is_err else value_text(o.get("statusMessage") or content), None, dict(meta)))
         else:
             if is_err:
-                pending_errs.append((depth, step("error", value_text(o.get("statusMessage") or o.get("output")), **meta)))
+                pending_errs.append((depth, step("error", value_text(o.get("statusMessage") or o.get("output")), None, dict(meta))))
     while pending_errs:
         events.append(pending_errs.pop()[1])
     steps = assemble(events)
@@ -149,7 +149,7 @@ def one(rec: Any, origin: Origin) -> list:
         md["final_output"] = rec["output"]
     tid = rec.get("id")
     if not steps and rec.get("output") is not None:
-        steps = [step("message", value_text(rec["output"]), role="assistant")]
+        steps = [step("message", value_text(rec["output"]), None, {"role": "assistant"})]
     return [finish(origin, str(tid) if tid not in (None, "") else default_id(origin), task, steps, md, "observations")]
 
 

@@ -140,18 +140,18 @@ def _resp_step(msg: dict, method: str | None, name: str | None, where: str, meta
                 text += "\n" + value_text(e["data"])
         else:
             text = value_text(e)
-        return step("error", text, method=method, tool_name=name, **meta)
+        return step("error", text, None, {"method": method, "tool_name": name, **meta})
     result = msg.get("result")
     if method in _SYSTEM_METHODS or (method or "").endswith("/list"):
-        return step("system", dumps(result), method=method, **meta)
+        return step("system", dumps(result), None, {"method": method, **meta})
     if not isinstance(result, dict):
         if result is None:
-            return step("observation", "", method=method, tool_name=name, **meta)
+            return step("observation", "", None, {"method": method, "tool_name": name, **meta})
         raise BadRecord(join_field(where, "result"), f"expected an object, got {describe(result)}")
     text = _content_text(result, join_field(where, "result"))
     stype = "error" if result.get("isError") is True else "observation"
     extra = {"structuredContent": result["structuredContent"]} if "structuredContent" in result and result.get("content") is not None else {}
-    return step(stype, text, method=method, tool_name=name, **extra, **meta)
+    return step(stype, text, None, {"method": method, "tool_name": name, **extra, **meta})
 
 
 def _add(sess: _Session, msg: dict, where: str, meta: dict) -> None:
@@ -170,23 +170,25 @@ def _add(sess: _Session, msg: dict, where: str, meta: dict) -> None:
             name = params.get("name")
             if not isinstance(name, str):
                 raise BadRecord(join_field(where, "params.name"), "missing" if name is None else f"expected a string, got {describe(name)}")
-            st = step("action", name, render_args(params.get("arguments", {})), method=method, rpc_id=mid,
-                           tool_call_id=str(mid) if mid is not None else None, **meta)
+            st = step("action", name, render_args(params.get("arguments", {})),
+                      {"method": method, "rpc_id": mid, "tool_call_id": str(mid) if mid is not None else None, **meta})
         elif method == "notifications/message":
             p = params or {}
-            st = step("observation", value_text(p.get("data")) if isinstance(p, dict) else value_text(p), method=method,
-                           level=p.get("level") if isinstance(p, dict) else None, logger=p.get("logger") if isinstance(p, dict) else None, **meta)
+            st = step("observation", value_text(p.get("data")) if isinstance(p, dict) else value_text(p), None,
+                      {"method": method, "level": p.get("level") if isinstance(p, dict) else None, "logger": p.get("logger") if isinstance(p, dict) else None, **meta})
         elif method in _SYSTEM_METHODS or method.endswith("/list"):
-            st = step("system", method if params is None else f"{method}\n{dumps(params)}", method=method, rpc_id=mid, **meta)
+            st = step("system", method if params is None else f"{method}\n{dumps(params)}", None,
+                      {"method": method, "rpc_id": mid, **meta})
             if method == "initialize" and isinstance(params, dict):
                 sess.info["client"] = params.get("clientInfo")
                 sess.info["protocolVersion"] = params.get("protocolVersion")
         elif not is_req and not method.startswith("notifications/"):
-            st = step("other", dumps(msg), method=method, **meta)
+            st = step("other", dumps(msg), None, {"method": method, **meta})
         elif not is_req:
-            st = step("system", method if params is None else f"{method}\n{dumps(params)}", method=method, **meta)
+            st = step("system", method if params is None else f"{method}\n{dumps(params)}", None, {"method": method, **meta})
         else:
-            st = step("action", method, render_args(params if params is not None else {}), method=method, rpc_id=mid, **meta)
+            st = step("action", method, render_args(params if params is not None else {}),
+                      {"method": method, "rpc_id": mid, **meta})
         sess.entries.append([st])
         if is_req:
             sess.pending[str(mid)] = len(sess.entries) - 1
@@ -255,7 +257,7 @@ def convert(path: Path) -> Iterator:
         loc = line if idx is None else idx
         msgs = _unwrap(rec)
         if not msgs:
-            sess.entries.append([step("other", dumps(rec), source_line=line, source_record=idx)])
+            sess.entries.append([step("other", dumps(rec), None, {"source_line": line, "source_record": idx})])
             warned += 1
             if sess.first is None:
                 sess.first = loc
@@ -269,9 +271,13 @@ def convert(path: Path) -> Iterator:
                 sess = _Session(sess.index + 1)
             if sess.first is None:
                 sess.first = loc
-            m = dict(meta, source_line=line, source_record=idx)
+            m = dict(meta)
+            if line is not None:
+                m["source_line"] = line
+            if idx is not None:
+                m["source_record"] = idx
             # one odd message is its own located error; the session goes on
-            yield from guarded(origin, lambda: _add(sess, msg, f"[{k}]" if len(msgs) > 1 else "", m) or ())
+            yield from guarded(origin, _add, sess, msg, f"[{k}]" if len(msgs) > 1 else "", m)
     done = _finish(sess, path)
     if done:
         yield done

@@ -145,7 +145,7 @@ def _who_when(rec: dict, origin: Origin) -> list:
         name = h.get("name") if isinstance(h.get("name"), str) else None
         stype, meta = _classify(role or "", name)
         meta["history_index"] = i
-        steps.append(step(stype, value_text(content), **meta))
+        steps.append(step(stype, value_text(content), None, dict(meta)))
     md: dict = {"benchmark": "who_and_when"}
     raw_ms = rec.get("mistake_step")
     if raw_ms is not None and raw_ms != "":
@@ -191,20 +191,21 @@ def _generic(rec: dict, origin: Origin) -> list:
                 if not isinstance(c, dict):
                     raise BadRecord(f"{w}.content[{k}]", "expected a function call object")
                 cid = call_id(c.get("id"))
-                out.call(cid, step("action", str(c.get("name", "")), render_args(c.get("arguments")), tool_call_id=cid, **base))
+                out.call(cid, step("action", str(c.get("name", "")), render_args(c.get("arguments")),
+                                   {"tool_call_id": cid, **base}))
             continue
         if mtype == "ToolCallExecutionEvent" and isinstance(content, list):
             for k, c in enumerate(content):
                 if not isinstance(c, dict):
                     raise BadRecord(f"{w}.content[{k}]", "expected a function result object")
                 cid = call_id(c.get("call_id"))
-                out.result(cid, step("error" if c.get("is_error") else "observation", value_text(c.get("content")),
-                                     tool_call_id=cid, tool_name=c.get("name"), **base))
+                out.result(cid, step("error" if c.get("is_error") else "observation", value_text(c.get("content")), None,
+                                     {"tool_call_id": cid, "tool_name": c.get("name"), **base}))
             continue
         if content is not None and not isinstance(content, (str, list, dict)):
             raise BadRecord(f"{w}.content", f"expected a string, got {type(content).__name__}")
         if mtype == "ThoughtEvent":
-            out.add(step("thought", value_text(content), **base))
+            out.add(step("thought", value_text(content), None, {**base}))
             continue
         stype, meta = _classify(role or (agent or ""), agent if role else None)
         for k, v in base.items():
@@ -220,15 +221,15 @@ def _generic(rec: dict, origin: Origin) -> list:
         else:
             text, reasoning, calls = value_text(content), "", tool_calls_of(m)
         if reasoning:
-            out.add(step("thought", reasoning, **meta))
+            out.add(step("thought", reasoning, None, dict(meta)))
         if text or not calls:
-            said = step("thought" if calls and stype == "message" else stype, text, **meta)
+            said = step("thought" if calls and stype == "message" else stype, text, None, dict(meta))
             if cid is not None and said.type in ("observation", "error"):
                 out.result(cid, said)
             else:
                 out.add(said)
         for tc in calls:
-            out.call(tc.call_id, step("action", tc.name, render_args(tc.args), tool_call_id=tc.call_id, agent=agent))
+            out.call(tc.call_id, step("action", tc.name, render_args(tc.args), {"tool_call_id": tc.call_id, "agent": agent}))
         if first_user is None and task is None and norm_role(role or agent or "") == "user":
             first_user = text
     if task is None:

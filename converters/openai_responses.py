@@ -91,17 +91,17 @@ class _Builder:
                 raise BadRecord(f"{where}.content", f"expected a string or a list of parts, got {type(content).__name__}")
             body = content_text(content, PART_TEXT)
             if role in ("system", "developer"):
-                self.out.add(step("system", body, role=role, item_id=ident, **meta))
+                self.out.add(step("system", body, None, {"role": role, "item_id": ident, **meta}))
             else:
                 if role == "user" and self.task is None and not body.lstrip().startswith(("<environment_context>", "<user_instructions>")):
                     self.task = body
-                self.out.add(step("message", body, role=role, item_id=ident, **meta))
+                self.out.add(step("message", body, None, {"role": role, "item_id": ident, **meta}))
         elif t == "reasoning":
             summary = it.get("summary") or []
             body = content_text(summary) if summary else content_text(it.get("content"), ("text", "reasoning_text"))
             if not body and it.get("encrypted_content"):
                 body = "[encrypted reasoning]"
-            self.out.add(step("thought", body, item_id=ident, **meta))
+            self.out.add(step("thought", body, None, {"item_id": ident, **meta}))
         elif t in CALLS:
             if t == "local_shell_call":
                 action = it.get("action") or {}
@@ -113,8 +113,8 @@ class _Builder:
                     raise BadRecord(f"{where}.name", "missing")
                 args = it.get("arguments", it.get("input"))
             cid = call_id(it.get("call_id") or ident)
-            self.out.call(cid, step("action", text(name), render_args(args), item_id=ident, item_type=t if t != "function_call" else None,
-                                    status=it.get("status"), **meta, tool_call_id=cid))
+            self.out.call(cid, step("action", text(name), render_args(args),
+                                    {"item_id": ident, "item_type": t if t != "function_call" else None, "status": it.get("status"), **meta, "tool_call_id": cid}))
         elif t in OUTPUTS:
             output = it.get("output")
             is_err = False
@@ -123,9 +123,10 @@ class _Builder:
                 output = output.get("content", output)
             body = content_text(output, ("text", "output")) if not isinstance(output, str) else output
             cid = call_id(it.get("call_id"))
-            self.out.result(cid, step("error" if is_err else "observation", body, item_id=ident, **meta, tool_call_id=cid))
+            self.out.result(cid, step("error" if is_err else "observation", body, None,
+                                      {"item_id": ident, **meta, "tool_call_id": cid}))
         else:
-            self.out.add(step("other", compact(it), item_type=t, item_id=ident, **meta))
+            self.out.add(step("other", compact(it), None, {"item_type": t, "item_id": ident, **meta}))
 
 
 def _one(rec: Any, origin: Origin, index: int) -> Iterator:
@@ -138,7 +139,7 @@ def _one(rec: Any, origin: Origin, index: int) -> Iterator:
         expect(rec, dict, "(record)")
         items = []
         if rec.get("instructions"):
-            b.out.add(step("system", text(rec["instructions"]), role="instructions"))
+            b.out.add(step("system", text(rec["instructions"]), None, {"role": "instructions"}))
         for k in ("input", "output"):
             v = rec.get(k)
             if isinstance(v, str):
@@ -177,7 +178,7 @@ def _rollout(path: Path, first: tuple, rest: Iterator) -> Iterator:
                 if payload.get(k) is not None:
                     meta[k if k != "timestamp" else "started_at"] = payload[k]
             if payload.get("instructions"):
-                b.out.add(step("system", text(payload["instructions"]), role="instructions", **lmeta))
+                b.out.add(step("system", text(payload["instructions"]), None, {"role": "instructions", **lmeta}))
         elif kind == "response_item":
             b.item(payload, "payload", **lmeta)
         elif kind == "turn_context":
@@ -190,22 +191,23 @@ def _rollout(path: Path, first: tuple, rest: Iterator) -> Iterator:
             if et == "token_count" and isinstance(payload.get("info"), dict):
                 meta["usage"] = payload["info"].get("total_token_usage", payload["info"])
         elif kind == "compacted":
-            b.out.add(step("system", text(payload.get("message") if isinstance(payload, dict) else payload), role="compacted", **lmeta))
+            b.out.add(step("system", text(payload.get("message") if isinstance(payload, dict) else payload), None,
+                           {"role": "compacted", **lmeta}))
         elif "payload" not in rec and (_is_item(rec) or rec.get("type") == "message"):
             b.item(rec, "(line)", **lmeta)  # legacy rollout: items directly
         elif "instructions" in rec and "id" in rec and line == first[0]:
             tid = rec.get("id")
             if rec.get("instructions"):
-                b.out.add(step("system", text(rec["instructions"]), role="instructions", **lmeta))
+                b.out.add(step("system", text(rec["instructions"]), None, {"role": "instructions", **lmeta}))
         else:
             events[f"unknown:{kind}"] += 1
-            b.out.add(step("other", compact(rec), **lmeta))
+            b.out.add(step("other", compact(rec), None, {**lmeta}))
 
     for line, rec in itertools.chain([first], rest):
         if isinstance(rec, TraceError):
             yield rec
         else:  # one bad line is its own located error; the rollout goes on
-            yield from guarded(Origin(NAME, str(path), line), lambda: take(line, rec) or ())
+            yield from guarded(Origin(NAME, str(path), line), take, line, rec)
     if models:
         meta["models"] = models
     if events:

@@ -241,7 +241,7 @@ def trace_steps(spans: list) -> tuple[list, str | None, dict]:
             if sp["name"]:
                 agents.append((depth, str(a.get("agent.name") or sp["name"])))
             if failed:
-                pending.append((depth, step("error", _error_text(sp), **meta), len(events)))
+                pending.append((depth, step("error", _error_text(sp), None, dict(meta)), len(events)))
             continue
         if kind == "LLM":
             meta["model"] = a.get("llm.model_name")
@@ -254,9 +254,9 @@ def trace_steps(spans: list) -> tuple[list, str | None, dict]:
             if outs:
                 events.append(llm_event_from_messages(outs, ins, **meta))
             if failed:
-                events.append(step("error", _error_text(sp), **meta))
+                events.append(step("error", _error_text(sp), None, dict(meta)))
             elif not outs:
-                events.append(step("message", "", **meta))
+                events.append(step("message", "", None, dict(meta)))
         elif kind in ("TOOL", "RETRIEVER"):
             args = a.get("input.value")
             if args is None:
@@ -278,13 +278,13 @@ def trace_steps(spans: list) -> tuple[list, str | None, dict]:
             if kind == "AGENT":
                 agents.append((depth, str(a.get("agent.name") or sp["name"])))
             if failed:
-                pending.append((depth, step("error", _error_text(sp), **meta), len(events)))
+                pending.append((depth, step("error", _error_text(sp), None, dict(meta)), len(events)))
         else:
             body = {k: a[k] for k in ("input.value", "output.value") if a.get(k) is not None}
             if failed:
-                events.append(step("error", _error_text(sp) or dumps(body), **meta))
+                events.append(step("error", _error_text(sp) or dumps(body), None, dict(meta)))
             elif body or kind in _OTHER_KINDS:
-                events.append(step("other", dumps(body) if body else dumps(a), **meta))
+                events.append(step("other", dumps(body) if body else dumps(a), None, dict(meta)))
     close(-1)
     if task is None and ordered:
         task = task_from_input(ordered[0][0]["attrs"].get("input.value"))
@@ -359,7 +359,7 @@ def convert(path: Path) -> Iterator:
             origin = Origin(NAME, source, line)
             for k, req in enumerate(otlp_requests(val)):
                 got: list = []
-                yield from guarded(origin, lambda: got.extend(otlp_spans(req, f"[{k}]." if isinstance(val, list) else "")) or ())
+                yield from guarded(origin, lambda: got.extend(otlp_spans(req, f"[{k}]." if isinstance(val, list) else "")))
                 add(got, origin)
             continue
         if _is_labels(val):
@@ -372,10 +372,10 @@ def convert(path: Path) -> Iterator:
             if _is_trail(rec) or (isinstance(rec, dict) and "spans" in rec and not isinstance(rec["spans"], list)):
                 yield from guarded(origin, _trail_trace, rec, origin, path)
             elif isinstance(rec, dict) and isinstance(rec.get("spans"), list):
-                yield from guarded(origin, lambda: got.extend(_phoenix(s, f"spans[{i}].") for i, s in enumerate(rec["spans"])) or ())
+                yield from guarded(origin, lambda: got.extend(_phoenix(s, f"spans[{i}].") for i, s in enumerate(rec["spans"])))
                 add(got, origin)
             else:
-                yield from guarded(origin, lambda: got.append(_phoenix(_span_object(rec), "")) or ())
+                yield from guarded(origin, lambda: got.append(_phoenix(_span_object(rec), "")))
                 add(got, origin)
     for tid, spans in groups.items():
         origin = first[tid]

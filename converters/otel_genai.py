@@ -164,7 +164,7 @@ def trace_steps(spans: list) -> tuple[list, str | None, dict, dict]:
         if not _is_genai(sp):
             skipped += 1
             if failed:
-                events.append(step("error", _error_text(sp), **meta))
+                events.append(step("error", _error_text(sp), None, dict(meta)))
             continue
         genai += 1
         if op in _AGENT_OPS:
@@ -175,7 +175,7 @@ def trace_steps(spans: list) -> tuple[list, str | None, dict, dict]:
             if task is None and ins:
                 task = task_from_input(ins)
             if failed:
-                events.append(step("error", _error_text(sp), **meta))
+                events.append(step("error", _error_text(sp), None, dict(meta)))
             continue
         if op == "execute_tool" or (op is None and "gen_ai.tool.name" in a):
             has_out = "gen_ai.tool.call.result" in a
@@ -194,11 +194,11 @@ def trace_steps(spans: list) -> tuple[list, str | None, dict, dict]:
             if outs:
                 events.append(llm_event_from_messages(outs, ins, **meta))
             if failed:
-                events.append(step("error", _error_text(sp), **meta))
+                events.append(step("error", _error_text(sp), None, dict(meta)))
             elif not outs:
-                events.append(step("other", dumps({k: v for k, v in a.items() if k.startswith("gen_ai.")}), **meta))
+                events.append(step("other", dumps({k: v for k, v in a.items() if k.startswith("gen_ai.")}), None, dict(meta)))
             continue
-        events.append(step("error" if failed else "other", _error_text(sp) if failed else dumps(a), **meta))
+        events.append(step("error" if failed else "other", _error_text(sp) if failed else dumps(a), None, dict(meta)))
     info = {"span_count": len(spans), "skipped_spans": skipped or None, "genai_spans": genai}
     return assemble(events), task, info, ordered[0][0]
 
@@ -261,11 +261,11 @@ def convert(path: Path) -> Iterator:
             continue
         got: list = []
         if isinstance(item, dict):  # one entry of a big export, numbered in the file
-            errs = guarded(Origin(NAME, source), lambda: got.extend(otlp_spans(item, "", k)) or ())
+            errs = guarded(Origin(NAME, source), lambda: got.extend(otlp_spans(item, "", k)))
             origin = Origin(NAME, source, None, 0)
         else:
             req, where = item
-            errs = guarded(Origin(NAME, source, line), lambda: got.extend(otlp_spans(req, where)) or ())
+            errs = guarded(Origin(NAME, source, line), lambda: got.extend(otlp_spans(req, where)))
             origin = Origin(NAME, source, line, None if line is not None else k)
         if errs:
             yield from errs

@@ -65,7 +65,7 @@ def parse(transcript: str) -> tuple[str, list]:
     question = ""
     pre, blocks = _blocks(transcript)
     if pre.strip() and blocks or not blocks and pre.strip():
-        steps.append(step("message", pre.rstrip("\n"), role="preamble"))
+        steps.append(step("message", pre.rstrip("\n"), None, {"role": "preamble"}))
     pending_action = None
     for label, body in blocks:
         body = body.rstrip("\n") if body.endswith("\n\n") or body.endswith("\n") else body
@@ -73,21 +73,21 @@ def parse(transcript: str) -> tuple[str, list]:
             if not question:
                 question = body
             else:
-                steps.append(step("message", body, role="user"))
+                steps.append(step("message", body, None, {"role": "user"}))
             continue
         if label == "action":
-            pending_action = step("action", body.strip(), "", label="Action")
+            pending_action = step("action", body.strip(), "", {"label": "Action"})
             steps.append(pending_action)
             continue
         if label == "action input":
             if pending_action is not None and pending_action.action_input == "":
                 pending_action.action_input = render_args(body)
             else:  # an input with no action before it: keep it visible rather than guess a tool
-                steps.append(step("action", "", render_args(body), label="Action Input"))
+                steps.append(step("action", "", render_args(body), {"label": "Action Input"}))
             pending_action = None
             continue
         pending_action = None
-        steps.append(step(_KINDS[label], body, final_answer=True if label == "final answer" else None))
+        steps.append(step(_KINDS[label], body, None, {"final_answer": True} if label == "final answer" else None))
     return question, steps
 
 
@@ -129,16 +129,16 @@ def detect(sample: Sample) -> float:
     return 0.3 if labels & {"thought", "observation"} else 0.0
 
 
-def _action_parts(action: Any, where: str) -> tuple[str, str]:
-    """(tool name, readable input) of a structured step's action."""
+def _action_parts(action: Any, i: int) -> tuple[str, str]:
+    """(tool name, readable input) of the action of structured step ``i``."""
     if isinstance(action, dict):
         name = action.get("tool", action.get("name"))
         if not isinstance(name, str):
-            raise BadRecord(f"{where}.tool", "missing: an action object needs a tool (or name) string")
+            raise BadRecord(f"steps[{i}].action.tool", "missing: an action object needs a tool (or name) string")
         args = next((action[k] for k in ("params", "args", "arguments", "input") if k in action), None)
         return name, render_args(args)
     if not isinstance(action, str):
-        raise BadRecord(where, f"expected a string or an object, got {type(action).__name__}")
+        raise BadRecord(f"steps[{i}].action", f"expected a string or an object, got {type(action).__name__}")
     m = CALL.match(action)
     if m is not None:
         return m.group(1), render_args(m.group(2))
@@ -152,18 +152,19 @@ def _structured_steps(rec: dict) -> list:
         if st.__class__ is not dict:
             raise BadRecord(f"steps[{i}]", f"expected an object, got {type(st).__name__}")
         ts = st.get("timestamp")
+        meta = {"step_index": i} if ts is None else {"timestamp": ts, "step_index": i}
         th = st.get("thought")
         if th is not None and th != "":
-            add(step("thought", th, timestamp=ts, step_index=i))
+            add(step("thought", th, None, dict(meta)))
         act = st.get("action")
         if act is not None and act != "":
-            tool, given = _action_parts(act, f"steps[{i}].action")
+            tool, given = _action_parts(act, i)
             if "action_input" in st:
                 given = render_args(st["action_input"])
-            add(step("action", tool, given, timestamp=ts, step_index=i))
+            add(step("action", tool, given, dict(meta)))
         obs = st.get("observation")
         if obs is not None:
-            add(step("observation", obs, timestamp=ts, step_index=i))
+            add(step("observation", obs, None, meta))
     return steps
 
 

@@ -79,7 +79,7 @@ def detect(sample: Sample) -> float:
 def _action(s: dict, out: StepList, w: str, meta: dict) -> None:
     mo = s.get("model_output")
     if mo:
-        out.add(step("thought", content_text(mo), **meta))
+        out.add(step("thought", content_text(mo), None, dict(meta)))
     calls = s.get("tool_calls") or []
     expect(calls, list, f"{w}.tool_calls")
     err = s.get("error")
@@ -91,18 +91,20 @@ def _action(s: dict, out: StepList, w: str, meta: dict) -> None:
         if first_key is None:
             first_key, first_id = key, c.call_id
         if c.name == "python_interpreter" and isinstance(c.args, str):
-            out.call(key, step("code", c.args, language="python", tool_name=c.name, **meta, tool_call_id=c.call_id))
+            out.call(key, step("code", c.args, None,
+                               {"language": "python", "tool_name": c.name, **meta, "tool_call_id": c.call_id}))
         else:
-            out.call(key, step("action", c.name, render_args(c.args), **meta, tool_call_id=c.call_id))
+            out.call(key, step("action", c.name, render_args(c.args), {**meta, "tool_call_id": c.call_id}))
     if not calls and s.get("code_action"):
         first_key = f"{w}-code"
-        out.call(first_key, step("code", s["code_action"], language="python", **meta))
+        out.call(first_key, step("code", s["code_action"], None, {"language": "python", **meta}))
     put = out.result if first_key else lambda _key, st: out.add(st)
     if obs is not None:
-        put(first_key, step("observation", text(obs), **meta, tool_call_id=first_id))
+        put(first_key, step("observation", text(obs), None, {**meta, "tool_call_id": first_id}))
     if err:
         msg = text(err.get("message")) if isinstance(err, dict) else text(err)
-        put(first_key, step("error", msg, error_type=err.get("type") if isinstance(err, dict) else None, **meta, tool_call_id=first_id))
+        put(first_key, step("error", msg, None,
+                            {"error_type": err.get("type") if isinstance(err, dict) else None, **meta, "tool_call_id": first_id}))
 
 
 def _messages(msgs: list, out: StepList) -> str:
@@ -113,19 +115,19 @@ def _messages(msgs: list, out: StepList) -> str:
         body = content_text(m.get("content"))
         meta = {"message_index": i}
         if role == "system":
-            out.add(step("system", body, **meta))
+            out.add(step("system", body, None, dict(meta)))
         elif role == "user":
             if task is None:
                 task = body[len("New task:\n"):] if body.startswith("New task:\n") else body
-            out.add(step("message", body, role="user", **meta))
+            out.add(step("message", body, None, {"role": "user", **meta}))
         elif role == "assistant":
-            out.add(step("thought", body, **meta))
+            out.add(step("thought", body, None, dict(meta)))
         elif role == "tool-call":
             pending = f"m{i}"
-            out.call(pending, step("action", "tool-call", body, **meta))
+            out.call(pending, step("action", "tool-call", body, {**meta}))
         elif role == "tool-response":
             kind = "error" if body.lstrip().startswith(("Error:", "Call id:")) and "Error:" in body else "observation"
-            out.result(pending, step(kind, body, **meta)) if pending else out.add(step(kind, body, **meta))
+            out.result(pending, step(kind, body, None, dict(meta))) if pending else out.add(step(kind, body, None, dict(meta)))
             pending = None
     return task or ""
 
@@ -163,13 +165,13 @@ def _one(doc: Any, origin: Origin, index: int) -> Iterator:
                 out.add(step("system", text(s["system_prompt"])))
             elif k == "task":
                 task = task or text(s["task"])
-                out.add(step("message", text(s["task"]), role="user"))
+                out.add(step("message", text(s["task"]), None, {"role": "user"}))
             elif k == "planning":
-                out.add(step("thought", text(s.get("plan")), planning=True, **smeta))
+                out.add(step("thought", text(s.get("plan")), None, {"planning": True, **smeta}))
             elif k == "action":
                 _action(s, out, w, smeta)
             elif k == "final":
-                out.add(step("message", text(s.get("output", s.get("final_answer"))), final_answer=True))
+                out.add(step("message", text(s.get("output", s.get("final_answer"))), None, {"final_answer": True}))
             else:
                 unknown += 1
                 out.add(step("other", compact(s)))

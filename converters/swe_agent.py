@@ -82,7 +82,7 @@ def _problem(doc: dict) -> str | None:
 def _from_trajectory(doc: dict, out: StepList, key: str = "trajectory") -> None:
     hist = doc.get("history") or []
     if hist and isinstance(hist[0], dict) and hist[0].get("role") == "system":
-        out.add(step("system", hist[0].get("content"), agent=hist[0].get("agent")))
+        out.add(step("system", hist[0].get("content"), None, {"agent": hist[0].get("agent")}))
     for i, t in enumerate(doc[key]):
         w = f"{key}[{i}]"
         expect(t, dict, w)
@@ -93,14 +93,14 @@ def _from_trajectory(doc: dict, out: StepList, key: str = "trajectory") -> None:
             raise BadRecord(f"{w}.thought", f"expected a string, got {type(thought).__name__}")
         meta = {"turn": i}
         if thought:
-            out.add(step("thought", thought, **meta))
+            out.add(step("thought", thought, None, dict(meta)))
         action = t.get("action")
         if action is not None and not isinstance(action, str):
             raise BadRecord(f"{w}.action", f"expected a string, got {type(action).__name__}")
         if action is not None:
-            out.add(step("action", _cmd_name(action), action, execution_time=t.get("execution_time"), **meta))
+            out.add(step("action", _cmd_name(action), action, {"execution_time": t.get("execution_time"), **meta}))
         if "observation" in t:
-            out.add(step("observation", t.get("observation"), state=t.get("state"), **meta))
+            out.add(step("observation", t.get("observation"), None, {"state": t.get("state"), **meta}))
 
 
 def _from_history(history: list, out: StepList, where: str = "history") -> tuple[str | None, int]:
@@ -120,7 +120,7 @@ def _from_history(history: list, out: StepList, where: str = "history") -> tuple
             content = "\n".join(p.get("text", "") if isinstance(p, dict) else text(p) for p in content)
         meta = {"message_index": i, "agent": m.get("agent"), "message_type": m.get("message_type")}
         if role == "system":
-            out.add(step("system", content, **meta))
+            out.add(step("system", content, None, dict(meta)))
         elif role == "assistant":
             calls = m.get("tool_calls") or []
             expect(calls, list, f"{w}.tool_calls")
@@ -136,29 +136,29 @@ def _from_history(history: list, out: StepList, where: str = "history") -> tuple
             elif thought is None:
                 thought = content
             if thought:
-                out.add(step("thought", thought, **meta))
+                out.add(step("thought", thought, None, dict(meta)))
             pending = None
             for j, tc in enumerate(calls):
                 c = tool_call(tc, f"{w}.tool_calls[{j}]")
-                out.call(c.call_id, step("action", c.name, render_args(c.args), command=action if len(calls) == 1 else None, **meta,
-                                         tool_call_id=c.call_id))
+                out.call(c.call_id, step("action", c.name, render_args(c.args),
+                                         {"command": action if len(calls) == 1 else None, **meta, "tool_call_id": c.call_id}))
             if not calls and action is not None:
                 pending = f"msg-{i}"
-                out.call(pending, step("action", _cmd_name(action), action, **meta))
+                out.call(pending, step("action", _cmd_name(action), action, {**meta}))
         elif role == "tool":
             ids = m.get("tool_call_ids") or [m.get("tool_call_id")]
             cid = call_id(ids[0])
-            out.result(cid, step("observation", content, **meta, tool_call_id=cid))
+            out.result(cid, step("observation", content, None, {**meta, "tool_call_id": cid}))
         elif role == "user":
             if pending is not None:
-                out.result(pending, step("observation", content, **meta))
+                out.result(pending, step("observation", content, None, dict(meta)))
                 pending = None
             else:
                 if first_user is None:
                     first_user = content
-                out.add(step("message", content, role="user", **meta))
+                out.add(step("message", content, None, {"role": "user", **meta}))
         else:
-            out.add(step("other", compact(m), role=role, **meta))
+            out.add(step("other", compact(m), None, {"role": role, **meta}))
     return first_user, demos
 
 

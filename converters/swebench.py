@@ -58,15 +58,17 @@ def one(rec: Any, origin: Origin) -> list:
     steps = []
     hints = expect(rec.get("hints_text"), str, "hints_text", optional=True)
     if hints:
-        steps.append(step("message", hints, role="hints"))
+        steps.append(step("message", hints, None, {"role": "hints"}))
     if "model_patch" in rec:
         patch = expect(rec.get("model_patch"), str, "model_patch", optional=True) or ""
-        steps.append(step("code", patch, language="diff", patch_kind="model_patch", model=model, empty_patch=True if not patch else None))
+        steps.append(step("code", patch, None,
+                          {"language": "diff", "patch_kind": "model_patch", "model": model, "empty_patch": True if not patch else None}))
     else:
-        steps.append(step("code", expect(rec.get("patch"), str, "patch", optional=True) or "", language="diff", patch_kind="gold_patch"))
+        steps.append(step("code", expect(rec.get("patch"), str, "patch", optional=True) or "", None,
+                          {"language": "diff", "patch_kind": "gold_patch"}))
         tp = expect(rec.get("test_patch"), str, "test_patch", optional=True)
         if tp is not None:
-            steps.append(step("code", tp, language="diff", patch_kind="test_patch"))
+            steps.append(step("code", tp, None, {"language": "diff", "patch_kind": "test_patch"}))
     md = {"instance_id": iid}
     md["model_name_or_path"] = model
     for k in _META_KEYS:

@@ -151,7 +151,7 @@ def one(rec: Any, origin: Origin) -> list:
         w = f"{key}[{i}]"
         if not isinstance(it, dict):
             if isinstance(it, str):
-                steps.append(step("action", *_action(it, w), index=i))
+                steps.append(step("action", *_action(it, w), None, {"index": i}))
                 continue
             raise BadRecord(w, f"expected a step object, got {describe(it)}")
         base = {"index": i, "step": it.get("step"), "timestamp": it.get("timestamp"), "reward": it.get("reward")}
@@ -171,7 +171,7 @@ def one(rec: Any, origin: Origin) -> list:
         else:
             err = it.get("last_action_error")
         if err:
-            steps.append(step("error", value_text(err), about="previous action", **base))
+            steps.append(step("error", value_text(err), None, {"about": "previous action", **base}))
         if obs is not None:
             text, pmeta = _page(obs, w + "." + next((k for k in _OBS_KEYS if k in it), "state"))
             if "url" in it and "url" not in pmeta:
@@ -181,7 +181,7 @@ def one(rec: Any, origin: Origin) -> list:
                     if it.get(k):
                         pmeta["screenshot"] = media_ref(it[k])
                         break
-            steps.append(step("observation", text, **pmeta, **base))
+            steps.append(step("observation", text, None, {**pmeta, **base}))
         thought = None
         ai = it.get("agent_info") if isinstance(it.get("agent_info"), dict) else {}
         for k in _THOUGHT:
@@ -195,16 +195,16 @@ def one(rec: Any, origin: Origin) -> list:
         elif thought is None and isinstance(it.get("raw_prediction"), str):
             thought = it["raw_prediction"]
         if thought:
-            steps.append(step("thought", thought, **base))
+            steps.append(step("thought", thought, None, {**base}))
         if act is not None and act != "":
             name, ai_text = _action(act, w + ".action")
-            steps.append(step("action", name, ai_text, url=it.get("url") if obs is not None else None, **base))
+            steps.append(step("action", name, ai_text, {"url": it.get("url") if obs is not None else None, **base}))
         after = it.get("result", it.get("next_obs", it.get("observation_after")))
         if after is not None:
             text, pmeta = _page(after, w + ".result")
-            steps.append(step("observation", text, **pmeta, **base))
+            steps.append(step("observation", text, None, {**pmeta, **base}))
         if obs is None and act is None and after is None and not thought:
-            steps.append(step("other", dumps(it), **base))
+            steps.append(step("other", dumps(it), None, {**base}))
     md = {}
     for k in ("task_id", "start_url", "sites", "eval", "reward", "success", "score", "env", "benchmark", "model", "agent"):
         if k in rec:

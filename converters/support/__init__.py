@@ -16,8 +16,8 @@ A converter module (named after its format) defines ``CONVERTER``; a typical one
     def one(rec, origin):                       # one record -> its trace (and warnings)
         out = StepList()
         ...
-        out.call(cid, step("action", name, render_args(args), tool_call_id=cid))
-        out.result(cid, step("observation", content_text(result), tool_call_id=cid))
+        out.call(cid, step("action", name, render_args(args), {"tool_call_id": cid, "timestamp": ts}))
+        out.result(cid, step("observation", value_text(result), None, {"tool_call_id": cid}))
         return [finish(origin, rec.get("id") or default_id(origin), task, out.steps(), {"model": rec.get("model")})]
 
     def convert(path):

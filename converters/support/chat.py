@@ -174,21 +174,24 @@ def openai_messages(messages: list, out: StepList, *, where: str = "messages", a
         if m.__class__ is not dict:
             expect(m, dict, f"{where}[{i}]")
         role = m.get("role")
-        name = m.get("name") or agent
         meta = {"message_index": i}
         if m.get("id") is not None:
             meta["message_id"] = m.get("id")
         if role in ("system", "developer"):
-            out.add(step("system", content_text(m.get("content")), role=role, **meta))
+            out.add(step("system", content_text(m.get("content")), None, {"role": role, **meta}))
         elif role == "user":
             content = content_text(m.get("content"))
             if task is None:
                 task = content
-            out.add(step("message", content, role="user", name=m.get("name"), **meta))
+            nm = m.get("name")
+            out.add(step("message", content, None, {"role": "user", "name": nm, **meta} if nm else {"role": "user", **meta}))
         elif role == "assistant":
+            name = m.get("name") or agent
+            by = {"agent": name, **meta} if name else meta  # each step's metadata is a new dict made from these
+            said = {"role": "assistant", **by}
             reasoning = m.get("reasoning_content") or m.get("reasoning")
             if reasoning:
-                out.add(step("thought", content_text(reasoning), role="assistant", agent=name, **meta))
+                out.add(step("thought", content_text(reasoning), None, dict(said)))
             content = m.get("content")
             if content is not None and not isinstance(content, (str, list, dict)):
                 raise BadRecord(f"{where}[{i}].content", f"expected a string or a list of parts, got {describe(content)}")
@@ -196,23 +199,23 @@ def openai_messages(messages: list, out: StepList, *, where: str = "messages", a
             if isinstance(content, list) and any(isinstance(p, dict) and p.get("type") == "reasoning" for p in content):
                 for p in content:
                     if isinstance(p, dict) and p.get("type") == "reasoning":
-                        out.add(step("thought", text(p.get("reasoning") or p.get("summary")), role="assistant", agent=name, **meta))
+                        out.add(step("thought", text(p.get("reasoning") or p.get("summary")), None, dict(said)))
                 content = [p for p in content if not (isinstance(p, dict) and p.get("type") == "reasoning")]
             body = content_text(content)
             calls = m.get("tool_calls") or []
             if calls.__class__ is not list:
                 expect(calls, list, f"{where}[{i}].tool_calls")
             if body or not calls and not m.get("function_call"):
-                out.add(step("message", body, role="assistant", agent=name, **meta))
+                out.add(step("message", body, None, said))
             for j, tc in enumerate(calls):
                 c = tool_call(tc, f"{where}[{i}].tool_calls[{j}]")
-                out.call(c.call_id, step("action", c.name, render_args(c.args), agent=name, **meta, tool_call_id=c.call_id))
+                out.call(c.call_id, step("action", c.name, render_args(c.args), {**by, "tool_call_id": c.call_id}))
             fc = m.get("function_call")
             if fc:
                 expect(fc, dict, f"{where}[{i}].function_call")
                 key = f"legacy-{i}"  # legacy calls have no id: the next function message answers the oldest open one
                 legacy_calls.append(key)
-                out.call(key, step("action", text(fc.get("name")), render_args(fc.get("arguments")), agent=name, **meta))
+                out.call(key, step("action", text(fc.get("name")), render_args(fc.get("arguments")), dict(by)))
         elif role in ("tool", "function"):
             cid = call_id(m.get("tool_call_id"))
             key = cid
@@ -231,11 +234,11 @@ def openai_messages(messages: list, out: StepList, *, where: str = "messages", a
                     msg = text(err)
                 if content and content != msg:
                     extra["tool_output"] = content
-                out.result(key, step("error", msg or content, **extra, tool_call_id=cid))
+                out.result(key, step("error", msg or content, None, {**extra, "tool_call_id": cid}))
             else:
-                out.result(key, step("observation", content, **extra, tool_call_id=cid))
+                out.result(key, step("observation", content, None, {**extra, "tool_call_id": cid}))
         else:
-            out.add(step("other", compact(m), role=role, **meta))
+            out.add(step("other", compact(m), None, {"role": role, **meta}))
             if warnings is not None:
                 warnings.append(f"{where}[{i}]: unknown role {role!r} kept as an 'other' step")
     return task or ""
@@ -244,7 +247,7 @@ def openai_messages(messages: list, out: StepList, *, where: str = "messages", a
 # ---------------------------------------------------------------- Anthropic content blocks
 
 def anthropic_blocks(role: str, content: Any, out: StepList, where: str, *, agent: str | None = None,
-                     meta: dict | None = None, result_meta: dict | None = None, timestamp: Any = None) -> str:
+                     meta: dict | None = None, result_meta: dict | None = None) -> str:
     """Append the steps of one Anthropic message (string or content blocks); return its user text.
 
     text → message; thinking → thought; redacted_thinking → thought (its opaque data kept in
@@ -253,19 +256,19 @@ def anthropic_blocks(role: str, content: Any, out: StepList, where: str, *, agen
     → ``other`` as JSON. ``meta`` goes on every step, ``result_meta`` on results only.
     """
     base = meta or {}
-    said = {"role": role}
-    if agent is not None and role != "user":
-        said["agent"] = agent
+    # the metadata every kind of step starts from, made once per message (the loop runs once per block)
+    said = {"role": role, "agent": agent, **base} if agent is not None and role != "user" else {"role": role, **base}
     if content is None:
         content = ""
     if content.__class__ is str:
-        out.add(step("message", content, timestamp=timestamp, **said, **base))
+        out.add(step("message", content, None, dict(said)))
         return content if role == "user" else ""
     if content.__class__ is not list:
         expect(content, list, f"{where}.content")
-    tool = {"agent": agent} if agent is not None else {}
+    tool = {"agent": agent, **base} if agent is not None else base
+    results = {**base, **result_meta} if result_meta else base
     user_text = []
-    # the location string is built only when a block is bad: this loop runs once per block
+    # the location string is built only when a block is bad
     for j, b in enumerate(content):
         if b.__class__ is str:
             b = {"type": "text", "text": b}
@@ -280,15 +283,14 @@ def anthropic_blocks(role: str, content: Any, out: StepList, where: str, *, agen
                 raise BadRecord(f"{where}.content[{j}].text", f"expected a string, got {describe(t)}")
             if role == "user":
                 user_text.append(t)
-            out.add(step("message", t, timestamp=timestamp, **said, **base))
+            out.add(step("message", t, None, dict(said)))
         elif bt == "tool_use" or bt == "server_tool_use" or bt == "mcp_tool_use":
             name = b.get("name")
             if name is None:
                 raise BadRecord(f"{where}.content[{j}].name", "missing")
             cid = call_id(b.get("id"))
-            out.call(cid, step("action", name if name.__class__ is str else text(name), render_args(b.get("input")),
-                               timestamp=timestamp, **tool, block_type=bt if bt != "tool_use" else None, **base,
-                               tool_call_id=cid))
+            m = {**tool, "tool_call_id": cid} if bt == "tool_use" else {"block_type": bt, **tool, "tool_call_id": cid}
+            out.call(cid, step("action", name if name.__class__ is str else text(name), render_args(b.get("input")), m))
         elif bt == "tool_result" or isinstance(bt, str) and bt.endswith("_tool_result"):
             body = b.get("content")
             body_text = content_text(body) if not isinstance(body, dict) else compact(body)
@@ -296,16 +298,14 @@ def anthropic_blocks(role: str, content: Any, out: StepList, where: str, *, agen
             if isinstance(body, dict) and isinstance(body.get("type"), str) and body["type"].endswith("_error"):
                 is_err = True
             cid = call_id(b.get("tool_use_id"))
-            out.result(cid, step("error" if is_err else "observation", body_text, timestamp=timestamp,
-                                 block_type=bt if bt != "tool_result" else None, **base, **(result_meta or {}),
-                                 tool_call_id=cid))
+            m = {**results, "tool_call_id": cid} if bt == "tool_result" else {"block_type": bt, **results, "tool_call_id": cid}
+            out.result(cid, step("error" if is_err else "observation", body_text, None, m))
         elif bt == "thinking":
-            out.add(step("thought", text(b.get("thinking")), timestamp=timestamp, role=role, **tool, **base))
+            out.add(step("thought", text(b.get("thinking")), None, {"role": role, **tool}))
         elif bt == "redacted_thinking":
-            out.add(step("thought", "[redacted thinking]", timestamp=timestamp, role=role, **tool,
-                         redacted_data=b.get("data"), **base))
+            out.add(step("thought", "[redacted thinking]", None, {"role": role, **tool, "redacted_data": b.get("data")}))
         else:
-            out.add(step("other", compact(b), timestamp=timestamp, role=role, block_type=bt, **base))
+            out.add(step("other", compact(b), None, {"role": role, "block_type": bt, **base}))
     return "\n".join(user_text)
 
 
@@ -394,27 +394,27 @@ def message_steps(msg: Any, **meta: Any) -> list[Step]:
     """Steps for one chat message outside a model turn (inputs, histories)."""
     m = unwrap_message(msg)
     if m is None:
-        return [step("other", content_text(msg), **meta)]
+        return [step("other", content_text(msg), None, dict(meta))]
     role = norm_role(m.get("role"))
     body, reasoning, calls, results = message_parts(m)
     if m.get("name") and role != "tool":
         meta.setdefault("name", m.get("name"))
     if role == "system":
-        return [step("system", body, **meta)]
+        return [step("system", body, None, dict(meta))]
     if role == "tool":
         is_err = m.get("status") == "error" or bool(m.get("is_error"))
-        return [step("error" if is_err else "observation", body, tool_call_id=call_id(m.get("tool_call_id")),
-                     tool_name=m.get("name"), **meta)]
+        return [step("error" if is_err else "observation", body, None,
+                     {"tool_call_id": call_id(m.get("tool_call_id")), "tool_name": m.get("name"), **meta})]
     steps = []
     if reasoning:
-        steps.append(step("thought", reasoning, role=role, **meta))
+        steps.append(step("thought", reasoning, None, {"role": role, **meta}))
     if body or not (calls or results or reasoning):
         stype = "thought" if (calls and role == "assistant") else "message"
-        steps.append(step(stype, body, role=role or None, **meta))
+        steps.append(step(stype, body, None, {"role": role or None, **meta}))
     for tc in calls:
-        steps.append(step("action", tc.name, render_args(tc.args), tool_call_id=tc.call_id, **meta))
+        steps.append(step("action", tc.name, render_args(tc.args), {"tool_call_id": tc.call_id, **meta}))
     for cid, val, is_err in results:
-        steps.append(step("error" if is_err else "observation", value_text(val), tool_call_id=cid, **meta))
+        steps.append(step("error" if is_err else "observation", value_text(val), None, {"tool_call_id": cid, **meta}))
     return steps
 
 

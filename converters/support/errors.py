@@ -59,14 +59,16 @@ def join_field(prefix: str, field: str | None) -> str | None:
     return prefix + field if field.startswith("[") else f"{prefix}.{field}"
 
 
-def guarded(origin: Origin, fn: Callable[..., Iterable], *args: Any, field: str = "") -> list:
-    """Everything ``fn(*args)`` yields for one record, or that record's one located TraceError.
+def guarded(origin: Origin, fn: Callable[..., Iterable | None], *args: Any, field: str = "") -> list:
+    """Everything ``fn(*args)`` yields (or returns; None for nothing) for one record, or that record's
+    one located TraceError.
 
     The record's output is all or nothing: a record that fails part-way yields only its error.
     ``field`` prefixes the error's field path (after the record's own place in a list).
     """
     try:
-        return list(fn(*args))
+        out = fn(*args)
+        return [] if out is None else list(out)
     except BadRecord as exc:
         return [TraceError(origin.source, origin.line, join_field(join_field(origin.where, field) or "", exc.field),
                            exc.message, exc.trace_id)]

@@ -183,10 +183,14 @@ def iter_records(path: Path) -> Iterator[tuple[int, Any]]:
     source = str(path)
     with open_bytes(path) as fh:
         for n, raw in enumerate(fh, 1):
-            if not raw.strip():
-                continue
             try:
-                yield n, loads(raw)
+                yield n, orjson.loads(raw)  # the usual line, without a call to loads() around it
+                continue
+            except ValueError:
+                if not raw.strip():
+                    continue
+            try:
+                yield n, loads(raw)  # for the standard library's reading and message
             except (ValueError, RecursionError) as exc:
                 msg = str(exc)
                 yield n, TraceError(source, n, None, msg if msg.startswith("invalid UTF-8") else f"invalid JSON: {msg}")
@@ -226,7 +230,7 @@ def iter_items(path: Path, prefix: str) -> Iterator[tuple[int, Any]]:
 
 # ---------------------------------------------------------------- records with their origin
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Origin:
     """Where one record came from: the file (``source``), its JSONL line, its index in a JSON list.
 

@@ -112,22 +112,20 @@ def render_args(args: Any) -> str:
 
 # ---------------------------------------------------------------- steps
 
-def step(type_: str, content: Any, action_input: str | None = None, *, timestamp: Any = None, **metadata: Any) -> Step:
-    """The one way to make a step: ``metadata`` keywords go under ``metadata`` (null and empty-object
-    values dropped, so a key appears only where known), ``timestamp`` at the top level (text or a
-    number; any other value stays in metadata)."""
-    extra: dict = {}
-    if timestamp is not None:
-        if timestamp.__class__ is str or timestamp.__class__ in (int, float):
-            extra["timestamp"] = timestamp
-        else:  # not a time a reader can show (an object, a boolean): kept, but out of the top level
-            metadata["timestamp"] = timestamp
-    if metadata:
-        values = metadata.values()
-        if None in values or {} in values:  # most steps have neither: skip rebuilding the dict (a hot path)
-            metadata = {k: v for k, v in metadata.items() if v is not None and (v.__class__ is not dict or v)}
-        if metadata:
-            extra["metadata"] = metadata
+def step(type_: str, content: Any, action_input: str | None = None, metadata: dict | None = None) -> Step:
+    """The one way to make a step. ``metadata`` is a dict made for this step (it becomes the step's
+    metadata, not a copy): its null values are dropped, so a key appears only where known, and its
+    ``timestamp`` goes to the step's top level when it is text or a number."""
+    if not metadata:
+        return Step(type_, content if content.__class__ is str else text(content), action_input, {})
+    if None in metadata.values():  # most steps have no null: the dict is rebuilt only when one has (a hot path)
+        metadata = {k: v for k, v in metadata.items() if v is not None}
+    ts = metadata.get("timestamp")
+    if ts is not None and (ts.__class__ is str or ts.__class__ is int or ts.__class__ is float):
+        del metadata["timestamp"]
+        extra = {"timestamp": ts, "metadata": metadata} if metadata else {"timestamp": ts}
+    else:  # none, or not a time a reader can show (an object, a boolean): it stays in metadata
+        extra = {"metadata": metadata} if metadata else {}
     return Step(type_, content if content.__class__ is str else text(content), action_input, extra)
 
 
@@ -241,5 +239,4 @@ def convention_problems(trace: Trace) -> list[str]:
                 out.append(f"{where}: metadata is not a non-empty object")
             else:
                 out += [f"{where}: metadata.{k} is null" for k, v in m.items() if v is None]
-                out += [f"{where}: metadata.{k} is an empty object" for k, v in m.items() if v == {}]
     return out

@@ -368,27 +368,29 @@ def assemble(events: list) -> list[Step]:
             steps.append(e)
         elif isinstance(e, ToolEvent):
             cid = e.call_id
-            steps.append(step("action", e.name, render_args(e.args), tool_call_id=cid, **e.meta))
+            meta = {k: v for k, v in e.meta.items() if v is not None}  # once for its two steps
+            ids = {"tool_call_id": cid} if cid else {}
+            steps.append(step("action", e.name, render_args(e.args), {**ids, **meta}))
             if e.has_output or e.is_error:
-                steps.append(step("error" if e.is_error else "observation", value_text(e.output),
-                                  tool_call_id=cid, tool_name=e.name, **e.meta))
+                steps.append(step("error" if e.is_error else "observation", value_text(e.output), None,
+                                  {**ids, "tool_name": e.name, **meta}))
         elif isinstance(e, LLMEvent):
             follows_tool = bool(e.tool_calls) or tool_next[i]
-            meta = e.meta
+            meta = {k: v for k, v in e.meta.items() if v is not None}
             if e.tool_calls:
                 meta = dict(meta, tool_calls=[{"name": t.name, "id": t.call_id} if t.call_id else {"name": t.name}
                                               for t in e.tool_calls])
             emitted = False
             if e.reasoning:
-                steps.append(step("thought", e.reasoning, reasoning=True, **meta))
+                steps.append(step("thought", e.reasoning, None, {"reasoning": True, **meta}))
                 emitted = True
             if e.text or not (emitted or e.tool_calls):
-                steps.append(step("thought" if follows_tool else "message", e.text, **meta))
+                steps.append(step("thought" if follows_tool else "message", e.text, None, dict(meta)))
                 emitted = True
             steps.extend(e.extra_steps)
             for tc in unmatched.get(i, []):
                 m = {k: v for k, v in e.meta.items() if k not in _TOKENS}
-                steps.append(step("action", tc.name, render_args(tc.args), tool_call_id=tc.call_id, **m))
+                steps.append(step("action", tc.name, render_args(tc.args), {"tool_call_id": tc.call_id, **m}))
                 if not emitted and "tool_calls" in meta:
                     # the turn had no text: keep its provenance (tokens, model) on its first action
                     step_metadata(steps[-1]).update((k, v) for k, v in meta.items()
@@ -401,12 +403,12 @@ def assemble(events: list) -> list[Step]:
                         break
                 if res is not None:
                     val, is_err = res
-                    steps.append(step("error" if is_err else "observation", value_text(val), tool_call_id=tc.call_id,
-                                      tool_name=tc.name))
+                    steps.append(step("error" if is_err else "observation", value_text(val), None,
+                                      {"tool_call_id": tc.call_id, "tool_name": tc.name}))
             if not emitted and e.tool_calls:
                 # every call was executed by a tool span: the turn itself leaves a thought only for its
                 # provenance, so tokens and model are not lost
-                steps.append(step("thought", "", **meta))
+                steps.append(step("thought", "", None, dict(meta)))
     return steps
 
 

@@ -16,14 +16,10 @@ from __future__ import annotations
 
 import contextlib
 import json
-import multiprocessing
 import os
 import pickle
-import shutil
 import struct
-import tempfile
 from collections import Counter, deque
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Iterable, Iterator, Union
@@ -171,9 +167,8 @@ def _total_size(paths: list[Path]) -> int:
 
 def trace_line(trace: Trace) -> bytes:
     """A trace as its line of trace JSONL (UTF-8, newline-terminated)."""
-    line = getattr(trace, "json_line", None)
-    if line is not None:
-        return line
+    if trace.__class__ is SpooledTrace:
+        return trace.json_line
     obj = trace.to_json()
     try:
         return orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE)
@@ -266,6 +261,8 @@ def _unspool(spool: str) -> Iterator[ConvertItem]:
 
 
 def _context():
+    import multiprocessing
+
     # fork where there is one: a worker starts as a copy with the converters imported, and nothing of the
     # caller's __main__ is re-run (a script without a __main__ guard, a notebook). The pool forks all
     # its workers at the first submit, before the caller has written anything through this generator.
@@ -276,6 +273,10 @@ def _context():
 
 def _in_workers(paths: list[Path], fmt: str, jobs: int) -> Iterator[Iterator[ConvertItem]]:
     """Each file's items, in file order, converted by ``jobs`` processes a few files ahead."""
+    import shutil
+    import tempfile
+    from concurrent.futures import ProcessPoolExecutor  # here: most runs have no workers and skip its imports
+
     tmp = tempfile.mkdtemp(prefix="ls-trajeval-convert-")
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=_context())
     try:

@@ -72,7 +72,6 @@ def test_a_conforming_trace_has_no_problems():
     (Step("message", "x", None, {"timestamp": True}), "timestamp is True"),
     (Step("message", "x", None, {"metadata": {}}), "metadata is not a non-empty object"),
     (Step("message", "x", None, {"metadata": {"agent": None}}), "metadata.agent is null"),
-    (Step("message", "x", None, {"metadata": {"usage": {}}}), "metadata.usage is an empty object"),
 ])
 def test_each_rule_is_checked(bad, problem):
     assert convention_problems(_trace(Step("thought", "ok"), bad)) == [f"step 1 ({bad.type}): {problem}"]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from ls_trajeval.core import config as cfg
 from ls_trajeval import label_configs
@@ -32,7 +33,7 @@ def refused(a, projects, tid, *words):
         try:
             modal.wait_for(state="hidden", timeout=10_000)
             break
-        except Exception:  # playwright's TimeoutError; the last attempt re-raises below
+        except PlaywrightTimeout:
             if attempt == 2:
                 raise
     assert projects.annotations(tid) == []

@@ -30,6 +30,14 @@ EXPECTED = {
     "gemini_cli/session-2025-12-01T21-45-5b959dae.json": "gemini_cli",
     "gemini_cli/session-2026-01-16T11-01-file-ops-37b7abef.json": "gemini_cli",
     "gemini_cli/logs.json": "gemini_cli",
+    "openhands/trajs_basic_gui_mode.json": "openhands",
+    "openhands/multi_swe_bench_output.jsonl": "openhands",
+    "openhands/resolver_output.jsonl": "openhands",
+    "tau_bench/gpt-4o-airline.first10.json": "tau_bench",
+    "tau_bench/e2e_telecom_baseline.json": "tau_bench",
+    "cline/roo_natural-mini-uncondensed/api_conversation_history.json": "cline",
+    "cline/roo_natural-mini-uncondensed/ui_messages.json": "cline",
+    "cline/roo_natural-mini-uncondensed/task_metadata.json": "cline",
 }
 
 

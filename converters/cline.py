@@ -32,7 +32,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterator
 
-from ls_trajeval.core.trace import Step, TraceError, describe
+from ls_trajeval.core.trace import TraceError, describe
 
 from .base import Converter, Sample
 from .support.chat import anthropic_blocks, content_text
@@ -237,14 +237,10 @@ class _Task:
                 first = dict(meta)
                 continue
             (current if current is not None else loose).append(b)
-            if current is None and self.task is None and t.__class__ is str:
-                found = TASK.match(t)
-                if found:
-                    self.task = found.group(1)
         flush_result()
         if loose:
             body = content_text(loose)
-            if self.task is None:
+            if self.task is None:  # the first words of the user: the <task> they hold, else all of them
                 found = TASK.match(body)
                 self.task = found.group(1) if found else body
             self.out.add(step("message", body, None, first))

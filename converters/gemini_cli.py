@@ -21,6 +21,7 @@ is followed by an observation, or an error when the call failed or was cancelled
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -29,7 +30,7 @@ from ls_trajeval.core.trace import Step, TraceError, describe
 from .base import Converter, Sample
 from .support.chat import call_id, content_text
 from .support.errors import BadRecord, expect, guarded, warning
-from .support.files import Origin, documents
+from .support.files import Origin, documents, is_jsonl, load_json_located
 from .support.steps import finish, render_args, stable_id, step, text
 
 NAME = "gemini_cli"
@@ -39,6 +40,8 @@ MESSAGE_TYPES = {"user", "gemini", "info", "error", "warning"}
 FAILED = {"error", "cancelled"}
 LOG_KEYS = {"sessionId", "messageId", "type", "message"}
 TOKEN_KEYS = ("input", "output", "cached", "thoughts", "tool", "total")
+#: the opening of a session file too big for the detectors' sample to hold whole
+_BIG_SESSION = re.compile(r'^\s*\{\s*"sessionId":\s*"[^"]*",\s*"projectHash":')
 
 
 # ---------------------------------------------------------------- detection
@@ -62,7 +65,7 @@ def detect(sample: Sample) -> float:
         return 0.95 if all(m.get("type") in MESSAGE_TYPES for m in msgs) else 0.0
     if isinstance(doc, list) and doc and all(_is_log_entry(e) for e in doc[:10]):
         return 0.9
-    return 0.0
+    return 0.9 if doc is None and _BIG_SESSION.match(sample.head) else 0.0
 
 
 # ---------------------------------------------------------------- one message
@@ -256,18 +259,14 @@ def _prompt_log(origin: Origin, entries: list) -> Iterator:
 
 def convert(path: Path) -> Iterator:
     source = str(path)
-    docs = documents(path)
-    first = next(docs, None)
-    if first is None:
-        return
-    line, doc = first
-    if line is not None:  # a JSONL session
+    if is_jsonl(path):  # the newer session log
         head, messages, errors = _replay(path)
         if not head and not messages:
             yield from errors
             return
         yield from _converted(Origin(NAME, source), head, messages, errors)
         return
+    doc = load_json_located(path)
     if doc.__class__ is TraceError:
         yield doc
         return

@@ -75,6 +75,8 @@ def _score(rec: Any) -> float:
 
 #: the start of an evaluation or resolver line too long for the detectors' sample to hold whole
 _LONG_RECORD = re.compile(r'^\s*\{.*"(instance_id|issue)":.*"history":\s*\[\s*\[?\s*\{\s*"(id|action|observation|content|command|source)":', re.S)
+#: the start of a trajectory export too big to be read whole for detection
+_BIG_EVENTS = re.compile(r'^\s*\[\s*\{\s*"id":\s*"?\d+"?,\s*"timestamp":\s*"[^"]*",\s*"source":\s*"(agent|user|environment)"')
 
 
 def detect(sample: Sample) -> float:
@@ -82,7 +84,7 @@ def detect(sample: Sample) -> float:
         return min(_score(r) for r in sample.first_records[:5])
     if sample.first_json is not None:
         return _score(sample.first_json)
-    return 0.9 if _LONG_RECORD.match(sample.head) else 0.0
+    return 0.9 if _LONG_RECORD.match(sample.head) or _BIG_EVENTS.match(sample.head) else 0.0
 
 
 # ---------------------------------------------------------------- one history

@@ -145,3 +145,10 @@ def test_native_tool_blocks_thinking_and_a_bad_message(tmp_path):
     assert meta(t.steps[5])["tool_call_id"] == meta(t.steps[4])["tool_call_id"] == "toolu_1"
     assert meta(t.steps[5])["environment_details"] == env["text"]
     assert json.loads(t.steps[6].action_input) == {"result": "Done."}
+
+
+def test_a_history_too_big_to_sample_whole_is_detected_from_its_name_and_opening(monkeypatch):
+    from ls_trajeval.converters.support import files
+
+    monkeypatch.setattr(files, "SMALL_FILE", 0)
+    assert auto_name(NATURAL / "api_conversation_history.json") == "cline"

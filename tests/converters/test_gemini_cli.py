@@ -137,3 +137,10 @@ def test_a_bad_message_costs_only_itself_and_a_failed_call_is_an_error(tmp_path)
     i = next(i for i, s in enumerate(t.steps) if meta(s).get("tool_call_id") == call["id"])
     assert t.steps[i + 1].type == "error" and t.steps[i + 1].content == "disk full"
     assert meta(t.steps[i + 1])["status"] == "error"
+
+
+def test_a_session_too_big_to_sample_whole_is_detected_from_its_opening(monkeypatch):
+    from ls_trajeval.converters.support import files
+
+    monkeypatch.setattr(files, "SMALL_FILE", 0)
+    assert auto_name(NEW) == "gemini_cli"

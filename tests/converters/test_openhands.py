@@ -136,3 +136,11 @@ def test_pairs_and_a_bad_event(tmp_path):
     assert len(errors) == 1 and errors[0].line == 2 and errors[0].field == "history[0].args"
     assert types(traces[0]) == ["thought", "action", "observation", "thought", "action", "observation"]
     assert traces[0].task == "rename it"
+
+
+def test_an_export_too_big_to_sample_whole_is_detected_from_its_opening(monkeypatch):
+    # (evaluation lines longer than the sampled head take the same path: multi_swe_bench_output.jsonl's are 200 KB)
+    from ls_trajeval.converters.support import files
+
+    monkeypatch.setattr(files, "SMALL_FILE", 0)
+    assert auto_name(DIR / "trajs_basic_gui_mode.json") == "openhands"

@@ -137,3 +137,11 @@ def test_a_bad_simulation_costs_only_itself(tmp_path):
     traces, errors, _ = run(p)
     assert len(traces) == 3 and len(errors) == 1
     assert errors[0].field == "simulations[1].messages[3].tool_calls[0].function.name"
+
+
+@pytest.mark.parametrize("path", [V1, TELECOM], ids=lambda p: p.name)
+def test_files_too_big_to_sample_whole_are_detected_from_their_opening(path, monkeypatch):
+    from ls_trajeval.converters.support import files
+
+    monkeypatch.setattr(files, "SMALL_FILE", 0)
+    assert auto_name(path) == "tau_bench"

@@ -27,7 +27,6 @@ Messages (Anthropic-style ``{role, content: [blocks], ts}``):
 """
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any, Iterator
@@ -37,7 +36,7 @@ from ls_trajeval.core.trace import TraceError, describe
 from .base import Converter, Sample
 from .support.chat import anthropic_blocks, content_text
 from .support.errors import BadRecord, expect, guarded
-from .support.files import Origin, load_json_located
+from .support.files import Origin, load_json_located, loads
 from .support.steps import StepList, default_id, finish, render_args, step
 
 NAME = "cline"
@@ -58,8 +57,7 @@ condense summarize_task report_bug new_rule web_fetch web_search
 LONG_PARAMS = frozenset({"content", "diff", "result"})
 
 RESULT = re.compile(r"\[([\w-]+)(?:\s+for\s+(.*?))?\]\s*Result:", re.S)
-ENV_OPEN = "<environment_details>"
-ENV = re.compile(r"\s*<environment_details>.*?(?:</environment_details>|\Z)\s*\Z", re.S)
+ENV_OPEN, ENV_CLOSE = "<environment_details>", "</environment_details>"
 TASK = re.compile(r"\s*<task>\n?(.*?)\n?</task>", re.S)
 THINKING = re.compile(r"<thinking>\s*(.*?)\s*</thinking>", re.S)
 INTERRUPTED = re.compile(r"\s*(\[Response interrupted [^\]]*\])\s*\Z")
@@ -177,11 +175,12 @@ def _split_env(blocks: list) -> tuple[list, str | None]:
         t = b.get("text") if b.__class__ is dict and b.get("type") == "text" else None
         if t.__class__ is not str:
             break
-        m = ENV.search(t)
-        if m is None:
+        start = t.rfind(ENV_OPEN)
+        tail = t[start:].rstrip() if start >= 0 else ""
+        if not tail or ENV_CLOSE in tail and not tail.endswith(ENV_CLOSE):  # none, or text follows it
             break
-        env = t[m.start():].strip() if env is None else env
-        rest = t[:m.start()]
+        env = tail if env is None else env
+        rest = t[:start]
         kept[-1:] = [dict(b, text=rest)] if rest.strip() else []
     return kept, env
 
@@ -286,8 +285,8 @@ def _usage(ui: Any) -> dict:
         if not (isinstance(u, dict) and u.get("say") == "api_req_started" and isinstance(u.get("text"), str)):
             continue
         try:
-            info = json.loads(u["text"])
-        except ValueError:
+            info = loads(u["text"])
+        except (ValueError, RecursionError):
             continue
         for k in ("cost", "tokensIn", "tokensOut", "cacheReads", "cacheWrites"):
             v = info.get(k) if isinstance(info, dict) else None

@@ -5,7 +5,8 @@ or schemes (:mod:`config` checks both against this module).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 #: the transcript layout's Paragraphs: one utterance per step
 TRANSCRIPT = "te_transcript"

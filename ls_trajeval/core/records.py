@@ -16,7 +16,8 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence, Union
+from collections.abc import Mapping
+from typing import Any, Iterator, Sequence, Union
 
 from .config import Config
 from .fields import n_steps as task_n_steps

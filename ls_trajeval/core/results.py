@@ -15,7 +15,8 @@ from __future__ import annotations
 import itertools
 import re
 import secrets
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping
+from typing import Any, Sequence
 
 from .config import Config, ErrorType
 from .fields import Names

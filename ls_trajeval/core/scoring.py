@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping, Sequence
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Sequence
 
 from .labels import StepLabel
 

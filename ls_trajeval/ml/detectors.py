@@ -13,7 +13,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib.metadata import entry_points
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping
+from typing import Any, Callable, Iterator, Sequence
 
 from ..core.config import Config, ConfigError
 from ..core.trace import Step

@@ -10,7 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping
+from typing import Any, Sequence
 
 from .. import __version__
 from ..core import results, scoring
@@ -84,7 +85,7 @@ class Predictor:
         result = results.encode(labels, self.config, layout, transcript, origin="prediction", confirm_review=False)
         if layout == "transcript" and self.config.trajectory.running_score.display:
             # a task opens with the live score of the suggested marks, before the annotator changes any
-            result += self.live(task, {"result": result})["result"]
+            result += self.live_score(task, labels)["result"]
         summary = scoring.summarize(labels.steps, self.config.trajectory)
         return {"result": result, "score": summary.final, "model_version": self.version}
 
@@ -108,7 +109,10 @@ class Predictor:
     def live(self, task: Mapping, context: Mapping) -> dict:
         """The current score of the regions in the editor, for the transcript layout's live-score TextArea."""
         regions = context.get("result") if isinstance(context.get("result"), list) else []
-        labels = results.decode(regions, self.config, self.n_steps(task))
+        return self.live_score(task, results.decode(regions, self.config, self.n_steps(task)))
+
+    def live_score(self, task: Mapping, labels: TraceLabels) -> dict:
+        """The live-score TextArea's result for ``labels`` (decoded from the editor, or just suggested)."""
         data = task.get("data") if isinstance(task.get("data"), Mapping) else {}
         transcript = data.get("te_transcript") if isinstance(data.get("te_transcript"), list) else []
         authors = [str(e.get("author", "")) if isinstance(e, Mapping) else "" for e in transcript]

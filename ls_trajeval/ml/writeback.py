@@ -8,7 +8,8 @@ from __future__ import annotations
 import hashlib
 import logging
 from statistics import fmean
-from typing import Iterable, Mapping
+from collections.abc import Mapping
+from typing import Iterable
 
 from ..core import results, scoring
 from ..studio import client as studio

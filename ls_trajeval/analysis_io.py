@@ -14,7 +14,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence, Union
 
@@ -85,6 +85,10 @@ class AnnotationRecord:
     score_initial: Optional[float]
     score_min: Optional[float]
     final_score: Optional[float]
+    #: the line's other top-level scalars as written (project_id, task_id, annotator_id, lead_time, created_at, flags)
+    fields: dict = field(default_factory=dict)
+    #: the trace's metadata (agent, model, run, ...), when the export carries it
+    metadata: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -267,8 +271,13 @@ def parse_record(obj: Any, source: str, line: int, settings: AnalysisSettings) -
             return bad("severity_weights: expected an object of numbers")
         weights = {str(k): float(v) for k, v in weights.items()}
     labels = {}
+    fields = {}
     for k, v in obj.items():
-        if k in _KNOWN_KEYS or k == scheme:
+        if k == scheme:
+            continue
+        if v is None or isinstance(v, (str, int, float, bool)):
+            fields[k] = v
+        if k in _KNOWN_KEYS:
             continue
         if v is None or isinstance(v, str):
             labels[k] = v
@@ -284,7 +293,8 @@ def parse_record(obj: Any, source: str, line: int, settings: AnalysisSettings) -
         annotator=annotator, annotation_id=obj.get("annotation_id"), scheme=scheme, steps=steps,
         n_steps=n_steps, labels=labels, severity_weights=weights,
         score_initial=_num(obj.get("score_initial")), score_min=_num(obj.get("score_min")),
-        final_score=_num(obj.get("final_score")),
+        final_score=_num(obj.get("final_score")), fields=fields,
+        metadata=obj["metadata"] if isinstance(obj.get("metadata"), dict) else {},
     )
 
 

@@ -75,6 +75,8 @@ def annotation_record(task: dict, annotation: dict, config: Config, *, layout: s
         "updated_at": annotation.get("updated_at"),
         "lead_time": annotation.get("lead_time"),
         "layout": layout or None,
+        # the trace's own metadata (agent, model, run, ...), so reports can compare groups by it
+        "metadata": parsed.metadata if isinstance(parsed, Trace) else {},
         "scheme": scheme.name,
         scheme.name: entries,
         **labels.whole_trace,

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .cli_analysis import agreement_command, prm_command, report_command
+from .cli_analysis import agreement_command, align_command, prm_command, report_command
 from .cli_convert import convert_command, formats_command
 from .convert import convert_inputs
 from .converters.base import ConvertWarning
@@ -253,7 +253,7 @@ def demo(data_dir, port, config_path, layout, no_wait):
 
 
 for _name, _command in (("convert", convert_command), ("formats", formats_command), ("report", report_command),
-                        ("agreement", agreement_command), ("prm", prm_command)):
+                        ("agreement", agreement_command), ("prm", prm_command), ("align", align_command)):
     main_group.add_command(_command, _name)
 
 from .cli_ml import ml_group  # noqa: E402 - it builds on the helpers above

@@ -1,4 +1,4 @@
-"""Click commands for the analysis consumers: ``report``, ``agreement`` and ``prm``.
+"""Click commands for the analysis consumers: ``report``, ``agreement``, ``prm`` and ``align``.
 
 They are plain ``click.Command`` objects; the main ``ls-trajeval`` group attaches them.
 Exit codes: 0 success; 1 the command finished but some input lines were rejected (each is
@@ -56,8 +56,8 @@ def _common(f):
 class _Exit(click.ClickException):
     exit_code = 2
 
-    def __init__(self, code: int) -> None:
-        super().__init__("no valid annotation lines in the input")
+    def __init__(self, code: int, message: str = "no valid annotation lines in the input") -> None:
+        super().__init__(message)
         self.exit_code = code
 
 
@@ -159,4 +159,62 @@ def prm_command(inputs, config, correct_label, outcome_key, output, partial, aft
                f"{stats.dropped_steps} dropped) to {output}", err=tmp is None)
     printer.finish()
     if printer.count:
+        sys.exit(1)
+
+
+@click.command("align")
+@click.argument("pred", type=click.Path())
+@click.argument("gold", type=click.Path())
+@click.option("--within", "within", default=1, show_default=True, type=click.IntRange(0),
+              help="Tolerance in steps for first_error_within_K.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
+              help="Also write confusion_categories.csv/.png, per_trace.csv and align.json here.")
+@click.option("--resamples", default=2000, show_default=True, type=click.IntRange(0),
+              help="Bootstrap resamples (of traces) for the 95% intervals; 0 = no intervals.")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap.")
+@click.option("--config", type=click.Path(dir_okay=False), default=None,
+              help="trajectory_eval YAML config: which correctness label means 'no error'.")
+@click.option("--correct-label", multiple=True,
+              help="Correctness label(s) that mean 'no error' (default: from --config, else 'correct').")
+def align_command(pred, gold, within, as_json, out_dir, resamples, seed, config, correct_label):
+    """Measure PRED labels (a judge, a detector, an annotator) against GOLD labels, both trajectory_eval JSONL.
+
+    Traces are paired by trace_id. Exit code 1 when input lines were rejected or paired traces differ in
+    their step counts (they are left out and listed), 2 when no trace could be paired.
+    """
+    from .align import align, format_text, write_outputs
+    from .analysis_io import AnnotationRecord, read_records
+
+    settings = _settings(config, correct_label, None)
+    printer = _ErrorPrinter()
+
+    def valid(path):
+        for item in read_records([path], settings):
+            if isinstance(item, AnnotationRecord):
+                yield item
+            else:
+                printer(item)
+
+    result = align(valid(pred), valid(gold), settings, within=within, resamples=resamples, seed=seed)
+    for msg in result.duplicates:
+        click.echo(f"warning: {msg}", err=True)
+    for tid, where in result.pred_only:
+        click.echo(f"warning: {where}: trace {tid!r} is only in PRED", err=True)
+    for tid, where in result.gold_only:
+        click.echo(f"warning: {where}: trace {tid!r} is only in GOLD", err=True)
+    for m in result.mismatches:
+        click.echo(f"error: {m['pred_at']}: trace {m['trace_id']!r} has {m['pred_steps']} steps in PRED but "
+                   f"{m['gold_steps']} in GOLD ({m['gold_at']}); left out", err=True)
+    if result.traces == 0:
+        printer.finish()
+        raise _Exit(2, "no trace of PRED is in GOLD with the same number of steps")
+    if out_dir:
+        try:
+            write_outputs(result, out_dir)
+        except OSError as exc:
+            raise click.ClickException(f"cannot write to {out_dir}: {exc}") from None
+    click.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False) if as_json else format_text(result))
+    printer.finish()
+    if printer.count or result.mismatches:
         sys.exit(1)

@@ -356,7 +356,7 @@ def build_tables(d: ReportData, top: int = 10) -> dict:
 
 # ---------------------------------------------------------------- plots
 
-def _figure(w: float = 8, h: float = 4):
+def figure(w: float = 8, h: float = 4):
     # The object API with an explicit Agg canvas: no pyplot global state, no backend switch.
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -366,7 +366,7 @@ def _figure(w: float = 8, h: float = 4):
     return fig
 
 
-def _png(fig) -> bytes:
+def png(fig) -> bytes:
     buf = io.BytesIO()
     fig.tight_layout()
     fig.savefig(buf, format="png")
@@ -378,7 +378,7 @@ def _empty(ax, msg: str = "no data") -> None:
 
 
 def plot_error_positions(d: ReportData) -> bytes:
-    fig = _figure()
+    fig = figure()
     ax = fig.add_subplot()
     pos = d.errors["position"].to_numpy()
     if len(pos):
@@ -389,11 +389,11 @@ def plot_error_positions(d: ReportData) -> bytes:
     ax.set_xlabel("position in trace (0 = first step, 1 = last step)")
     ax.set_ylabel("errors")
     ax.set_title("Where errors occur")
-    return _png(fig)
+    return png(fig)
 
 
 def plot_final_scores(d: ReportData) -> bytes:
-    fig = _figure()
+    fig = figure()
     ax = fig.add_subplot()
     t = d.traces
     if len(t):
@@ -408,11 +408,11 @@ def plot_final_scores(d: ReportData) -> bytes:
     ax.set_xlabel("final score")
     ax.set_ylabel("annotations")
     ax.set_title("Final-score distribution")
-    return _png(fig)
+    return png(fig)
 
 
 def plot_running_scores(d: ReportData, x: str = "position") -> bytes:
-    fig = _figure(8, 4.5)
+    fig = figure(8, 4.5)
     ax = fig.add_subplot()
     t = d.traces
     curves = d.curves_pos if x == "position" else d.curves_step
@@ -439,11 +439,11 @@ def plot_running_scores(d: ReportData, x: str = "position") -> bytes:
     ax.set_xlabel("position in trace (0 = start, 1 = end)" if x == "position" else "step index")
     ax.set_ylabel("running score")
     ax.set_title("Running score across traces")
-    return _png(fig)
+    return png(fig)
 
 
 def plot_heatmap(d: ReportData, table: pd.DataFrame) -> bytes:
-    fig = _figure(7, 0.5 + 0.45 * max(len(table), 3))
+    fig = figure(7, 0.5 + 0.45 * max(len(table), 3))
     ax = fig.add_subplot()
     if len(table) and table.shape[1] > 1:
         m = table.set_index("category")
@@ -459,7 +459,7 @@ def plot_heatmap(d: ReportData, table: pd.DataFrame) -> bytes:
     else:
         _empty(ax, "no errors with a severity")
     ax.set_title("Errors by category and severity")
-    return _png(fig)
+    return png(fig)
 
 
 # ---------------------------------------------------------------- output

@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from .analysis_io import AnalysisSettings, ConfigError, InputError, load_settings
+from .prm import AGENT_STEPS
 
 _MAX_PRINTED_ERRORS = 50
 
@@ -124,15 +125,22 @@ def agreement_command(inputs, config, correct_label, outcome_key, k, top, as_jso
 @click.command("prm")
 @_common
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Output JSONL ('-' for stdout).")
+@click.option("--shape", type=click.Choice(["trl", "prm800k", "soft"]), default="trl", show_default=True,
+              help="Labels: TRL booleans, PRM800K ratings (1 / 0 partial / -1), or severity-weighted soft labels.")
 @click.option("--partial", type=click.Choice(["true", "false", "drop"]), default="false", show_default=True,
-              help="Label for partially correct steps; drop = leave such steps out.")
-@click.option("--after-error", type=click.Choice(["keep", "false", "truncate"]), default="keep", show_default=True,
-              help="Steps after the first error: keep their labels, label them false, or cut the example there.")
+              help="trl: label for partially correct steps; drop = leave such steps out.")
+@click.option("--after-error", type=click.Choice(["keep", "cascade", "false", "truncate"]), default="keep",
+              show_default=True, help="Steps after the first error: keep their labels, make them all negative "
+                                      "(cascade; 'false' is the same), or cut the example there.")
 @click.option("--merge", type=click.Choice(["majority", "any-error", "per-annotator"]), default="majority",
               show_default=True, help="Several annotators: majority vote (ties are errors), any error, or one example each.")
+@click.option("--agent-steps", default=",".join(AGENT_STEPS), show_default=True,
+              help="Step types that become completions; other steps are context (prompt / next completion).")
+@click.option("--all-steps", is_flag=True, help="Every step is a completion (no context folding).")
 @click.option("--with-meta", is_flag=True, help="Add trace_id and annotators columns.")
-def prm_command(inputs, config, correct_label, outcome_key, output, partial, after_error, merge, with_meta):
-    """Process-reward data in TRL's stepwise-supervision shape (prompt, completions, labels)."""
+def prm_command(inputs, config, correct_label, outcome_key, output, shape, partial, after_error, merge, agent_steps,
+                all_steps, with_meta):
+    """Process-reward data (prompt, completions, labels): TRL stepwise, PRM800K ratings or soft labels."""
     from .prm import build_prm
 
     settings = _settings(config, correct_label, outcome_key)
@@ -143,9 +151,10 @@ def prm_command(inputs, config, correct_label, outcome_key, output, partial, aft
         fh = sys.stdout if tmp is None else open(tmp, "w", encoding="utf-8")
     except OSError as exc:
         raise click.ClickException(f"cannot write {output}: {exc}") from None
+    types = None if all_steps else tuple(t.strip() for t in agent_steps.split(",") if t.strip())
     try:
-        stats = build_prm(inputs, fh, settings=settings, partial=partial, after_error=after_error,
-                          merge=merge, with_meta=with_meta, on_error=printer)
+        stats = build_prm(inputs, fh, settings=settings, shape=shape, partial=partial, after_error=after_error,
+                          merge=merge, agent_steps=types, with_meta=with_meta, on_error=printer)
     finally:
         if tmp is not None:
             fh.close()
@@ -155,8 +164,9 @@ def prm_command(inputs, config, correct_label, outcome_key, output, partial, aft
     if stats.examples == 0 and printer.count:
         printer.finish()
         raise _Exit(2)
-    click.echo(f"wrote {stats.examples} examples ({stats.steps} steps, {stats.true_labels} labelled true, "
-               f"{stats.dropped_steps} dropped) to {output}", err=tmp is None)
+    click.echo(f"wrote {stats.examples} {shape} examples ({stats.steps} steps, {stats.true_labels} labelled good, "
+               f"{stats.context_steps} context steps folded, {stats.dropped_steps} dropped) to {output}",
+               err=tmp is None)
     printer.finish()
     if printer.count:
         sys.exit(1)

@@ -10,9 +10,7 @@ record does not list is the default label. Figures, each with a bootstrap 95% in
 - ``category_accuracy`` and ``type_accuracy`` over the steps both mark as errors;
 - a confusion matrix of categories over all paired steps, ``(no error)`` included.
 
-Intervals resample traces (steps of one trace are not independent): the resample weights are multinomial
-draws, the interval the 2.5th and 97.5th percentiles of the statistic over the resamples where it is
-defined. Traces only in one file and traces whose step counts differ are reported with their locations
+Intervals resample traces (steps of one trace are not independent), by :mod:`ls_trajeval.bootstrap`. Traces only in one file and traces whose step counts differ are reported with their locations
 and left out of every figure.
 """
 from __future__ import annotations
@@ -26,6 +24,7 @@ from typing import Iterable, Optional, Union
 import numpy as np
 
 from .analysis_io import AnalysisSettings, AnnotationRecord
+from .bootstrap import interval, ratio, resample_sums
 from .trace_groups import first_error, step_labels, step_number
 
 NO_ERROR = "(no error)"
@@ -131,11 +130,6 @@ def _trace_counts(pred: AnnotationRecord, gold: AnnotationRecord, settings: Anal
     return counts, row
 
 
-def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
-
-
 def _kappa(tp, fp, fn, tn) -> float:
     from statsmodels.stats.inter_rater import cohens_kappa
 
@@ -152,15 +146,15 @@ def _statistics(sums: np.ndarray, within: int) -> dict:
     s = {name: sums[..., i].astype(float) for name, i in _C.items()}
     kappa = np.vectorize(_kappa, otypes=[float])(s["tp"], s["fp"], s["fn"], s["tn"])
     return {
-        "step_accuracy": _ratio(s["tp"] + s["tn"], s["steps"]),
-        "error_precision": _ratio(s["tp"], s["tp"] + s["fp"]),
-        "error_recall": _ratio(s["tp"], s["tp"] + s["fn"]),
-        "error_f1": _ratio(2 * s["tp"], 2 * s["tp"] + s["fp"] + s["fn"]),
+        "step_accuracy": ratio(s["tp"] + s["tn"], s["steps"]),
+        "error_precision": ratio(s["tp"], s["tp"] + s["fp"]),
+        "error_recall": ratio(s["tp"], s["tp"] + s["fn"]),
+        "error_f1": ratio(2 * s["tp"], 2 * s["tp"] + s["fp"] + s["fn"]),
         "cohen_kappa": kappa,
-        "first_error_exact": _ratio(s["fe_exact"], s["traces"]),
-        f"first_error_within_{within}": _ratio(s["fe_within"], s["traces"]),
-        "category_accuracy": _ratio(s["cat"], s["both"]),
-        "type_accuracy": _ratio(s["type"], s["both"]),
+        "first_error_exact": ratio(s["fe_exact"], s["traces"]),
+        f"first_error_within_{within}": ratio(s["fe_within"], s["traces"]),
+        "category_accuracy": ratio(s["cat"], s["both"]),
+        "type_accuracy": ratio(s["type"], s["both"]),
     }
 
 
@@ -196,22 +190,14 @@ def align(pred: Iterable[AnnotationRecord], gold: Iterable[AnnotationRecord], se
     total = counts.sum(axis=0)
     point = _statistics(total, within)
     n = len(counts)
-    boot = {}
-    if n and resamples:
-        rng = np.random.default_rng(seed)
-        weights = rng.multinomial(n, np.full(n, 1.0 / n), size=resamples)
-        boot = _statistics(weights @ counts, within)
+    boot = _statistics(resample_sums(counts, resamples, seed), within) if n and resamples else {}
     metrics = {}
     for name, value in point.items():
         unit, col = _UNITS.get(name, ("traces", "traces"))
         size = {"steps PRED marks": total[_C["tp"]] + total[_C["fp"]],
                 "steps GOLD marks": total[_C["tp"]] + total[_C["fn"]]}.get(unit)
         size = int(size if size is not None else total[_C[col]]) if n else 0
-        lo = hi = math.nan
-        if name in boot:
-            sample = boot[name][np.isfinite(boot[name])]
-            if len(sample):
-                lo, hi = (float(x) for x in np.percentile(sample, [2.5, 97.5]))
+        lo, hi = interval(boot[name]) if name in boot else (math.nan, math.nan)
         metrics[name] = Metric(float(value), lo, hi, size, unit)
     labels = sorted({k[0] for k in confusion} | {k[1] for k in confusion}, key=lambda c: (c == NO_ERROR, c))
     matrix = pd.DataFrame(0, index=pd.Index(labels, name="gold"), columns=pd.Index(labels, name="pred"), dtype=int)

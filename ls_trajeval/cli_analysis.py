@@ -102,6 +102,7 @@ def report_command(inputs, config, correct_label, outcome_key, output, top, curv
 def agreement_command(inputs, config, correct_label, outcome_key, k, top, as_json, output):
     """Inter-annotator agreement on steps, error types, severity and first error."""
     from .agreement import collect, compute, format_table
+    from .disagreement import Thresholds, disagreements_in
 
     settings = _settings(config, correct_label, outcome_key)
     printer = _ErrorPrinter()
@@ -109,7 +110,10 @@ def agreement_command(inputs, config, correct_label, outcome_key, k, top, as_jso
     if len(col.a_trace) == 0:
         printer.finish()
         raise _Exit(2)
-    result = compute(col, k=k, top=top)
+    result = compute(col, k=k)
+    result.disagreements = [d.to_json() for d in disagreements_in(
+        inputs, settings, Thresholds(first_error_steps=k), top, lines=col.trace_lines(),
+        wanted=col.multi_annotator_traces())]
     doc = result.to_json()
     if output:
         try:

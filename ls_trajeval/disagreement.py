@@ -16,12 +16,13 @@ are the UI's ``#N``.
 """
 from __future__ import annotations
 
+import heapq
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable, Optional, Sequence
 
 from .analysis_io import AnalysisSettings, AnnotationRecord, severity_rank_order
-from .trace_groups import first_error, step_labels, step_number
+from .trace_groups import first_error, iter_trace_groups, step_labels, step_number
 
 KINDS = ("correctness", "error_type", "severity")
 
@@ -194,13 +195,19 @@ def find_disagreements(records: Sequence[AnnotationRecord], settings: AnalysisSe
 def rank_disagreements(groups: Iterable[tuple], settings: AnalysisSettings,
                        thresholds: Thresholds = Thresholds(), top: Optional[int] = None) -> list:
     """TraceDisagreement of every (trace_id, records) group with two or more annotators and any dispute,
-    most disputed first (ties: more disputed steps, then trace id)."""
-    found = []
-    for _, records in groups:
-        if len(records) < 2:
-            continue
-        d = find_disagreements(records, settings, thresholds)
-        if d.disputed:
-            found.append(d)
-    found.sort(key=lambda d: (-d.score, -len(d.steps), d.trace_id))
-    return found[:top] if top is not None else found
+    most disputed first (ties: more disputed steps, then trace id); with ``top`` only that many are held."""
+    found = (find_disagreements(records, settings, thresholds) for _, records in groups if len(records) >= 2)
+    found = (d for d in found if d.disputed)
+
+    def key(d: TraceDisagreement) -> tuple:
+        return (-d.score, -len(d.steps), d.trace_id)
+
+    return heapq.nsmallest(top, found, key=key) if top is not None else sorted(found, key=key)
+
+
+def disagreements_in(inputs: Sequence[str], settings: AnalysisSettings, thresholds: Thresholds = Thresholds(),
+                     top: Optional[int] = None, *, lines: Optional[dict] = None, wanted: Optional[set] = None) -> list:
+    """:func:`rank_disagreements` over JSONL inputs, streaming (see ``trace_groups.iter_trace_groups`` for
+    ``lines`` and ``wanted``, which save a pass when the caller has counted them)."""
+    groups = iter_trace_groups(inputs, settings, min_annotators=2, lines=lines, wanted=wanted)
+    return rank_disagreements(groups, settings, thresholds, top)

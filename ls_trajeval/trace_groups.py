@@ -7,7 +7,7 @@ One annotator's later line of a trace replaces their earlier one (the newer deci
 from __future__ import annotations
 
 from collections import Counter
-from typing import Callable, Iterable, Iterator, Optional, Sequence
+from typing import Callable, Iterable, Iterator, Mapping, Optional, Sequence
 
 from .analysis_io import AnalysisSettings, AnnotationRecord, InputError, StepLabel, read_records
 
@@ -34,24 +34,29 @@ def group_by_trace(records: Iterable[AnnotationRecord]) -> dict:
 
 
 def iter_trace_groups(inputs: Sequence[str], settings: AnalysisSettings, *, min_annotators: int = 1,
-                      on_error: Optional[Callable[[InputError], None]] = None) -> Iterator[tuple]:
+                      on_error: Optional[Callable[[InputError], None]] = None,
+                      lines: Optional[Mapping[str, int]] = None, wanted: Optional[set] = None) -> Iterator[tuple]:
     """(trace_id, records) for every trace with at least ``min_annotators`` annotators, streaming.
 
     Reads the inputs twice: first to count each trace's lines and annotators, then to hand out each
     trace as soon as its last line is read, so only unfinished traces are held in memory. Rejected lines
-    go to ``on_error`` once (the first pass).
+    go to ``on_error`` once (the first pass). A caller that has read the inputs already passes ``lines``
+    (trace_id -> valid lines) and ``wanted`` (the trace ids to hand out) and saves the first pass.
     """
-    lines: Counter = Counter()
-    annotators: dict = {}
-    for item in read_records(list(inputs), settings):
-        if isinstance(item, InputError):
-            if on_error:
-                on_error(item)
-            continue
-        lines[item.trace_id] += 1
-        annotators.setdefault(item.trace_id, set()).add(item.annotator)
-    wanted = {t for t, a in annotators.items() if len(a) >= min_annotators}
-    del annotators
+    if lines is None:
+        lines = Counter()
+        annotators: dict = {}
+        for item in read_records(list(inputs), settings):
+            if isinstance(item, InputError):
+                if on_error:
+                    on_error(item)
+                continue
+            lines[item.trace_id] += 1
+            annotators.setdefault(item.trace_id, set()).add(item.annotator)
+        wanted = {t for t, a in annotators.items() if len(a) >= min_annotators}
+        del annotators
+    elif wanted is None:
+        wanted = set(lines)
     pending: dict = {}
     for item in read_records(list(inputs), settings):
         if isinstance(item, InputError) or item.trace_id not in wanted:

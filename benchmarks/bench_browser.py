@@ -1,5 +1,6 @@
 """Open-to-interactive and submit times in headless Chromium, both layouts, against the facts sheet's naive
-Repeater config (anchor: 15.3 s to interactive at 200 steps), all built and measured in the same run.
+Repeater config (anchor: 15.3 s to interactive at 200 steps) and the transcript layout as it was before the
+workbench ("before", tests/fixtures/transcript_before_workbench.xml), all built and measured in the same run.
 
     python benchmarks/bench_browser.py [--sizes 10,200,1000] [--repeats 3] [--data-dir DIR]
 
@@ -26,11 +27,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ls_trajeval import config as cfg  # noqa: E402
-from ls_trajeval import label_configs, labelconfig, studio, trace  # noqa: E402
-from ls_trajeval.importer import import_traces  # noqa: E402
-from ls_trajeval.localserver import LocalLabelStudio  # noqa: E402
-from ls_trajeval.tasks import task_data  # noqa: E402
+from ls_trajeval import label_configs  # noqa: E402
+from ls_trajeval.core import config as cfg  # noqa: E402
+from ls_trajeval.core import trace  # noqa: E402
+from ls_trajeval.core.layouts import PAGED_MAX_STEPS  # noqa: E402
+from ls_trajeval.core.tasks import task_data  # noqa: E402
+from ls_trajeval.flows.importer import import_traces  # noqa: E402
+from ls_trajeval.studio import client as studio  # noqa: E402
+from ls_trajeval.studio.localserver import LocalLabelStudio  # noqa: E402
 from tests.conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 from tests.browser.ui import Annotator  # noqa: E402
 
@@ -71,8 +75,11 @@ def synthetic(n: int, k: int) -> dict:
     return {"trace_id": f"bench-{n}-{k}", "task": f"Benchmark trace with {n} steps", "trace": steps}
 
 
-READY = {"transcript": "[data-testid='phrase:0'] button", "paged": ".te-step ~ * label.ant-radio-wrapper, "
-         ".lsf-main-view label.ant-radio-wrapper", "naive": ".lsf-main-view label.ant-radio-wrapper"}
+READY = {"transcript": "[data-testid='phrase:0'] button", "before": "[data-testid='phrase:0'] button",
+         "paged": ".te-step ~ * label.ant-radio-wrapper, .lsf-main-view label.ant-radio-wrapper",
+         "naive": ".lsf-main-view label.ant-radio-wrapper"}
+#: the transcript layout's config before the workbench, the comparison for the workbench's open times
+BEFORE = ROOT / "tests" / "fixtures" / "transcript_before_workbench.xml"
 
 
 def measure(a: Annotator, layout: str, pid: int, tid: int, timeout_s: float, stream: bool = False,
@@ -120,7 +127,8 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=3, help="runs per size (1000-step traces: one run)")
     ap.add_argument("--data-dir", help="an initialised Label Studio data dir to copy (default: init a fresh one)")
     ap.add_argument("--timeout", type=float, default=300)
-    ap.add_argument("--layouts", default="transcript,paged,naive")
+    ap.add_argument("--layouts", default="transcript,before,paged,naive",
+                    help="before: the transcript layout's config before the workbench")
     ap.add_argument("--naive-max", type=int, default=200,
                     help="largest trace for the naive Repeater (at 1000 steps it takes minutes to open)")
     ap.add_argument("--modes", default="quick,stream",
@@ -144,8 +152,9 @@ def main(argv=None) -> int:
         a.login(server.credentials.email, server.credentials.password)
         for layout, mode in [(x, m) for m in modes for x in args.layouts.split(",")]:
             # one project per layout and mode: the stream serves a project's unlabeled tasks in order
-            if layout == "naive":
-                project = studio._dump(client.projects.create(title=f"bench naive {mode}", label_config=naive_config(c)))
+            if layout in ("naive", "before"):
+                xml = naive_config(c) if layout == "naive" else BEFORE.read_text(encoding="utf-8")
+                project = studio._dump(client.projects.create(title=f"bench {layout} {mode}", label_config=xml))
             else:
                 project = studio.create_project(client, c, layout, f"bench {layout} {mode}")
             pid = project["id"]
@@ -155,7 +164,7 @@ def main(argv=None) -> int:
                 runs = 1 if n >= 1000 else args.repeats
                 traces = [synthetic(n, k) for k in range(runs)]
                 if layout == "naive":
-                    studio.import_tasks(client, pid, [{"data": task_data(trace.parse_trace(t), c)} for t in traces])
+                    studio.import_batch(client, pid, [{"data": task_data(trace.parse_trace(t), c)} for t in traces])
                 else:
                     import_traces(client, pid, [trace.parse_trace(t) for t in traces], c, progress=False)
                 ids = {t["data"]["trace_id"]: t["id"] for t in studio.iter_tasks(client, pid)}
@@ -178,22 +187,23 @@ def main(argv=None) -> int:
         return statistics.median(vals) if vals else float("nan")
 
     anchor = 15.3
-    layouts = ("transcript", "paged", "naive")
-    print("\nmedians (s): open / build / submit / next (stream only). Ratios ours / naive Repeater, same mode and"
-          " run (below 1: ours is sooner), of the open and (stream) next times; and of the open time to the facts"
-          f" sheet's anchor (naive, {anchor} s at 200 steps)")
+    layouts = ("transcript", "before", "paged", "naive")
+    print("\nmedians (s): open / build / submit / next (stream only). Ratios (below 1: sooner), same mode and run, of"
+          " the open and (stream) next times: the workbench / the transcript before it, ours / naive Repeater; and of"
+          f" the open time to the facts sheet's anchor (naive, {anchor} s at 200 steps)")
     print(f"{'mode':>6} {'steps':>5} | " + " | ".join(f"{x:>27}" for x in layouts) +
-          " | open t/naive p/naive  next t/naive p/naive  open t/anchor p/anchor")
+          " | open t/before next t/before | open t/naive p/naive  next t/naive p/naive  open t/anchor p/anchor")
     for mode in modes:
         for n in sizes:
             cells = {x: tuple(med(mode, x, n, i) for i in range(4)) for x in layouts}
             if not any(v == v for cell in cells.values() for v in cell):
                 continue
             row = " | ".join(" ".join(f"{v:6.2f}" for v in cell) for cell in cells.values())
-            t, p_, nv = cells["transcript"], cells["paged"], cells["naive"]
-            print(f"{mode:>6} {n:5} | {row} | {t[0] / nv[0]:13.2f} {p_[0] / nv[0]:7.2f} {t[3] / nv[3]:13.2f}"
-                  f" {p_[3] / nv[3]:7.2f} {t[0] / anchor:13.2f} {p_[0] / anchor:8.2f}")
-    print(f"\npaged layout limit in use: labelconfig.PAGED_MAX_STEPS = {labelconfig.PAGED_MAX_STEPS}")
+            t, b, p_, nv = cells["transcript"], cells["before"], cells["paged"], cells["naive"]
+            print(f"{mode:>6} {n:5} | {row} | {t[0] / b[0]:13.2f} {t[3] / b[3]:13.2f} | {t[0] / nv[0]:13.2f}"
+                  f" {p_[0] / nv[0]:7.2f} {t[3] / nv[3]:13.2f} {p_[3] / nv[3]:7.2f} {t[0] / anchor:13.2f}"
+                  f" {p_[0] / anchor:8.2f}")
+    print(f"\npaged layout limit in use: core.layouts.PAGED_MAX_STEPS = {PAGED_MAX_STEPS}")
     return 0
 
 

@@ -3,6 +3,7 @@
     python benchmarks/bench_converters.py                 # ~40 MB per case, 3 runs each, ~15 min
     python benchmarks/bench_converters.py --large         # adds 1 GB OpenAI Chat and ReAct JSONL (memory)
     python benchmarks/bench_converters.py --only react,swebench --repeat 5 --no-potato
+    python benchmarks/bench_converters.py --mb 10 --compare /tmp/main-pkg   # also another version of ours
 
 Like for like: every row feeds both tools the same traces (same counts, same number of steps, the
 same text), through the real command lines (``python -m ls_trajeval convert`` and ``python -m
@@ -17,6 +18,13 @@ and peak RSS (``getrusage(RUSAGE_CHILDREN)``); ours and Potato's runs alternate,
 medians over ``--repeat`` runs (the machine is shared: CPU time is the steadier figure). Potato
 (``potato-annotation``, GPL-3.0) is installed by this script into its own virtual environment under
 ``~/.cache/ls-trajeval-bench`` and only run as a program; it is never imported here nor a dependency.
+
+``--compare DIR`` times another version of ours in the same runs (before/after a change): DIR is put
+first on PYTHONPATH and must hold that version's ``ls_trajeval`` package with its converters inside,
+as an installed copy has them, e.g. for the main branch::
+
+    mkdir /tmp/main-pkg && git archive main ls_trajeval converters label_configs | tar -x -C /tmp/main-pkg
+    mv /tmp/main-pkg/converters /tmp/main-pkg/label_configs /tmp/main-pkg/ls_trajeval/
 """
 from __future__ import annotations
 
@@ -336,9 +344,10 @@ def ensure_potato() -> Path | None:
     return py if r.returncode == 0 else None
 
 
-def measure(cmd: list[str]) -> tuple[float, float, float, int]:
+def measure(cmd: list[str], pythonpath: Optional[Path] = None) -> tuple[float, float, float, int]:
     """(wall s, CPU s, peak RSS MiB, exit code) of one run in a fresh process."""
-    out = subprocess.run([sys.executable, "-c", WRAP, *cmd], capture_output=True, text=True)
+    env = dict(os.environ, PYTHONPATH=str(pythonpath)) if pythonpath else None
+    out = subprocess.run([sys.executable, "-c", WRAP, *cmd], capture_output=True, text=True, env=env)
     if out.stderr.strip():
         sys.stderr.write(out.stderr[-500:] + "\n")
     dt, cpu, rss_kb, rc = out.stdout.split()
@@ -376,10 +385,11 @@ def prepare(case: Case, work: Path, mb: float) -> tuple[Path, Optional[Path]]:
     return ours, theirs or (ours if case.potato_fmt else None)
 
 
-def run_case(case: Case, work: Path, outdir: Path, mb: float, repeat: int, potato: Optional[Path]) -> dict:
+def run_case(case: Case, work: Path, outdir: Path, mb: float, repeat: int, potato: Optional[Path],
+             compare: Optional[Path] = None) -> dict:
     ours_in, potato_in = prepare(case, work, mb)
-    o, po = outdir / "ours.jsonl", outdir / "potato.jsonl"
-    ours_runs, potato_runs = [], []
+    o, po, co = outdir / "ours.jsonl", outdir / "potato.jsonl", outdir / "compare.jsonl"
+    ours_runs, potato_runs, compare_runs = [], [], []
     row = {"case": case.row, "mb": size_mb(ours_in), "note": case.note}
     use_potato = potato is not None and case.potato_fmt is not None
     for k in range(repeat):
@@ -390,11 +400,17 @@ def run_case(case: Case, work: Path, outdir: Path, mb: float, repeat: int, potat
             potato_runs.append(measure([str(potato), "-m", "potato.trace_converter", "-i", str(potato_in), "-f", case.potato_fmt, "-o", str(po)]))
             if k == 0:
                 row["ptraces"], row["psteps"] = counts(po, "conversation")
+        if compare:
+            compare_runs.append(measure([*OURS, str(ours_in), "--format", case.ours_fmt, "-o", str(co), "-q"], compare))
+            if k == 0:
+                row["ctraces"] = counts(co, "trace")[0]
     med = lambda runs, i: statistics.median(r[i] for r in runs)  # noqa: E731
     row.update(t=med(ours_runs, 0), cpu=med(ours_runs, 1), rss=max(r[2] for r in ours_runs), rc=max(r[3] for r in ours_runs))
     if use_potato:
         row.update(pt=med(potato_runs, 0), pcpu=med(potato_runs, 1), prss=max(r[2] for r in potato_runs), prc=max(r[3] for r in potato_runs))
-    for f in (o, po):
+    if compare:
+        row.update(ccpu=med(compare_runs, 1), crss=max(r[2] for r in compare_runs))
+    for f in (o, po, co):
         if f.exists():
             f.unlink()
     return row
@@ -411,6 +427,7 @@ def main() -> None:
     ap.add_argument("--large", action="store_true", help="also convert 1 GB OpenAI Chat and ReAct text JSONL (ours only)")
     ap.add_argument("--large-mb", type=float, default=1000)
     ap.add_argument("--no-potato", action="store_true")
+    ap.add_argument("--compare", type=Path, metavar="DIR", help="also time the version of ours whose ls_trajeval package is in DIR")
     ap.add_argument("--out", type=Path, default=Path(__file__).with_name("README-converters.md"))
     args = ap.parse_args()
     work = CACHE / "inputs"
@@ -430,7 +447,7 @@ def main() -> None:
     for case in CASES:
         if only and case.row.split()[0] not in only:
             continue
-        row = run_case(case, work, outdir, args.mb, args.repeat, potato)
+        row = run_case(case, work, outdir, args.mb, args.repeat, potato, args.compare)
         rows.append(row)
         print({k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items() if k != "note"}, flush=True)
     large = []
@@ -482,8 +499,9 @@ def report(rows, large, args, with_potato: bool) -> None:
         f"{POTATO_VERSION} (`python -m potato.trace_converter`), run alternately with ours on the same traces.",
         "",
         "| case | input MB | traces ours / Potato | steps/trace ours / Potato | ours traces/s | ours MB/s | ours peak RSS MiB "
-        "| Potato traces/s | Potato peak RSS MiB | ratio ours/Potato, CPU (wall) | input |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| Potato traces/s | Potato peak RSS MiB | ratio ours/Potato, CPU (wall) | input |"
+        + (" ours CPU s / compared CPU s (speed-up) |" if args.compare else ""),
+        "|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if args.compare else ""),
     ]
     for r in rows:
         spt = r["steps"] / r["traces"] if r["traces"] else 0
@@ -506,6 +524,9 @@ def report(rows, large, args, with_potato: bool) -> None:
         else:
             cells += ["–", "–", "–"]
         cells.append(r["note"])
+        if args.compare:
+            cells.append(f"{r['cpu']:.2f} / {r['ccpu']:.2f} (**{r['ccpu'] / r['cpu']:.2f}×**)"
+                         + ("" if r.get("ctraces") == r["traces"] else f"; compared made {r.get('ctraces')} traces"))
         lines.append("| " + " | ".join(cells) + " |")
     if large:
         lines += ["", "Large inputs (ours only, one run each):", "",

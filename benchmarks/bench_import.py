@@ -34,9 +34,12 @@ sys.path.insert(0, str(ROOT / "tests" / "pg"))
 import tracegen  # noqa: E402
 from pgserver import start_label_studio_on_postgres  # noqa: E402
 
-from ls_trajeval import config as cfg, label_configs, studio  # noqa: E402
-from ls_trajeval.tasks import task_data  # noqa: E402
-from ls_trajeval.trace import parse_trace  # noqa: E402
+from ls_trajeval import label_configs  # noqa: E402
+from ls_trajeval.core import config as cfg  # noqa: E402
+from ls_trajeval.core.fields import META_TRACE_ID  # noqa: E402
+from ls_trajeval.core.tasks import task_data  # noqa: E402
+from ls_trajeval.core.trace import parse_trace  # noqa: E402
+from ls_trajeval.studio import client as studio  # noqa: E402
 
 CONFIG = cfg.load(label_configs.path("trajectory_eval"))
 ANNOTATION = [{"id": "o", "from_name": "overall_success", "to_name": "te_task", "type": "choices",
@@ -65,7 +68,7 @@ def prepared_tasks(path: Path, out: Path, annotate: bool = False) -> int:
     with open(path, encoding="utf-8") as src, open(out, "w", encoding="utf-8") as dst:
         for line in src:
             t = parse_trace(json.loads(line))
-            task = {"data": task_data(t, CONFIG), "meta": {studio.META_ID_KEY: t.trace_id}}
+            task = {"data": task_data(t, CONFIG), "meta": {META_TRACE_ID: t.trace_id}}
             if annotate:
                 task["annotations"] = [{"result": ANNOTATION, "lead_time": 12.5}]
             dst.write(json.dumps(task, ensure_ascii=False) + "\n")

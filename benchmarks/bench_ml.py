@@ -1,10 +1,15 @@
 """ML backend benchmark: predict latency and throughput, detector precision, Who&When step localisation.
 
-    /work/venv/bin/python benchmarks/bench_ml.py [--requests 80] [--workers 2] [--threads 4]
+    .venv/bin/python benchmarks/bench_ml.py [--requests 80] [--workers 2] [--threads 4]
+        [--baseline-python OTHER/bin/python --rounds 2]
 
 1. Latency: a real ``ls-trajeval ml serve`` (gunicorn) process; 16 concurrent clients POST /predict
    with one task of 10, 200 and 1000 steps; p50/p99 per size, requests/s, errors. Anchor: the goal,
-   p99 < 100 ms at 200 steps (ratio printed).
+   p99 < 100 ms at 200 steps (ratio printed). With ``--baseline-python`` (an interpreter with another
+   version of ls-trajeval installed, e.g. a venv of an older checkout) both servers are measured in turn,
+   baseline first, ``--rounds`` times, and the medians of the runs are compared side by side: on a
+   shared machine only interleaved runs make a fair comparison. Each interpreter needs ls-trajeval[ml]
+   installed (this checkout's venv has it editable); neither server is run from the checkout's folder.
 2. Precision (and recall) per detector on the hand-labelled traces in ``LABELLED`` below: every step
    carries the detector that should fire there (or none).
 3. Who&When: the two hand-crafted records in tests/fixtures/real/who_and_when, converted with the
@@ -32,14 +37,16 @@ import orjson
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ls_trajeval import config as cfg, label_configs, labelconfig  # noqa: E402
-from ls_trajeval.localserver import free_port  # noqa: E402
+from ls_trajeval import label_configs
+from ls_trajeval.core import config as cfg, labelconfig  # noqa: E402
+from ls_trajeval.core.tasks import task_data  # noqa: E402
+from ls_trajeval.core.trace import parse_trace  # noqa: E402
 from ls_trajeval.ml import detectors  # noqa: E402
-from ls_trajeval.tasks import task_data  # noqa: E402
-from ls_trajeval.trace import parse_trace  # noqa: E402
+from ls_trajeval.studio.localserver import free_port  # noqa: E402
 
 CONFIG = cfg.load(label_configs.path("trajectory_eval"))
 GOAL_P99_MS = 100.0
+SIZES = (10, 200, 1000)
 
 
 # ---------------------------------------------------------------- 1. latency
@@ -64,13 +71,17 @@ def synthetic_trace(n: int) -> dict:
     return {"trace_id": f"bench-{n}", "task": "Fix the discount bug", "trace": steps}
 
 
-def start_backend(workers: int, threads: int) -> tuple[subprocess.Popen, str, Path]:
+def start_backend(workers: int, threads: int, python: str) -> tuple[subprocess.Popen, str, Path]:
+    """``python -m ls_trajeval ml serve``, run outside the checkout: the ls_trajeval it serves is the one
+    installed for ``python``, not a folder that happens to be the current directory."""
     port = free_port()
     log = Path(tempfile.mkstemp(prefix="bench-ml-", suffix=".log")[1])
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LABEL_STUDIO_", "LS_TRAJEVAL_ML_"))}
-    proc = subprocess.Popen([sys.executable, "-m", "ls_trajeval", "ml", "serve", "--config", "trajectory_eval",
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("LABEL_STUDIO_", "LS_TRAJEVAL_ML_", "PYTHONPATH"))}
+    proc = subprocess.Popen([python, "-m", "ls_trajeval", "ml", "serve", "--config", "trajectory_eval",
                              "--port", str(port), "--workers", str(workers), "--threads", str(threads)],
-                            env=env, stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
+                            env=env, stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True,
+                            cwd=tempfile.gettempdir())
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -239,12 +250,109 @@ def who_and_when(active) -> list[dict]:
     return rows
 
 
+STACK_OF = """
+import importlib.metadata as m, json
+out = {}
+for name in ("ls-trajeval", "flask", "werkzeug", "label-studio-ml", "gunicorn"):
+    try:
+        out[name] = m.version(name)
+    except m.PackageNotFoundError:
+        pass
+print(json.dumps(out))
+"""
+
+
+def stack_of(python: str) -> str:
+    out = subprocess.run([python, "-c", STACK_OF], capture_output=True, text=True, cwd=tempfile.gettempdir())
+    return " ".join(f"{k} {v}" for k, v in json.loads(out.stdout or "{}").items()) or out.stderr.strip()[-200:]
+
+
+CPU_COST = """
+import json, statistics, sys, time
+from werkzeug.test import Client
+from ls_trajeval import label_configs
+try:
+    from ls_trajeval.core import config
+except ImportError:
+    from ls_trajeval import config  # a baseline checkout from before the package move
+from ls_trajeval.ml.app import build
+client = Client(build(config.load(label_configs.path("trajectory_eval"))))
+out = {}
+for n, body in json.load(open(sys.argv[1])).items():
+    runs = []
+    for i in range(23):
+        t0 = time.perf_counter()
+        r = client.post("/predict", data=body, content_type="application/json")
+        assert r.status_code == 200, r.status_code
+        if i >= 3:
+            runs.append(time.perf_counter() - t0)
+    out[n] = statistics.median(runs) * 1000
+print(json.dumps(out))
+"""
+
+
+def cpu_cost(python: str, bodies: Path) -> dict:
+    """Milliseconds per /predict through the app ``python``'s ls_trajeval builds (any version: only
+    ``ml.app.build`` and Werkzeug's test client, which both stacks have, are used)."""
+    out = subprocess.run([python, "-c", CPU_COST, str(bodies)], capture_output=True, text=True,
+                         cwd=tempfile.gettempdir(), env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    if out.returncode:
+        raise SystemExit(f"{python}: in-process measurement failed:\n{out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def server_cpu_seconds(session: int) -> float:
+    """User + system CPU time of every process in the server's session (``ml serve``, gunicorn, workers).
+    Unlike latency it hardly depends on what else the machine is running: the comparison for a busy one."""
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        if int(fields[3]) == session:  # fields[0] is the state (stat's third field): session is the sixth
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def serve_and_measure(python: str, args) -> list[dict]:
+    proc, url, log = start_backend(args.workers, args.threads, python)
+    try:
+        out = []
+        for n in SIZES:
+            before = server_cpu_seconds(proc.pid)
+            r = latency(url, n, args.clients, args.requests)
+            # the two warm-up requests are counted in the CPU time too
+            r["cpu_ms"] = (server_cpu_seconds(proc.pid) - before) * 1000 / (r["requests"] + 2)
+            out.append(r)
+        return out
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(20)
+        log.unlink(missing_ok=True)
+
+
+def print_runs(title: str, runs: list[dict]) -> None:
+    print(f"{title}\n{'steps':>6} {'body KB':>8} {'requests':>9} {'errors':>7} {'p50 ms':>8} {'p90 ms':>8} "
+          f"{'p99 ms':>8} {'max ms':>8} {'req/s':>7} {'server CPU ms/req':>18}")
+    for r in runs:
+        print(f"{r['steps']:6} {r['body_kb']:8.0f} {r['requests']:9} {r['errors']:7} {r['p50_ms']:8.1f} "
+              f"{r['p90_ms']:8.1f} {r['p99_ms']:8.1f} {r['max_ms']:8.1f} {r['rps']:7.1f} {r['cpu_ms']:18.2f}")
+
+
+def median_of(runs: list[list[dict]], n_steps: int, key: str) -> float:
+    return statistics.median(r[key] for run in runs for r in run if r["steps"] == n_steps)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--requests", type=int, default=80, help="requests per client per size")
     ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--threads", type=int, default=4)
+    ap.add_argument("--baseline-python", default=None,
+                    help="another interpreter with ls-trajeval[ml] installed, measured in turn with this one")
+    ap.add_argument("--rounds", type=int, default=1, help="measurements per stack (interleaved with the baseline's)")
     args = ap.parse_args()
     active = detectors.build(CONFIG)
 
@@ -263,39 +371,52 @@ def main():
               f"first_flagged={r['first_flagged']} hit={r['hit']} flagged={r['flagged']}")
     print(f"accuracy: {sum(r['hit'] for r in rows)}/{len(rows)}")
 
-    print("\n## /predict CPU cost, one request at a time in-process (median of 20; no queueing, but other load on the machine still counts)")
-    from werkzeug.test import Client
+    stacks = [("current", sys.executable)]
+    if args.baseline_python:
+        stacks.insert(0, ("baseline", args.baseline_python))
+    print("\n## stacks")
+    for name, python in stacks:
+        print(f"{name}: {python} ({stack_of(python)})")
+    bodies = Path(tempfile.mkstemp(prefix="bench-ml-bodies-", suffix=".json")[1])
+    bodies.write_text(json.dumps({n: json.dumps({
+        "tasks": [{"id": 1, "data": task_data(parse_trace(synthetic_trace(n)), CONFIG)}],
+        "label_config": labelconfig.generate(CONFIG, "transcript")}) for n in SIZES}))
+    print(f"\n## /predict CPU cost, one request at a time in-process through each stack's whole app (median of 20; "
+          f"no queueing, but other load on the machine still counts), {args.rounds} interleaved runs")
+    costs: dict[str, list[dict]] = {name: [] for name, _ in stacks}
+    for _ in range(args.rounds):
+        for name, python in stacks:
+            costs[name].append(cpu_cost(python, bodies))
+    for name, _ in stacks:
+        print(f"{name:9} " + "   ".join(f"{n} steps: " + ", ".join(f"{c[str(n)]:.2f}" for c in costs[name]) + " ms"
+                                        for n in SIZES))
+    if args.baseline_python:
+        def med(name, n):
+            return statistics.median(c[str(n)] for c in costs[name])
+        print("median ratio current / baseline: " + ", ".join(f"{n} steps {med('current', n) / med('baseline', n):.2f}"
+                                                             for n in SIZES))
+    bodies.unlink()
 
-    from ls_trajeval.ml.app import build
-    client = Client(build(CONFIG))
-    for n in (10, 200, 1000):
-        body = json.dumps({"tasks": [{"id": 1, "data": task_data(parse_trace(synthetic_trace(n)), CONFIG)}],
-                           "label_config": labelconfig.generate(CONFIG, "transcript")})
-        runs = []
-        for i in range(23):
-            t0 = time.perf_counter()
-            assert client.post("/predict", data=body, content_type="application/json").status_code == 200
-            if i >= 3:
-                runs.append(time.perf_counter() - t0)
-        print(f"{n:6} steps: {statistics.median(runs) * 1000:7.1f} ms")
-
-    load = os.getloadavg()[0]
-    print(f"\n## /predict latency: {args.clients} concurrent clients, {args.workers} workers x {args.threads} threads "
-          f"({os.cpu_count()} CPUs, load average {load:.1f} at start)")
-    proc, url, log = start_backend(args.workers, args.threads)
-    try:
-        print(f"{'steps':>6} {'body KB':>8} {'requests':>9} {'errors':>7} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'max ms':>8} {'req/s':>7}")
-        for n in (10, 200, 1000):
-            r = latency(url, n, args.clients, args.requests)
-            print(f"{r['steps']:6} {r['body_kb']:8.0f} {r['requests']:9} {r['errors']:7} {r['p50_ms']:8.1f} "
-                  f"{r['p90_ms']:8.1f} {r['p99_ms']:8.1f} {r['max_ms']:8.1f} {r['rps']:7.1f}")
-            if n == 200:
-                anchor = r["p99_ms"] / GOAL_P99_MS
-        print(f"p99 at 200 steps / goal {GOAL_P99_MS:.0f} ms = {anchor:.2f}")
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(20)
-        log.unlink(missing_ok=True)
+    print(f"\n## /predict latency: {args.clients} concurrent clients, {args.workers} workers x {args.threads} threads, "
+          f"{args.clients * args.requests} requests per size ({os.cpu_count()} CPUs)")
+    runs: dict[str, list[list[dict]]] = {name: [] for name, _ in stacks}
+    for round_no in range(1, args.rounds + 1):
+        for name, python in stacks:
+            load = os.getloadavg()[0]
+            runs[name].append(serve_and_measure(python, args))
+            print_runs(f"\n### {name}, run {round_no} (load average {load:.1f} at start)", runs[name][-1])
+    if args.baseline_python:
+        print(f"\n## medians over {args.rounds} runs each; ratio = current / baseline")
+        keys = {"p50_ms": "p50 ms", "p99_ms": "p99 ms", "rps": "req/s", "cpu_ms": "CPU ms/req"}
+        print(f"{'steps':>6} " + " ".join(f"{h + ' base':>15} {h + ' cur':>14} {'ratio':>6}" for h in keys.values()))
+        for n in SIZES:
+            cells = []
+            for key in keys:
+                b, c = median_of(runs["baseline"], n, key), median_of(runs["current"], n, key)
+                cells.append(f"{b:15.2f} {c:14.2f} {c / b:6.2f}")
+            print(f"{n:6} " + " ".join(cells))
+    p99 = median_of(runs["current"], 200, "p99_ms")
+    print(f"\np99 at 200 steps (current, median of {args.rounds}) / goal {GOAL_P99_MS:.0f} ms = {p99 / GOAL_P99_MS:.2f}")
 
 
 if __name__ == "__main__":

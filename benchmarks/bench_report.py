@@ -107,7 +107,7 @@ def main() -> None:
     files = generate(out / "export", args.traces, args.steps, args.annotators)
     size = sum(f.stat().st_size for f in files) / 2**20
     print(f"generated {args.traces} traces x {args.annotators} annotators ({size:.0f} MiB) in {time.perf_counter() - t0:.1f}s")
-    code = ("import sys; from ls_trajeval.cli_analysis import {0}_command as c; "
+    code = ("import sys; from ls_trajeval.cli.analysis import {0}_command as c; "
             "c.main(sys.argv[1:], standalone_mode=True)")
     for name in args.commands.split(","):
         extra = {"report": ["-o", str(out / "report")], "agreement": ["-o", str(out / "agreement.json")],

@@ -22,8 +22,9 @@ import time
 import traceback
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "fuzz"))
-import fuzzlib  # noqa: E402
+TESTS = Path(__file__).resolve().parents[1] / "tests"
+sys.path.insert(0, str(TESTS))  # the fuzz library and the UI result shapes it uses live with the tests
+from fuzz import fuzzlib  # noqa: E402
 
 #: contract exceptions: the convert_file level treats unreadable files as located errors
 ALLOWED: tuple[type, ...] = ()
@@ -60,9 +61,9 @@ def run_atheris(name: str, n: int) -> dict:
     """One entry point under atheris (one process each: atheris.Fuzz runs once per process)."""
     code = f"""
 import sys, atheris
-sys.path.insert(0, {str(Path(__file__).resolve().parents[1] / 'tests' / 'fuzz')!r})
+sys.path.insert(0, {str(TESTS)!r})
 with atheris.instrument_imports(include=["ls_trajeval", "converters", "ls_trajeval.converters"]):
-    import fuzzlib
+    from fuzz import fuzzlib
 fn = fuzzlib.entry_points()[{name!r}]
 def one(data):
     fn(fuzzlib.FdpChooser(atheris.FuzzedDataProvider(data)))

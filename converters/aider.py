@@ -17,11 +17,14 @@ import re
 from pathlib import Path
 from typing import Iterator
 
-from ls_trajeval.trace import TraceError
+from ls_trajeval.core.trace import TraceError, open_text
 
-from . import _io
-from ._common import StepList, finish, step
-from .base import Converter, Sample, stable_id
+from .base import Converter, Sample
+from .support.errors import guarded
+from .support.files import Origin
+from .support.steps import StepList, finish, stable_id, step
+
+NAME = "aider"
 
 SESSION = re.compile(r"^# aider chat started at[ \t]*(.*)$")
 # The file-name line is "a line whose first non-blank character is not ` < > =", written with
@@ -50,13 +53,14 @@ def _reply(body: str, out: StepList, n: int, line: int) -> str | None:
     for m in EDIT.finditer(body):
         before = body[pos:m.start()]
         if before.strip():
-            out.add(step("message", before.strip("\n"), role="assistant", source_line=line))
+            out.add(step("message", before.strip("\n"), None, {"role": "assistant", "source_line": line}))
         last = f"edit-{n}-{m.start()}"
-        out.call(last, step("action", "edit", m.group(0).rstrip("\n"), file=(m.group("file") or "").strip() or None, source_line=line))
+        out.call(last, step("action", "edit", m.group(0).rstrip("\n"),
+                            {"file": (m.group("file") or "").strip() or None, "source_line": line}))
         pos = m.end()
     rest = body[pos:]
     if rest.strip():
-        out.add(step("message", rest.strip("\n"), role="assistant", source_line=line))
+        out.add(step("message", rest.strip("\n"), None, {"role": "assistant", "source_line": line}))
     return last
 
 
@@ -91,10 +95,10 @@ def _blocks(lines: list[tuple[int, str]]) -> Iterator[tuple[str, int, str]]:
         yield kind, start, "\n".join(buf)
 
 
-def _finish(path: Path, s: _Session):
-    tid = stable_id(path.name, s.started or s.index)
-    meta = {"source_format": "aider", "source_file": str(path), "source_line": s.line, "started_at": s.started or None, "session_index": s.index}
-    return finish(path, s.line, tid, s.task or "", s.out.steps(), meta)
+def _finish(path: Path, s: _Session) -> list:
+    origin = Origin(NAME, str(path), s.line)
+    meta = {"started_at": s.started or None, "session_index": s.index}
+    return guarded(origin, lambda: [finish(origin, stable_id(path.name, s.started or s.index), s.task or "", s.out.steps(), meta)])
 
 
 def _session(path: Path, s: _Session, lines: list) -> Iterator:
@@ -104,33 +108,30 @@ def _session(path: Path, s: _Session, lines: list) -> Iterator:
             if body.startswith("/"):
                 cmd, _, arg = body.partition(" ")
                 s.pending = f"cmd-{n}"
-                s.out.call(s.pending, step("action", cmd, arg, role="user", source_line=n))
+                s.out.call(s.pending, step("action", cmd, arg, {"role": "user", "source_line": n}))
             else:
                 if s.task is None:
                     s.task = body
-                s.out.add(step("message", body, role="user", source_line=n))
+                s.out.add(step("message", body, None, {"role": "user", "source_line": n}))
             s.seen_user = True
         elif kind == "tool":
             if not s.seen_user:
-                s.out.add(step("system", body, role="aider", source_line=n))
+                s.out.add(step("system", body, None, {"role": "aider", "source_line": n}))
             elif s.pending:
-                s.out.result(s.pending, step("observation", body, role="aider", source_line=n))
+                s.out.result(s.pending, step("observation", body, None, {"role": "aider", "source_line": n}))
                 s.pending = None
             else:
-                s.out.add(step("observation", body, role="aider", source_line=n))
+                s.out.add(step("observation", body, None, {"role": "aider", "source_line": n}))
         else:
             if not body.strip():
                 continue
             last = _reply(body, s.out, n, n)
             s.pending = last
-    for slot in s.out._slots:
-        for st in slot:
-            st.extra.pop("tool_call_id", None)
-    yield _finish(path, s)
+    yield from _finish(path, s)
 
 
 def convert(path: Path) -> Iterator:
-    with _io.open_text(path) as fh:
+    with open_text(path) as fh:
         session = None
         lines: list = []
         index = 0
@@ -153,7 +154,7 @@ def convert(path: Path) -> Iterator:
 
 
 CONVERTER = Converter(
-    name="aider",
+    name=NAME,
     description="aider chat history markdown (.aider.chat.history.md), one trace per session",
     shapes="markdown with '# aider chat started at', '#### ' user lines, '> ' aider output, SEARCH/REPLACE blocks",
     detect=detect,

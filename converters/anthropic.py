@@ -7,15 +7,18 @@ per line; and JSONL of streaming events (``message_start`` … ``message_stop``)
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Iterator
 
-from ls_trajeval.trace import TraceError, describe
+from ls_trajeval.core.trace import TraceError, describe
 
-from . import _io
-from ._common import BadRecord, in_list, StepList, anthropic_blocks_to_steps, expect, file_id, finish, flatten_parts, guarded, step, text
 from .base import Converter, Sample
+from .support.chat import anthropic_blocks, content_text
+from .support.errors import BadRecord, expect, guarded
+from .support.files import Origin, documents, loads
+from .support.steps import StepList, finish, stable_id, step, text
+
+NAME = "anthropic"
 
 BLOCKS = {"text", "thinking", "redacted_thinking", "tool_use", "tool_result", "image", "document", "server_tool_use"}
 EVENTS = {"message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop", "ping"}
@@ -66,14 +69,14 @@ def detect(sample: Sample) -> float:
     return _score(doc) if doc is not None else 0.0
 
 
-def _one(path: Path, line: Any, index: int, rec: Any) -> Iterator:
+def _one(rec: Any, origin: Origin, index: int) -> Iterator:
     msgs = _messages(rec)
     if msgs is None:
         if isinstance(rec, dict) and "messages" in rec:
             expect(rec["messages"], list, "messages")
         raise BadRecord("messages", "missing: expected {\"messages\": [...]} or a list of messages")
     msgs = list(msgs)
-    meta: dict = {"source_format": "anthropic", "source_file": str(path), "source_line": line}
+    meta: dict = {}
     out = StepList()
     tid = None
     if isinstance(rec, dict):
@@ -82,7 +85,7 @@ def _one(path: Path, line: Any, index: int, rec: Any) -> Iterator:
         if system is not None:
             if not isinstance(system, (str, list)):
                 raise BadRecord("system", f"expected a string or a list of text blocks, got {type(system).__name__}")
-            out.add(step("system", flatten_parts(system), role="system"))
+            out.add(step("system", content_text(system), None, {"role": "system"}))
         resp = rec.get("response")
         if isinstance(resp, dict) and isinstance(resp.get("content"), list):
             msgs.append(resp)
@@ -100,12 +103,12 @@ def _one(path: Path, line: Any, index: int, rec: Any) -> Iterator:
         if "content" not in m:
             raise BadRecord(f"messages[{i}].content", "missing")
         if role == "system":
-            out.add(step("system", flatten_parts(m["content"]), role="system", message_index=i))
+            out.add(step("system", content_text(m["content"]), None, {"role": "system", "message_index": i}))
             continue
-        said = anthropic_blocks_to_steps(role, m["content"], out, f"messages[{i}]", agent=m.get("model"), meta={"message_index": i})
+        said = anthropic_blocks(role, m["content"], out, f"messages[{i}]", agent=m.get("model"), meta={"message_index": i})
         if task is None and role == "user" and said:
             task = said
-    yield finish(path, line, tid or file_id(path, index), task or "", out.steps(), meta)
+    yield finish(origin, tid or stable_id(Path(origin.source).name, index), task or "", out.steps(), meta)
 
 
 def _index(ev: dict, default: int) -> int:
@@ -115,13 +118,6 @@ def _index(ev: dict, default: int) -> int:
     if i.__class__ is not int:
         raise BadRecord("index", f"expected an integer, got {describe(i)}")
     return i
-
-
-def _opt(value: Any, kind: type, field: str) -> Any:
-    """``value`` when it is of ``kind`` (or None); a BadRecord naming ``field`` otherwise."""
-    if value is not None and not isinstance(value, kind):
-        expect(value, kind, field)
-    return value
 
 
 def _join_events(events: list, path: Path) -> tuple[dict, list]:
@@ -138,21 +134,21 @@ def _join_events(events: list, path: Path) -> tuple[dict, list]:
         t = ev.get("type")
         try:
             if t == "message_start":
-                m = _opt(ev.get("message"), dict, "message") or {}
-                _opt(m.get("usage"), dict, "message.usage")
+                m = expect(ev.get("message"), dict, "message", optional=True) or {}
+                expect(m.get("usage"), dict, "message.usage", optional=True)
                 msg.update({k: v for k, v in m.items() if k != "content"})
                 msg["type"] = "message"
             elif t == "content_block_start":
-                b = _opt(ev.get("content_block"), dict, "content_block") or {}
+                b = expect(ev.get("content_block"), dict, "content_block", optional=True) or {}
                 for k in ("text", "thinking"):
-                    _opt(b.get(k), str, f"content_block.{k}")
+                    expect(b.get(k), str, f"content_block.{k}", optional=True)
                 blocks[_index(ev, len(blocks))] = dict(b)
             elif t == "content_block_delta":
                 i = _index(ev, 0)
-                d = _opt(ev.get("delta"), dict, "delta") or {}
+                d = expect(ev.get("delta"), dict, "delta", optional=True) or {}
                 dt = d.get("type")
                 for k in ("text", "thinking", "partial_json"):
-                    _opt(d.get(k), str, f"delta.{k}")
+                    expect(d.get(k), str, f"delta.{k}", optional=True)
                 b = blocks.setdefault(i, {"type": "text", "text": ""})
                 if dt == "text_delta":
                     b["text"] = (b.get("text") or "") + (d.get("text") or "")
@@ -163,8 +159,8 @@ def _join_events(events: list, path: Path) -> tuple[dict, list]:
                 elif dt == "signature_delta":
                     b["signature"] = d.get("signature")
             elif t == "message_delta":
-                d = _opt(ev.get("delta"), dict, "delta") or {}
-                u = _opt(ev.get("usage"), dict, "usage")
+                d = expect(ev.get("delta"), dict, "delta", optional=True) or {}
+                u = expect(ev.get("usage"), dict, "usage", optional=True)
                 msg.update(d)
                 if u:
                     before = msg.get("usage")
@@ -174,7 +170,7 @@ def _join_events(events: list, path: Path) -> tuple[dict, list]:
     for i, parts in partial.items():
         raw = "".join(parts)
         try:
-            blocks[i]["input"] = json.loads(raw) if raw else {}
+            blocks[i]["input"] = loads(raw) if raw else {}
         except (ValueError, RecursionError):
             blocks[i]["input"] = raw
     msg["content"] = [blocks[i] for i in sorted(blocks)]
@@ -184,15 +180,16 @@ def _join_events(events: list, path: Path) -> tuple[dict, list]:
 def _joined(path: Path, line: Any, index: int, events: list) -> Iterator:
     msg, errors = _join_events(events, path)
     yield from errors
-    yield from guarded(path, line, _one, path, line, index, msg)
+    origin = Origin(NAME, str(path), line)
+    yield from guarded(origin, _one, msg, origin, index)
 
 
 def convert(path: Path) -> Iterator:
-    docs = _io.iter_documents(path)
+    source = str(path)
     events: list = []
     index = 0
     first_line = None
-    for line, value in docs:
+    for line, value in documents(path):
         if isinstance(value, TraceError):
             yield value
             continue
@@ -206,16 +203,17 @@ def convert(path: Path) -> Iterator:
             continue
         if line is None and isinstance(value, list) and value and isinstance(value[0], dict) and "messages" in value[0]:
             for j, rec in enumerate(value):
-                yield from in_list(j, guarded(path, None, _one, path, f"[{j}]", j, rec))
+                yield from guarded(Origin(NAME, source, None, j), _one, rec, Origin(NAME, source, None, j), j)
             continue
-        yield from guarded(path, line, _one, path, line, index, value)
+        origin = Origin(NAME, source, line)
+        yield from guarded(origin, _one, value, origin, index)
         index += 1
     if events:  # a stream cut before message_stop: convert what arrived
         yield from _joined(path, first_line, index, events)
 
 
 CONVERTER = Converter(
-    name="anthropic",
+    name=NAME,
     description="Anthropic Messages (text, thinking, tool_use / tool_result, system; streaming events)",
     shapes='{"system"?, "messages": [...]}; list of messages; Message objects; JSONL of those or of stream events',
     detect=detect,

@@ -10,8 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ._common_b import Bad, Ctx, args_text, drive, finish_trace, mk_step, sample_objects, step_meta, text_of, want
 from .base import Converter, Sample
+from .support.chat import call_id, value_text
+from .support.errors import BadRecord, each_record, expect
+from .support.files import Origin, sample_objects
+from .support.steps import default_id, finish, render_args, step, step_metadata
 
 NAME = "atif"
 
@@ -33,7 +36,7 @@ def detect(sample: Sample) -> float:
 
 def _result_step(res: dict, where: str, **meta) -> Any:
     if not isinstance(res, dict):
-        raise Bad(where, f"expected an object, got {type(res).__name__}")
+        raise BadRecord(where, f"expected an object, got {type(res).__name__}")
     content = res.get("content")
     refs = res.get("subagent_trajectory_ref")
     if content is None and refs:
@@ -44,25 +47,24 @@ def _result_step(res: dict, where: str, **meta) -> Any:
         content = "\n".join(parts)
     extra = {"subagent_trajectory_ref": refs} if refs else {}
     stype = "error" if res.get("is_error") else "observation"
-    return mk_step(stype, text_of(content), tool_call_id=res.get("source_call_id"), **extra, **meta)
+    return step(stype, value_text(content), None, {"tool_call_id": call_id(res.get("source_call_id")), **extra, **meta})
 
 
-def one(rec: Any, ctx: Ctx) -> list:
+def one(rec: Any, origin: Origin) -> list:
     if not isinstance(rec, dict):
-        raise Bad(None, "expected an ATIF trajectory object")
-    steps_raw = want(rec, "steps", list, "", required=True)
-    session = want(rec, "session_id", (str, int), "", default=None)
-    agent = want(rec, "agent", dict, "", default={})
+        raise BadRecord(None, "expected an ATIF trajectory object")
+    steps_raw = expect(rec.get("steps"), list, "steps")
+    session = expect(rec.get("session_id"), (str, int), "session_id", optional=True)
+    agent = expect(rec.get("agent"), dict, "agent", optional=True) or {}
     default_model = agent.get("model_name")
     steps = []
     task = None
     for i, s in enumerate(steps_raw):
         w = f"steps[{i}]."
         if not isinstance(s, dict):
-            raise Bad(f"steps[{i}]", "expected a step object")
-        src = want(s, "source", str, w, required=True)
-        msg = want(s, "message", (str, list), w, default="")
-        msg = text_of(msg)
+            raise BadRecord(f"steps[{i}]", "expected a step object")
+        src = expect(s.get("source"), str, f"{w}source")
+        msg = value_text(expect(s.get("message"), (str, list), f"{w}message", optional=True))
         meta = {"step_id": s.get("step_id"), "source": src, "timestamp": s.get("timestamp")}
         if src == "agent":
             meta["agent"] = agent.get("name")
@@ -70,23 +72,23 @@ def one(rec: Any, ctx: Ctx) -> list:
         if isinstance(s.get("extra"), dict) and s["extra"]:
             meta["extra"] = s["extra"]
         turn = []
-        calls = want(s, "tool_calls", list, w, default=[])
+        calls = expect(s.get("tool_calls"), list, f"{w}tool_calls", optional=True) or []
         if src == "user":
-            turn.append(mk_step("message", msg, role="user", **meta))
+            turn.append(step("message", msg, None, {"role": "user", **meta}))
             if task is None:
                 task = msg
         elif src == "system":
-            turn.append(mk_step("system", msg, **meta))
+            turn.append(step("system", msg, None, dict(meta)))
         elif src == "agent":
-            reasoning = want(s, "reasoning_content", str, w, default="")
+            reasoning = expect(s.get("reasoning_content"), str, f"{w}reasoning_content", optional=True)
             if reasoning:
-                turn.append(mk_step("thought", reasoning, reasoning=True, **meta))
+                turn.append(step("thought", reasoning, None, {"reasoning": True, **meta}))
             if msg or not (reasoning or calls):
-                turn.append(mk_step("thought" if calls else "message", msg, role="assistant", **meta))
+                turn.append(step("thought" if calls else "message", msg, None, {"role": "assistant", **meta}))
         else:
-            turn.append(mk_step("other", text_of(s), **meta))
-        obs = want(s, "observation", dict, w, default={})
-        results = want(obs, "results", list, w + "observation.", default=[])
+            turn.append(step("other", value_text(s), None, dict(meta)))
+        obs = expect(s.get("observation"), dict, f"{w}observation", optional=True) or {}
+        results = expect(obs.get("results"), list, f"{w}observation.results", optional=True) or []
         by_id: dict[str, list[int]] = {}
         for k, r in enumerate(results):
             if isinstance(r, dict) and r.get("source_call_id") is not None:
@@ -95,12 +97,13 @@ def one(rec: Any, ctx: Ctx) -> list:
         for k, tc in enumerate(calls):
             cw = f"{w}tool_calls[{k}]"
             if not isinstance(tc, dict):
-                raise Bad(cw, "expected a tool call object")
+                raise BadRecord(cw, "expected a tool call object")
             fname = tc.get("function_name")
             if not isinstance(fname, str):
-                raise Bad(cw + ".function_name", "missing" if fname is None else "expected a string")
-            cid = tc.get("tool_call_id")
-            turn.append(mk_step("action", fname, args_text(tc.get("arguments")), tool_call_id=cid, step_id=s.get("step_id")))
+                raise BadRecord(cw + ".function_name", "missing" if fname is None else "expected a string")
+            cid = call_id(tc.get("tool_call_id"))
+            turn.append(step("action", fname, render_args(tc.get("arguments")),
+                             {"tool_call_id": cid, "step_id": s.get("step_id")}))
             for rk in by_id.get(str(cid), []) if cid is not None else []:
                 if rk not in used:
                     used.add(rk)
@@ -109,25 +112,24 @@ def one(rec: Any, ctx: Ctx) -> list:
             if rk not in used:
                 turn.append(_result_step(r, f"{w}observation.results[{rk}]", step_id=s.get("step_id")))
         if not turn:
-            turn.append(mk_step("message", msg, **meta))
+            turn.append(step("message", msg, None, dict(meta)))
         metrics = s.get("metrics")
         if isinstance(metrics, dict) and metrics:
-            step_meta(turn[0])["metrics"] = {k: v for k, v in metrics.items() if k not in ("prompt_token_ids", "completion_token_ids", "logprobs")}
+            step_metadata(turn[0])["metrics"] = {k: v for k, v in metrics.items() if k not in ("prompt_token_ids", "completion_token_ids", "logprobs")}
         steps.extend(turn)
-    md = ctx.provenance(NAME)
-    md.update({
+    md = {
         "schema_version": rec.get("schema_version"),
         "agent": agent or None,
         "notes": rec.get("notes"),
         "final_metrics": rec.get("final_metrics"),
         "extra": rec.get("extra") or None,
-    })
-    tid = str(session) if session not in (None, "") else ctx.default_id()
-    return [finish_trace(tid, task, steps, md, "steps")]
+    }
+    tid = str(session) if session not in (None, "") else default_id(origin)
+    return [finish(origin, tid, task, steps, md, "steps")]
 
 
 def convert(path: Path):
-    yield from drive(path, one)
+    yield from each_record(path, NAME, one)
 
 
 CONVERTER = Converter(

@@ -1,13 +1,11 @@
 """What every converter is: a name, a detector and a streaming converter to the trace model."""
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Union
 
-from ls_trajeval.trace import Trace, TraceError
+from ls_trajeval.core.trace import Trace, TraceError
 
 ConvertResult = Union[Trace, TraceError]
 
@@ -32,12 +30,6 @@ class Converter:
     detect: Callable[[Sample], float]
     #: streams traces (or located errors) out of one file
     convert: Callable[[Path], Iterator[ConvertResult]]
-
-
-def stable_id(*parts: Any) -> str:
-    """A trace id that is the same on every run for the same source (so re-import is idempotent)."""
-    h = hashlib.sha1(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
-    return h[:16]
 
 
 @dataclass(frozen=True)

@@ -17,15 +17,20 @@ summaries go to ``metadata.summaries``, the rest are counted in ``metadata.other
 """
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Iterator
 
-from ls_trajeval.trace import TraceError, describe
+from ls_trajeval.core.trace import TraceError, describe
 
-from . import _io
-from ._common import BadRecord, StepList, anthropic_blocks_to_steps, finish, step, text
-from .base import Converter, ConvertWarning, Sample
+from .base import Converter, Sample
+from .support.chat import anthropic_blocks
+from .support.errors import BadRecord, guarded, warning
+from .support.files import Origin, iter_records
+from .support.steps import StepList, finish, step, text
+
+NAME = "claude_code"
 
 MESSAGE_TYPES = {"user", "assistant", "system"}
 
@@ -86,7 +91,8 @@ def _steps(records: list[dict], source: str) -> tuple[StepList, str, dict]:
             meta["is_meta"] = True
         kind = r.get("type")
         if kind == "system":
-            out.add(step("system", text(r.get("content") if r.get("content") is not None else msg.get("content") if isinstance(msg, dict) else msg), subtype=r.get("subtype"), level=r.get("level"), **meta))
+            out.add(step("system", text(r.get("content") if r.get("content") is not None else msg.get("content") if isinstance(msg, dict) else msg), None,
+                         {"subtype": r.get("subtype"), "level": r.get("level"), **meta}))
             continue
         if not isinstance(msg, dict):
             raise BadRecord(f"line {line}: message", f"expected an object, got {type(msg).__name__}")
@@ -109,9 +115,11 @@ def _steps(records: list[dict], source: str) -> tuple[StepList, str, dict]:
                     if isinstance(u.get(k), int):
                         usage[k] += u[k]
                 meta["usage"] = u
-            meta["message_id"] = msg.get("id")
+            if msg.get("id") is not None:
+                meta["message_id"] = msg["id"]
         try:
-            said = anthropic_blocks_to_steps(role, msg.get("content"), out, "message", agent=msg.get("model"), meta=meta, result_meta=result_meta)
+            said = anthropic_blocks(role, msg.get("content"), out, "message", agent=msg.get("model"), meta=meta,
+                                    result_meta=result_meta)
         except BadRecord as exc:
             raise BadRecord(f"line {line}: {exc.field}", exc.message) from None
         if task is None and role == "user" and said.strip() and not r.get("isMeta") and not said.lstrip().startswith(("<command-", "<local-command", "Caveat:")):
@@ -122,17 +130,21 @@ def _steps(records: list[dict], source: str) -> tuple[StepList, str, dict]:
 
 def _trace(path: Path, tid: str, records: list[dict], meta: dict) -> Iterator:
     kept, abandoned = _order(records)
-    try:
-        out, task, stats = _steps(kept, str(path))
-    except BadRecord as exc:
-        yield TraceError(str(path), None, exc.field, exc.message, tid)
-        return
+    # a session that cannot be converted is one located error carrying the session's trace id
+    for item in guarded(Origin(NAME, str(path)), _session_trace, path, tid, kept, len(records), abandoned, meta):
+        yield dataclasses.replace(item, trace_id=tid) if isinstance(item, TraceError) else item
+    if abandoned:
+        yield warning(str(path), tid, f"{abandoned} record(s) on abandoned branches left out (metadata.abandoned_records)")
+
+
+def _session_trace(path: Path, tid: str, kept: list[dict], total: int, abandoned: int, meta: dict) -> list:
+    out, task, stats = _steps(kept, str(path))
     meta = {**meta, **{k: v for k, v in stats.items() if v}}
     first = next((r for r in kept if r.get("timestamp")), None)
     last = next((r for r in reversed(kept) if r.get("timestamp")), None)
     meta.update(
         {
-            "records": len(records),
+            "records": total,
             "abandoned_records": abandoned,
             "started_at": first and first.get("timestamp"),
             "ended_at": last and last.get("timestamp"),
@@ -142,9 +154,7 @@ def _trace(path: Path, tid: str, records: list[dict], meta: dict) -> Iterator:
         v = next((r.get(k) for r in kept if r.get(k)), None)
         if v is not None:
             meta[k] = v
-    yield finish(path, None, tid, task, out.steps(), meta)
-    if abandoned:
-        yield ConvertWarning(str(path), tid, f"{abandoned} record(s) on abandoned branches left out (metadata.abandoned_records)")
+    return [finish(Origin(NAME, str(path)), tid, task, out.steps(), meta)]
 
 
 def convert(path: Path) -> Iterator:
@@ -152,7 +162,7 @@ def convert(path: Path) -> Iterator:
     summaries: list[dict] = []
     other: Counter = Counter()
     seen: set = set()
-    for n, rec in _io.iter_records(path):
+    for n, rec in iter_records(path):
         if isinstance(rec, TraceError):
             yield rec
             continue
@@ -195,7 +205,7 @@ def convert(path: Path) -> Iterator:
             if r.get("isSidechain"):
                 side.setdefault(str(r.get("agentId") or "sidechain"), []).append(r)
         mine = [s.get("summary") for s in summaries if leaf_owner.get(s.get("leafUuid") if isinstance(s.get("leafUuid"), str) else None) == sid or len(sessions) == 1]
-        base = {"source_format": "claude_code", "source_file": str(path), "session_id": sid}
+        base = {"session_id": sid}
         meta = dict(base)
         if mine:
             meta["summaries"] = mine
@@ -211,7 +221,7 @@ def convert(path: Path) -> Iterator:
 
 
 CONVERTER = Converter(
-    name="claude_code",
+    name=NAME,
     description="Claude Code session JSONL (parentUuid chain, branches, sidechains, tool_use/tool_result)",
     shapes="JSONL of {type: user|assistant|system|summary, uuid, parentUuid, sessionId, message, ...}",
     detect=detect,

@@ -14,16 +14,20 @@ import zlib
 from pathlib import Path
 from typing import Any, Iterator
 
-from ls_trajeval.trace import TraceError
+from ls_trajeval.core.trace import TraceError
 
-from . import _io
-from ._common import BadRecord, StepList, chat_messages_to_steps, expect, finish, flatten_parts, guarded, render_args, step, text
 from .base import Converter, Sample
+from .support.chat import call_id, content_text, openai_messages
+from .support.errors import BadRecord, expect, guarded
+from .support.files import Origin, SMALL_FILE, is_zip, iter_items, load_json_located, loads, zip_names
+from .support.steps import StepList, finish, render_args, step, text
+
+NAME = "inspect_ai"
 
 
 def detect(sample: Sample) -> float:
-    if sample.path.suffix == ".eval" or not sample.head and _io.is_zip(sample.path):
-        names = _io.zip_names(sample.path)
+    if sample.path.suffix == ".eval" or not sample.head and is_zip(sample.path):
+        names = zip_names(sample.path)
         if "header.json" in names or any(n.startswith("samples/") for n in names) or "_journal/start.json" in names:
             return 0.95
         return 0.0
@@ -57,44 +61,45 @@ def _from_events(events: list, out: StepList) -> None:
         if kind == "model":
             choices = ((ev.get("output") or {}).get("choices")) or []
             if choices and isinstance(choices[0], dict) and isinstance(choices[0].get("message"), dict):
-                chat_messages_to_steps([choices[0]["message"]], out, where=f"events[{i}].output.choices[0]")
+                openai_messages([choices[0]["message"]], out, where=f"events[{i}].output.choices[0]")
         elif kind == "tool":
-            cid = ev.get("id")
+            cid = call_id(ev.get("id"))
             if not out.has_call(cid):
-                out.call(cid, step("action", ev.get("function"), render_args(ev.get("arguments")), timestamp=ev.get("timestamp")))
+                out.call(cid, step("action", ev.get("function"), render_args(ev.get("arguments")),
+                                   {"timestamp": ev.get("timestamp"), "tool_call_id": cid}))
             err = ev.get("error")
             if err:
-                out.result(cid, step("error", text(err.get("message") if isinstance(err, dict) else err), error_type=err.get("type") if isinstance(err, dict) else None))
+                out.result(cid, step("error", text(err.get("message") if isinstance(err, dict) else err), None,
+                                     {"error_type": err.get("type") if isinstance(err, dict) else None, "tool_call_id": cid}))
             else:
-                out.result(cid, step("observation", flatten_parts(ev.get("result"))))
+                out.result(cid, step("observation", content_text(ev.get("result")), None, {"tool_call_id": cid}))
 
 
-def _sample(path: Path, member: str | None, header: dict, s: Any, index: int) -> Iterator:
-    expect(s, dict, f"samples[{index}]")
+def _sample(s: Any, origin: Origin, path: Path, header: dict) -> Iterator:
+    expect(s, dict, None)
     ev = header.get("eval") if isinstance(header.get("eval"), dict) else {}
     att = s.get("attachments") if isinstance(s.get("attachments"), dict) else {}
     msgs = _resolve(s.get("messages"), att)
     out = StepList()
     task = None
     if msgs:
-        task = chat_messages_to_steps(expect(msgs, list, "messages"), out)
+        task = openai_messages(expect(msgs, list, "messages"), out)
     elif isinstance(s.get("events"), list):
         _from_events(_resolve(s["events"], att), out)
     inp = _resolve(s.get("input"), att)
     if isinstance(inp, str):
         task = inp
     elif not task and isinstance(inp, list):
-        task = next((flatten_parts(m.get("content")) for m in inp if isinstance(m, dict) and m.get("role") == "user"), "")
+        task = next((content_text(m.get("content")) for m in inp if isinstance(m, dict) and m.get("role") == "user"), "")
     err = s.get("error")
     if err:
-        out.add(step("error", text(err.get("message") if isinstance(err, dict) else err), traceback=err.get("traceback") if isinstance(err, dict) else None, sample_error=True))
+        out.add(step("error", text(err.get("message") if isinstance(err, dict) else err), None,
+                     {"traceback": err.get("traceback") if isinstance(err, dict) else None, "sample_error": True}))
     sid, epoch = s.get("id"), s.get("epoch", 1)
     if sid is None:
         raise BadRecord("id", "missing")
     run = ev.get("eval_id") or ev.get("run_id") or path.stem
     meta = {
-        "source_format": "inspect_ai",
-        "source_file": str(path) + (f"!{member}" if member else ""),
         "eval_id": ev.get("eval_id"),
         "run_id": ev.get("run_id"),
         "task_name": ev.get("task"),
@@ -108,7 +113,7 @@ def _sample(path: Path, member: str | None, header: dict, s: Any, index: int) ->
         "sample_metadata": s.get("metadata") or None,
         "status": header.get("status"),
     }
-    yield finish(path, None, f"{run}:{sid}:{epoch}", task or "", out.steps(), meta, f"samples[{index}]")
+    yield finish(origin, f"{run}:{sid}:{epoch}", task or "", out.steps(), meta)
 
 
 #: what reading a damaged archive (or one of its members) raises: bad CRC or header, truncation, a seek past
@@ -124,7 +129,7 @@ def _member(zf: zipfile.ZipFile, path: Path, name: str) -> Any:
     except ZIP_ERRORS as exc:
         return TraceError(f"{path}!{name}", None, None, f"damaged archive member: {type(exc).__name__}: {exc}")
     try:
-        return _io.loads(raw)
+        return loads(raw)
     except (ValueError, RecursionError) as exc:
         return TraceError(f"{path}!{name}", None, None, f"invalid JSON: {exc}")
 
@@ -156,29 +161,30 @@ def _convert_zip(path: Path) -> Iterator:
             if isinstance(s, TraceError):
                 yield s
                 continue
-            for item in guarded(Path(f"{path}!{name}"), None, _sample, path, name, header, s, i):
-                yield item
+            origin = Origin(NAME, f"{path}!{name}")  # the member is the sample: its errors name it
+            yield from guarded(origin, _sample, s, origin, path, header)
 
 
 def convert(path: Path) -> Iterator:
-    if _io.is_zip(path):
+    if is_zip(path):
         yield from _convert_zip(path)
         return
-    if path.stat().st_size > _io.SMALL_FILE:
+    origin = Origin(NAME, str(path))
+    if path.stat().st_size > SMALL_FILE:
         header: dict = {}
-        for _, ev in _io.iter_items(path, "eval"):
+        for _, ev in iter_items(path, "eval"):
             if isinstance(ev, TraceError):
                 yield ev
                 return
             header["eval"] = ev
             break
-        for i, s in _io.iter_items(path, "samples.item"):
+        for i, s in iter_items(path, "samples.item"):
             if isinstance(s, TraceError):
                 yield s
                 return
-            yield from guarded(path, None, _sample, path, None, header, s, i)
+            yield from guarded(origin, _sample, s, origin, path, header, field=f"samples[{i}]")
         return
-    doc = _io.load_json_located(path)
+    doc = load_json_located(path)
     if isinstance(doc, TraceError):
         yield doc
         return
@@ -193,14 +199,11 @@ def convert(path: Path) -> Iterator:
         yield TraceError(str(path), None, "samples", f"expected a list, got {type(samples).__name__}")
         return
     for i, s in enumerate(samples):
-        for item in guarded(path, None, _sample, path, None, doc, s, i):
-            if isinstance(item, TraceError) and item.field and not item.field.startswith("samples["):
-                item = TraceError(item.source, item.line, f"samples[{i}].{item.field}", item.message, item.trace_id)
-            yield item
+        yield from guarded(origin, _sample, s, origin, path, doc, field=f"samples[{i}]")
 
 
 CONVERTER = Converter(
-    name="inspect_ai",
+    name=NAME,
     description="Inspect AI eval logs (.json and .eval archives), one trace per sample and epoch",
     shapes='.json {"eval", "plan", "samples": [{id, epoch, messages, events}]}; .eval zip (header.json, samples/*.json)',
     detect=detect,

@@ -16,12 +16,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
-from ls_trajeval.trace import Trace, TraceError
+from ls_trajeval.core.trace import Trace, TraceError, describe
 
-from ._common_b import (Bad, Ctx, ToolEvent, assemble, describe, finish_trace, guarded, jdump,
-                        llm_event_from_messages, mk_step, read_input, time_key, sample_objects, task_from_input,
-                        text_of, tree_id, unwrap_message)
 from .base import Converter, Sample
+from .support.chat import call_id, task_from_input, unwrap_message, value_text
+from .support.errors import BadRecord, guarded
+from .support.files import Origin, documents, sample_objects
+from .support.steps import default_id, dumps, finish, step
+from .support.times import time_key
+from .support.trees import ToolEvent, assemble, llm_event_from_messages, tree_id
 
 NAME = "langchain"
 _RUN_TYPES = {"llm", "chain", "tool", "retriever", "prompt", "parser", "embedding", "chat_model"}
@@ -42,17 +45,16 @@ def detect(sample: Sample) -> float:
 
 def _flatten(run: dict, where: str, out: list, parent: Any = None) -> None:
     if not isinstance(run, dict):
-        raise Bad(where, f"expected a run object, got {describe(run)}")
+        raise BadRecord(where, f"expected a run object, got {describe(run)}")
     rt = run.get("run_type")
     if not isinstance(rt, str):
-        raise Bad(f"{where}.run_type", "missing" if rt is None else f"expected a string, got {describe(rt)}")
+        raise BadRecord(f"{where}.run_type", "missing" if rt is None else f"expected a string, got {describe(rt)}")
     kids = run.get("child_runs")
     if kids is not None and not isinstance(kids, list):
-        raise Bad(f"{where}.child_runs", f"expected a list, got {describe(kids)}")
+        raise BadRecord(f"{where}.child_runs", f"expected a list, got {describe(kids)}")
     for k in ("id", "parent_run_id", "trace_id"):
         tree_id(run.get(k), f"{where}.{k}")
     node = {k: v for k, v in run.items() if k != "child_runs"}
-    node["_where"] = where
     if parent is not None and node.get("parent_run_id") is None:
         node["parent_run_id"] = parent
     if node.get("id") is None:
@@ -105,10 +107,10 @@ def _llm_outputs(outputs: Any) -> list:
                 return v if isinstance(v, list) else [v]
         if unwrap_message(outputs) is not None:
             return [outputs]
-        return [{"role": "assistant", "content": jdump(outputs)}]
+        return [{"role": "assistant", "content": dumps(outputs)}]
     if isinstance(outputs, list):
         return outputs
-    return [{"role": "assistant", "content": text_of(outputs)}]
+    return [{"role": "assistant", "content": value_text(outputs)}]
 
 
 def _llm_inputs(inputs: Any) -> list:
@@ -143,7 +145,7 @@ def _tool_input(inputs: Any) -> tuple[Any, str | None]:
     return inputs, cid
 
 
-def _trace(runs: list, ctx: Ctx) -> Trace:
+def _trace(runs: list, origin: Origin) -> Trace:
     by_id = {r["id"]: r for r in runs}
     children: dict[Any, list] = {}
     roots = []
@@ -168,9 +170,8 @@ def _trace(runs: list, ctx: Ctx) -> Trace:
             return False
         seen.add(r["id"])
         rt = r["run_type"]
-        w = r["_where"]
         meta = {"run_id": str(r["id"]), "run_name": r.get("name"), "run_type": rt, "depth": depth,
-                "start_time": r.get("start_time"), "end_time": r.get("end_time")}
+                "timestamp": r.get("start_time"), "end_time": r.get("end_time")}
         if agent:
             meta["agent"] = agent
         err = r.get("error")
@@ -184,7 +185,7 @@ def _trace(runs: list, ctx: Ctx) -> Trace:
             meta["usage"] = _tokens(r, r.get("outputs"))
             ev = llm_event_from_messages(_llm_outputs(r.get("outputs")), _llm_inputs(r.get("inputs")), **meta)
             if err:
-                events.append(mk_step("error", text_of(err), **meta))
+                events.append(step("error", value_text(err), None, dict(meta)))
                 failed = True
             elif r.get("outputs") is not None:
                 events.append(ev)
@@ -196,12 +197,12 @@ def _trace(runs: list, ctx: Ctx) -> Trace:
             if rt == "retriever" and isinstance(r.get("outputs"), dict) and "documents" in r["outputs"]:
                 out = r["outputs"]["documents"]
             events.append(ToolEvent(str(r.get("name") or rt), args, err if err else out, is_error=bool(err),
-                                    call_id=cid or ocid, meta=meta))
+                                    call_id=call_id(cid or ocid), meta=meta))
             failed = bool(err)
         elif rt in ("prompt", "parser", "embedding"):
             skipped[rt] = skipped.get(rt, 0) + 1
             if err:
-                events.append(mk_step("error", text_of(err), **meta))
+                events.append(step("error", value_text(err), None, dict(meta)))
                 failed = True
         else:
             if rt == "chain" and isinstance(r.get("extra"), dict):
@@ -209,11 +210,11 @@ def _trace(runs: list, ctx: Ctx) -> Trace:
                 if isinstance(md, dict) and isinstance(md.get("langgraph_node"), str):
                     agent = md["langgraph_node"]
             if not kids and r.get("outputs") is not None and depth > 0:
-                events.append(mk_step("other", jdump({"inputs": r.get("inputs"), "outputs": r.get("outputs")}), **meta))
+                events.append(step("other", dumps({"inputs": r.get("inputs"), "outputs": r.get("outputs")}), None, dict(meta)))
         for c in kids:
             failed = walk(c, depth + 1, agent) or failed
         if err and not failed:
-            events.append(mk_step("error", text_of(err), **meta))
+            events.append(step("error", value_text(err), None, dict(meta)))
             failed = True
         return failed
 
@@ -231,7 +232,7 @@ def _trace(runs: list, ctx: Ctx) -> Trace:
                 task = task_from_input(_llm_inputs(r.get("inputs")))
                 if task is not None:
                     break
-    md = ctx.provenance(NAME)
+    md = {}
     md.update({"root_run_name": root.get("name"), "root_run_type": root.get("run_type"), "start_time": root.get("start_time"),
                "end_time": root.get("end_time"), "tags": root.get("tags") or None, "session_name": root.get("session_name"),
                "run_count": len(runs), "skipped_runs": skipped or None})
@@ -242,62 +243,57 @@ def _trace(runs: list, ctx: Ctx) -> Trace:
         md["error"] = root["error"]
     tid = root.get("trace_id") or root.get("id")
     if tid is None or not str(tid).strip() or str(tid).startswith("["):
-        tid = ctx.default_id()
-    return finish_trace(str(tid), task, steps, md)
-
-
-def _convert_group(runs: list, ctx: Ctx) -> list:
-    return [_trace(runs, ctx)]
+        tid = default_id(origin)
+    return finish(origin, str(tid), task, steps, md)
 
 
 def convert(path: Path) -> Iterator:
     path = Path(path)
     source = str(path)
-    kind, it = read_input(path)
     pending: dict[Any, list] = {}  # flat runs grouped by trace
-    pending_ctx: dict[Any, Ctx] = {}
+    pending_origin: dict[Any, Origin] = {}
     order: list = []
     id_to_group: dict[Any, Any] = {}
 
-    def add_flat(nodes: list, ctx: Ctx):
+    def add_flat(nodes: list, origin: Origin):
         r = nodes[0]
         g = r.get("trace_id") or id_to_group.get(r.get("parent_run_id")) or r.get("parent_run_id") or r["id"]
         if g not in pending:
             pending[g] = []
-            pending_ctx[g] = ctx
+            pending_origin[g] = origin
             order.append(g)
         pending[g].extend(nodes)
         for n in nodes:
             id_to_group[n["id"]] = g
 
-    for line, val in it:
+    for line, val in documents(path):
         if isinstance(val, TraceError):
             yield val
             continue
-        if kind == "json":
+        if line is None:
             recs = val.get("runs") if isinstance(val, dict) and isinstance(val.get("runs"), list) else val
             if isinstance(recs, dict):
                 recs = [recs]
             if not isinstance(recs, list):
                 yield TraceError(source, line, None, f"expected a run object or a list of runs, got {describe(recs)}")
                 continue
-            items = [(Ctx(path, line, k if len(recs) > 1 or isinstance(val, list) else None, f"[{k}]" if isinstance(val, list) else ""), r) for k, r in enumerate(recs)]
+            items = [(Origin(NAME, source, line, k if len(recs) > 1 or isinstance(val, list) else None), r) for k, r in enumerate(recs)]
         else:
-            items = [(Ctx(path, line, None, ""), val)]
-        for ctx, rec in items:
+            items = [(Origin(NAME, source, line), val)]
+        for origin, rec in items:
             nodes: list = []
-            errs = guarded(source, line, "", lambda: (_flatten(rec, ctx.where.strip(".") or "run", nodes), [])[1])
+            errs = guarded(Origin(NAME, source, line), _flatten, rec, origin.where if isinstance(val, list) else "run", nodes)
             if errs:
                 yield from errs
                 continue
-            streaming_tree = kind == "jsonl" and rec.get("parent_run_id") is None and isinstance(rec.get("child_runs"), list) and rec["child_runs"]
+            streaming_tree = line is not None and rec.get("parent_run_id") is None and isinstance(rec.get("child_runs"), list) and rec["child_runs"]
             if streaming_tree:
-                yield from guarded(source, line, "", lambda: _convert_group(nodes, ctx))
+                yield from guarded(Origin(NAME, source, line), lambda: [_trace(nodes, origin)])
             else:
-                add_flat(nodes, ctx)
+                add_flat(nodes, origin)
     for g in order:
-        ctx = pending_ctx[g]
-        yield from guarded(source, ctx.line, ctx.where, lambda: _convert_group(pending[g], ctx))
+        origin = pending_origin[g]
+        yield from guarded(origin, lambda: [_trace(pending[g], origin)])
 
 
 CONVERTER = Converter(

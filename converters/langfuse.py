@@ -15,10 +15,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ._common_b import (Bad, Ctx, ToolEvent, assemble, describe, drive, finish_trace, jdump,
-                        llm_event_from_messages, maybe_json, mk_step, sample_objects, task_from_input, time_key,
-                        text_of, tree_order, unwrap_message, want)
+from ls_trajeval.core.trace import describe
+
 from .base import Converter, Sample
+from .support.chat import task_from_input, unwrap_message, value_text
+from .support.errors import BadRecord, each_record, expect
+from .support.files import Origin, maybe_json, sample_objects
+from .support.steps import default_id, dumps, finish, step
+from .support.times import time_key
+from .support.trees import ToolEvent, assemble, llm_event_from_messages, tree_order
 
 NAME = "langfuse"
 _OBS_TYPES = {"GENERATION", "SPAN", "EVENT", "TOOL", "AGENT", "CHAIN", "RETRIEVER", "EMBEDDING", "EVALUATOR", "GUARDRAIL"}
@@ -63,25 +68,25 @@ def _messages(v: Any) -> list:
             return [c.get("message") for c in v["choices"] if isinstance(c, dict) and isinstance(c.get("message"), dict)]
         if unwrap_message(v) is not None:
             return [v]
-        return [{"role": "assistant", "content": jdump(v)}]
+        return [{"role": "assistant", "content": dumps(v)}]
     if v is None:
         return []
-    return [{"role": "assistant", "content": text_of(v)}]
+    return [{"role": "assistant", "content": value_text(v)}]
 
 
-def one(rec: Any, ctx: Ctx) -> list:
+def one(rec: Any, origin: Origin) -> list:
     if not isinstance(rec, dict):
-        raise Bad(None, "expected a Langfuse trace object")
-    obs = want(rec, "observations", list, "", required=True)
+        raise BadRecord(None, "expected a Langfuse trace object")
+    obs = expect(rec.get("observations"), list, "observations")
     if obs and all(isinstance(o, str) for o in obs):
-        raise Bad("observations", "holds observation ids only; export the trace with its observations expanded")
+        raise BadRecord("observations", "holds observation ids only; export the trace with its observations expanded")
     has_kids = set()
     for i, o in enumerate(obs):
         if not isinstance(o, dict):
-            raise Bad(f"observations[{i}]", f"expected an observation object, got {describe(o)}")
+            raise BadRecord(f"observations[{i}]", f"expected an observation object, got {describe(o)}")
         t = o.get("type")
         if t is not None and not isinstance(t, str):
-            raise Bad(f"observations[{i}].type", f"expected a string, got {describe(t)}")
+            raise BadRecord(f"observations[{i}].type", f"expected a string, got {describe(t)}")
         p = o.get("parentObservationId")
         if p is not None:
             has_kids.add(p)
@@ -95,7 +100,7 @@ def one(rec: Any, ctx: Ctx) -> list:
         t = (o.get("type") or "SPAN").upper()
         level = o.get("level")
         meta = {"observation_id": o.get("id"), "observation_type": t, "name": o.get("name"), "depth": depth,
-                "start_time": o.get("startTime"), "end_time": o.get("endTime"), "level": level if level not in (None, "DEFAULT") else None,
+                "timestamp": o.get("startTime"), "end_time": o.get("endTime"), "level": level if level not in (None, "DEFAULT") else None,
                 "status_message": o.get("statusMessage"), "model": o.get("model")}
         usage = o.get("usageDetails") or o.get("usage")
         if usage:
@@ -104,12 +109,12 @@ def one(rec: Any, ctx: Ctx) -> list:
         leaf = o.get("id") not in has_kids
         if t == "GENERATION":
             if is_err and o.get("output") is None:
-                events.append(mk_step("error", text_of(o.get("statusMessage")), **meta))
+                events.append(step("error", value_text(o.get("statusMessage")), None, dict(meta)))
             else:
                 ev = llm_event_from_messages(_messages(o.get("output")), _messages(o.get("input")), **meta)
                 events.append(ev)
                 if is_err:
-                    events.append(mk_step("error", text_of(o.get("statusMessage")), **meta))
+                    events.append(step("error", value_text(o.get("statusMessage")), None, dict(meta)))
         elif t in ("TOOL", "RETRIEVER") or (t == "SPAN" and leaf and o.get("output") is not None):
             out = o.get("output")
             if is_err and out is None:
@@ -121,11 +126,11 @@ def one(rec: Any, ctx: Ctx) -> list:
                                     call_id=str(cid) if cid else None, meta=meta))
         elif t == "EVENT" or leaf:
             body = {k: o[k] for k in ("input", "output", "metadata") if o.get(k) is not None}
-            content = jdump(body) if body else text_of(o.get("name"))
-            events.append(mk_step("error" if is_err else "other", content if not is_err else text_of(o.get("statusMessage") or content), **meta))
+            content = dumps(body) if body else value_text(o.get("name"))
+            events.append(step("error" if is_err else "other", content if not is_err else value_text(o.get("statusMessage") or content), None, dict(meta)))
         else:
             if is_err:
-                pending_errs.append((depth, mk_step("error", text_of(o.get("statusMessage") or o.get("output")), **meta)))
+                pending_errs.append((depth, step("error", value_text(o.get("statusMessage") or o.get("output")), None, dict(meta))))
     while pending_errs:
         events.append(pending_errs.pop()[1])
     steps = assemble(events)
@@ -136,7 +141,7 @@ def one(rec: Any, ctx: Ctx) -> list:
                 task = task_from_input(_messages(o.get("input")))
                 if task is not None:
                     break
-    md = ctx.provenance(NAME)
+    md = {}
     for k in ("name", "timestamp", "sessionId", "userId", "tags", "release", "version", "environment", "scores", "metadata", "totalCost", "latency"):
         if rec.get(k) not in (None, [], {}):
             md[k] = rec[k]
@@ -144,12 +149,12 @@ def one(rec: Any, ctx: Ctx) -> list:
         md["final_output"] = rec["output"]
     tid = rec.get("id")
     if not steps and rec.get("output") is not None:
-        steps = [mk_step("message", text_of(rec["output"]), role="assistant")]
-    return [finish_trace(str(tid) if tid not in (None, "") else ctx.default_id(), task, steps, md, "observations")]
+        steps = [step("message", value_text(rec["output"]), None, {"role": "assistant"})]
+    return [finish(origin, str(tid) if tid not in (None, "") else default_id(origin), task, steps, md, "observations")]
 
 
 def convert(path: Path):
-    yield from drive(path, one, _unwrap)
+    yield from each_record(path, NAME, one, _unwrap)
 
 
 CONVERTER = Converter(

@@ -15,10 +15,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
-from ls_trajeval.trace import Trace, TraceError
+from ls_trajeval.core.trace import Trace, TraceError, describe
 
-from ._common_b import Bad, args_text, describe, jdump, media_ref, mk_step, read_input, sample_objects, text_of, warn
-from .base import Converter, Sample, stable_id
+from .base import Converter, Sample
+from .support.chat import media_ref, value_text
+from .support.errors import BadRecord, guarded, join_field, warning
+from .support.files import Origin, documents, loads, sample_objects
+from .support.steps import dumps, finish, render_args, stable_id, step, step_metadata
 
 NAME = "mcp"
 _SYSTEM_METHODS = {"initialize", "ping", "logging/setLevel", "notifications/initialized", "notifications/progress",
@@ -43,9 +46,8 @@ def _unwrap(obj: Any) -> list[tuple[dict, dict]]:
         v = obj.get(k)
         if isinstance(v, str):
             try:
-                import json
-                v = json.loads(v)
-            except ValueError:
+                v = loads(v)
+            except (ValueError, RecursionError):
                 continue
         if _is_rpc(v):
             return [(v, meta)]
@@ -91,19 +93,19 @@ def _content_text(result: dict, where: str) -> str:
     content = result.get("content")
     if content is None:
         if "structuredContent" in result:
-            return jdump(result["structuredContent"])
+            return dumps(result["structuredContent"])
         if "contents" in result:  # resources/read
             content = result["contents"]
         else:
-            return jdump(result)
+            return dumps(result)
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
-        raise Bad(f"{where}.content", f"expected a list of content items, got {describe(content)}")
+        raise BadRecord(join_field(where, "content"), f"expected a list of content items, got {describe(content)}")
     parts = []
     for i, c in enumerate(content):
         if not isinstance(c, dict):
-            raise Bad(f"{where}.content[{i}]", f"expected a content object, got {describe(c)}")
+            raise BadRecord(join_field(where, f"content[{i}]"), f"expected a content object, got {describe(c)}")
         t = c.get("type")
         if isinstance(c.get("text"), str) and t in (None, "text"):
             parts.append(c["text"])
@@ -115,7 +117,7 @@ def _content_text(result: dict, where: str) -> str:
         elif t == "resource_link" or ("uri" in c and "text" not in c):
             parts.append(f"[resource: {c.get('uri', '')}]")
         else:
-            parts.append(jdump(c))
+            parts.append(dumps(c))
     return "\n".join(parts)
 
 
@@ -135,78 +137,80 @@ def _resp_step(msg: dict, method: str | None, name: str | None, where: str, meta
         if isinstance(e, dict):
             text = f"{e.get('code', '')}: {e.get('message', '')}".strip(": ")
             if "data" in e:
-                text += "\n" + text_of(e["data"])
+                text += "\n" + value_text(e["data"])
         else:
-            text = text_of(e)
-        return mk_step("error", text, method=method, tool_name=name, **meta)
+            text = value_text(e)
+        return step("error", text, None, {"method": method, "tool_name": name, **meta})
     result = msg.get("result")
     if method in _SYSTEM_METHODS or (method or "").endswith("/list"):
-        return mk_step("system", jdump(result), method=method, **meta)
+        return step("system", dumps(result), None, {"method": method, **meta})
     if not isinstance(result, dict):
         if result is None:
-            return mk_step("observation", "", method=method, tool_name=name, **meta)
-        raise Bad(f"{where}.result", f"expected an object, got {describe(result)}")
-    text = _content_text(result, f"{where}.result")
+            return step("observation", "", None, {"method": method, "tool_name": name, **meta})
+        raise BadRecord(join_field(where, "result"), f"expected an object, got {describe(result)}")
+    text = _content_text(result, join_field(where, "result"))
     stype = "error" if result.get("isError") is True else "observation"
     extra = {"structuredContent": result["structuredContent"]} if "structuredContent" in result and result.get("content") is not None else {}
-    return mk_step(stype, text, method=method, tool_name=name, **extra, **meta)
+    return step(stype, text, None, {"method": method, "tool_name": name, **extra, **meta})
 
 
 def _add(sess: _Session, msg: dict, where: str, meta: dict) -> None:
     method = msg.get("method")
     mid = msg.get("id")
     if method is not None and not isinstance(method, str):
-        raise Bad(f"{where}.method", f"expected a string, got {describe(method)}")
+        raise BadRecord(join_field(where, "method"), f"expected a string, got {describe(method)}")
     params = msg.get("params")
     if params is not None and not isinstance(params, dict) and not isinstance(params, list):
-        raise Bad(f"{where}.params", f"expected an object, got {describe(params)}")
+        raise BadRecord(join_field(where, "params"), f"expected an object, got {describe(params)}")
     if method is not None:
         is_req = mid is not None
         if method == "tools/call":
             if not isinstance(params, dict):
-                raise Bad(f"{where}.params", "missing" if params is None else f"expected an object, got {describe(params)}")
+                raise BadRecord(join_field(where, "params"), "missing" if params is None else f"expected an object, got {describe(params)}")
             name = params.get("name")
             if not isinstance(name, str):
-                raise Bad(f"{where}.params.name", "missing" if name is None else f"expected a string, got {describe(name)}")
-            step = mk_step("action", name, args_text(params.get("arguments", {})), method=method, rpc_id=mid,
-                           tool_call_id=str(mid) if mid is not None else None, **meta)
+                raise BadRecord(join_field(where, "params.name"), "missing" if name is None else f"expected a string, got {describe(name)}")
+            st = step("action", name, render_args(params.get("arguments", {})),
+                      {"method": method, "rpc_id": mid, "tool_call_id": str(mid) if mid is not None else None, **meta})
         elif method == "notifications/message":
             p = params or {}
-            step = mk_step("observation", text_of(p.get("data")) if isinstance(p, dict) else text_of(p), method=method,
-                           level=p.get("level") if isinstance(p, dict) else None, logger=p.get("logger") if isinstance(p, dict) else None, **meta)
+            st = step("observation", value_text(p.get("data")) if isinstance(p, dict) else value_text(p), None,
+                      {"method": method, "level": p.get("level") if isinstance(p, dict) else None, "logger": p.get("logger") if isinstance(p, dict) else None, **meta})
         elif method in _SYSTEM_METHODS or method.endswith("/list"):
-            step = mk_step("system", method if params is None else f"{method}\n{jdump(params)}", method=method, rpc_id=mid, **meta)
+            st = step("system", method if params is None else f"{method}\n{dumps(params)}", None,
+                      {"method": method, "rpc_id": mid, **meta})
             if method == "initialize" and isinstance(params, dict):
                 sess.info["client"] = params.get("clientInfo")
                 sess.info["protocolVersion"] = params.get("protocolVersion")
         elif not is_req and not method.startswith("notifications/"):
-            step = mk_step("other", jdump(msg), method=method, **meta)
+            st = step("other", dumps(msg), None, {"method": method, **meta})
         elif not is_req:
-            step = mk_step("system", method if params is None else f"{method}\n{jdump(params)}", method=method, **meta)
+            st = step("system", method if params is None else f"{method}\n{dumps(params)}", None, {"method": method, **meta})
         else:
-            step = mk_step("action", method, args_text(params if params is not None else {}), method=method, rpc_id=mid, **meta)
-        sess.entries.append([step])
+            st = step("action", method, render_args(params if params is not None else {}),
+                      {"method": method, "rpc_id": mid, **meta})
+        sess.entries.append([st])
         if is_req:
             sess.pending[str(mid)] = len(sess.entries) - 1
             sess.methods[str(mid)] = method
         return
     if mid is None and "error" not in msg:
-        raise Bad(where, "a JSON-RPC message needs a method or an id")
+        raise BadRecord(where or None, "a JSON-RPC message needs a method or an id")
     key = str(mid)
     idx = sess.pending.pop(key, None)
     meth = sess.methods.get(key) if idx is not None else None
     name = None
     if idx is not None and meth == "tools/call":
         name = sess.entries[idx][0].content
-    step = _resp_step(msg, meth, name, where, dict(meta, rpc_id=mid, tool_call_id=key if meth == "tools/call" else None))
+    st = _resp_step(msg, meth, name, where, dict(meta, rpc_id=mid, tool_call_id=key if meth == "tools/call" else None))
     if meth == "initialize" and isinstance(msg.get("result"), dict):
         sess.info["server"] = msg["result"].get("serverInfo")
         sess.info["protocolVersion"] = msg["result"].get("protocolVersion", sess.info.get("protocolVersion"))
     if idx is None:
-        step.extra.setdefault("metadata", {})["unmatched_response"] = True
-        sess.entries.append([step])
+        step_metadata(st)["unmatched_response"] = True
+        sess.entries.append([st])
     else:
-        sess.entries[idx].append(step)
+        sess.entries[idx].append(st)
 
 
 def _finish(sess: _Session, path: Path) -> Trace | None:
@@ -215,50 +219,50 @@ def _finish(sess: _Session, path: Path) -> Trace | None:
     steps = []
     for e in sess.entries:
         if len(e) == 1 and e[0].type == "action" and e[0].extra.get("metadata", {}).get("rpc_id") is not None:
-            e[0].extra["metadata"]["no_response"] = True
+            step_metadata(e[0])["no_response"] = True
         steps.extend(e)
-    md = {"source_format": NAME, "source_file": str(path), "session_index": sess.index, "first_record": sess.first}
-    md.update({k: v for k, v in sess.info.items() if v is not None})
-    return Trace(stable_id(path.name, sess.index, sess.first), "", steps, md)
+    md = {"session_index": sess.index, "first_record": sess.first, **sess.info}
+    return finish(Origin(NAME, str(path)), stable_id(path.name, sess.index, sess.first), "", steps, md)
+
+
+def _records(path: Path) -> Iterator[tuple[int | None, int | None, Any]]:
+    """(line, list index, record or TraceError): JSONL lines, or the items of a JSON list or of its
+    usual wrapper key."""
+    for line, val in documents(path):
+        if isinstance(val, TraceError) or line is not None:
+            yield line, None, val
+            continue
+        items = val
+        if isinstance(val, dict) and not _unwrap(val):
+            for k in ("messages", "log", "entries", "history"):
+                if isinstance(val.get(k), list):
+                    items = val[k]
+                    break
+        if isinstance(items, list):
+            for i, x in enumerate(items):
+                yield line, i, x
+        else:
+            yield line, None, items
 
 
 def convert(path: Path) -> Iterator:
     path = Path(path)
     source = str(path)
-    kind, it = read_input(path)
     sess = _Session(0)
     warned = 0
-
-    def records():
-        for line, val in it:
-            if isinstance(val, TraceError) or kind == "jsonl":
-                yield line, None, val
-                continue
-            items = val
-            if isinstance(val, dict) and not _unwrap(val):
-                for k in ("messages", "log", "entries", "history"):
-                    if isinstance(val.get(k), list):
-                        items = val[k]
-                        break
-            if isinstance(items, list):
-                for i, x in enumerate(items):
-                    yield line, i, x
-            else:
-                yield line, None, items
-
-    for line, idx, rec in records():
+    for line, idx, rec in _records(path):
         if isinstance(rec, TraceError):
             yield rec
             continue
         loc = line if idx is None else idx
-        where = f"[{idx}]" if idx is not None else ""
         msgs = _unwrap(rec)
         if not msgs:
-            sess.entries.append([mk_step("other", jdump(rec), source_line=line, source_record=idx)])
+            sess.entries.append([step("other", dumps(rec), None, {"source_line": line, "source_record": idx})])
             warned += 1
             if sess.first is None:
                 sess.first = loc
             continue
+        origin = Origin(NAME, source, line, idx)
         for k, (msg, meta) in enumerate(msgs):
             if msg.get("method") == "initialize" and msg.get("id") is not None and sess.entries:
                 done = _finish(sess, path)
@@ -267,18 +271,18 @@ def convert(path: Path) -> Iterator:
                 sess = _Session(sess.index + 1)
             if sess.first is None:
                 sess.first = loc
-            m = dict(meta, source_line=line, source_record=idx)
-            try:
-                _add(sess, msg, where + (f"[{k}]" if len(msgs) > 1 else ""), m)
-            except Bad as b:
-                yield TraceError(source, line, (b.field or "").lstrip(".") or None, b.message)
-            except Exception as exc:  # one odd message must not end the session
-                yield TraceError(source, line, where or None, f"could not convert: {type(exc).__name__}: {exc}")
+            m = dict(meta)
+            if line is not None:
+                m["source_line"] = line
+            if idx is not None:
+                m["source_record"] = idx
+            # one odd message is its own located error; the session goes on
+            yield from guarded(origin, _add, sess, msg, f"[{k}]" if len(msgs) > 1 else "", m)
     done = _finish(sess, path)
     if done:
         yield done
     if warned:
-        yield warn(source, None, f"{warned} record(s) that are not JSON-RPC kept as 'other' steps")
+        yield warning(source, None, f"{warned} record(s) that are not JSON-RPC kept as 'other' steps")
 
 
 CONVERTER = Converter(

@@ -16,11 +16,11 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ls_trajeval.trace import Step
-
-from ._common_b import (Bad, Ctx, args_text, clean_meta, drive, finish_trace, message_parts, mk_step, norm_role,
-                        pair_by_id, sample_objects, text_of, tool_calls_of)
 from .base import Converter, Sample
+from .support.chat import call_id, message_parts, norm_role, tool_calls_of, value_text
+from .support.errors import BadRecord, each_record
+from .support.files import Origin, sample_objects
+from .support.steps import StepList, default_id, finish, render_args, step
 
 NAME = "multi_agent"
 _WW_KEYS = ("mistake_agent", "mistake_step", "mistake_reason", "ground_truth", "question")
@@ -130,24 +130,23 @@ def _classify_new(role: str, name: str | None) -> tuple[str, dict]:
     return "message", meta
 
 
-def _who_when(rec: dict, ctx: Ctx) -> list:
+def _who_when(rec: dict, origin: Origin) -> list:
     hist = rec["history"]
     steps = []
     for i, h in enumerate(hist):
         if not isinstance(h, dict):
-            raise Bad(f"history[{i}]", "expected an object with content and role")
+            raise BadRecord(f"history[{i}]", "expected an object with content and role")
         content = h.get("content")
         if content is not None and not isinstance(content, (str, list, dict)):
-            raise Bad(f"history[{i}].content", f"expected a string, got {type(content).__name__}")
+            raise BadRecord(f"history[{i}].content", f"expected a string, got {type(content).__name__}")
         role = h.get("role")
         if role is not None and not isinstance(role, str):
-            raise Bad(f"history[{i}].role", "expected a string")
+            raise BadRecord(f"history[{i}].role", "expected a string")
         name = h.get("name") if isinstance(h.get("name"), str) else None
         stype, meta = _classify(role or "", name)
         meta["history_index"] = i
-        steps.append(mk_step(stype, text_of(content), **meta))
-    md = ctx.provenance(NAME)
-    md["benchmark"] = "who_and_when"
+        steps.append(step(stype, value_text(content), None, dict(meta)))
+    md: dict = {"benchmark": "who_and_when"}
     raw_ms = rec.get("mistake_step")
     if raw_ms is not None and raw_ms != "":
         try:
@@ -155,9 +154,9 @@ def _who_when(rec: dict, ctx: Ctx) -> list:
         except ValueError:
             ms = None
         if ms is None:
-            raise Bad("mistake_step", f"expected an integer index into history, got {raw_ms!r}")
+            raise BadRecord("mistake_step", f"expected an integer index into history, got {raw_ms!r}")
         if not 0 <= ms < len(hist):
-            raise Bad("mistake_step", f"index {ms} is outside history (0..{len(hist) - 1})")
+            raise BadRecord("mistake_step", f"index {ms} is outside history (0..{len(hist) - 1})")
         md["mistake_step"] = ms
     for k in ("mistake_agent", "mistake_reason", "ground_truth", "question", "question_ID", "level", "is_corrected"):
         if k in rec:
@@ -167,20 +166,20 @@ def _who_when(rec: dict, ctx: Ctx) -> list:
             md.setdefault("extra", {})[k] = v
     task = rec.get("question") if isinstance(rec.get("question"), str) else None
     if task is None and hist and isinstance(hist[0], dict):
-        task = text_of(hist[0].get("content"))
-    tid = rec.get("trace_id") or rec.get("id") or ctx.default_id()
-    return [finish_trace(str(tid), task, steps, md, "history")]
+        task = value_text(hist[0].get("content"))
+    tid = rec.get("trace_id") or rec.get("id") or default_id(origin)
+    return [finish(origin, str(tid), task, steps, md, "history")]
 
 
-def _generic(rec: dict, ctx: Ctx) -> list:
+def _generic(rec: dict, origin: Origin) -> list:
     key = next(k for k in _LIST_KEYS if isinstance(rec.get(k), list))
-    steps = []
+    out = StepList()
     task = next((rec[k] for k in ("task", "question", "goal", "query", "input") if isinstance(rec.get(k), str)), None)
     first_user = None
     for i, m in enumerate(rec[key]):
         w = f"{key}[{i}]"
         if not isinstance(m, dict):
-            raise Bad(w, "expected a message object")
+            raise BadRecord(w, "expected a message object")
         agent = _agent_of(m)
         role = m.get("role") if isinstance(m.get("role"), str) else ""
         base = {"agent": agent, "index": i, "timestamp": m.get("timestamp") or m.get("created_at"),
@@ -190,75 +189,78 @@ def _generic(rec: dict, ctx: Ctx) -> list:
         if mtype == "ToolCallRequestEvent" and isinstance(content, list):
             for k, c in enumerate(content):
                 if not isinstance(c, dict):
-                    raise Bad(f"{w}.content[{k}]", "expected a function call object")
-                steps.append(mk_step("action", str(c.get("name", "")), args_text(c.get("arguments")), tool_call_id=c.get("id"), **base))
+                    raise BadRecord(f"{w}.content[{k}]", "expected a function call object")
+                cid = call_id(c.get("id"))
+                out.call(cid, step("action", str(c.get("name", "")), render_args(c.get("arguments")),
+                                   {"tool_call_id": cid, **base}))
             continue
         if mtype == "ToolCallExecutionEvent" and isinstance(content, list):
             for k, c in enumerate(content):
                 if not isinstance(c, dict):
-                    raise Bad(f"{w}.content[{k}]", "expected a function result object")
-                steps.append(mk_step("error" if c.get("is_error") else "observation", text_of(c.get("content")),
-                                     tool_call_id=c.get("call_id"), tool_name=c.get("name"), **base))
+                    raise BadRecord(f"{w}.content[{k}]", "expected a function result object")
+                cid = call_id(c.get("call_id"))
+                out.result(cid, step("error" if c.get("is_error") else "observation", value_text(c.get("content")), None,
+                                     {"tool_call_id": cid, "tool_name": c.get("name"), **base}))
             continue
         if content is not None and not isinstance(content, (str, list, dict)):
-            raise Bad(f"{w}.content", f"expected a string, got {type(content).__name__}")
+            raise BadRecord(f"{w}.content", f"expected a string, got {type(content).__name__}")
         if mtype == "ThoughtEvent":
-            steps.append(mk_step("thought", text_of(content), **base))
+            out.add(step("thought", value_text(content), None, {**base}))
             continue
         stype, meta = _classify(role or (agent or ""), agent if role else None)
         for k, v in base.items():
             if v is not None and (k != "agent" or v):
                 meta[k] = v
-        if m.get("tool_call_id") is not None:
-            meta["tool_call_id"] = m["tool_call_id"]
+        cid = call_id(m.get("tool_call_id"))
+        if cid is not None:
+            meta["tool_call_id"] = cid
         if mtype:
             meta["message_type"] = mtype
         if isinstance(content, (str, list)) or content is None:
             text, reasoning, calls, _ = message_parts(m)  # calls: tool_calls and tool-use parts alike
         else:
-            text, reasoning, calls = text_of(content), "", tool_calls_of(m)
+            text, reasoning, calls = value_text(content), "", tool_calls_of(m)
         if reasoning:
-            steps.append(mk_step("thought", reasoning, **meta))
+            out.add(step("thought", reasoning, None, dict(meta)))
         if text or not calls:
-            steps.append(Step("thought" if calls and stype == "message" else stype, text, None, {"metadata": clean_meta(meta)}))
+            said = step("thought" if calls and stype == "message" else stype, text, None, dict(meta))
+            if cid is not None and said.type in ("observation", "error"):
+                out.result(cid, said)
+            else:
+                out.add(said)
         for tc in calls:
-            steps.append(mk_step("action", tc.name, args_text(tc.args), tool_call_id=tc.call_id, agent=agent))
+            out.call(tc.call_id, step("action", tc.name, render_args(tc.args), {"tool_call_id": tc.call_id, "agent": agent}))
         if first_user is None and task is None and norm_role(role or agent or "") == "user":
             first_user = text
-    steps = pair_by_id(steps)
     if task is None:
         task = first_user
-    md = ctx.provenance(NAME)
+    md = {}
     for k, v in rec.items():
         if k != key and k not in ("task",) and not isinstance(v, list):
             md.setdefault("extra", {})[k] = v
-    agents = []
-    for s in steps:
-        a = s.extra.get("metadata", {}).get("agent")
-        if a and a not in agents:
-            agents.append(a)
-    md["agents"] = agents
-    tid = rec.get("trace_id") or rec.get("id") or rec.get("session_id") or ctx.default_id()
-    return [finish_trace(str(tid), task, steps, md, key)]
+    steps = out.steps()
+    md["agents"] = list(dict.fromkeys(a for s in steps if (a := s.extra.get("metadata", {}).get("agent"))))
+    tid = rec.get("trace_id") or rec.get("id") or rec.get("session_id") or default_id(origin)
+    return [finish(origin, str(tid), task, steps, md, key)]
 
 
-def one(rec: Any, ctx: Ctx) -> list:
+def one(rec: Any, origin: Origin) -> list:
     if not isinstance(rec, dict):
-        raise Bad(None, "expected a transcript object")
+        raise BadRecord(None, "expected a transcript object")
     if "history" in rec and not isinstance(rec["history"], list) and sum(k in rec for k in _WW_KEYS) >= 2:
-        raise Bad("history", f"expected a list of messages, got {type(rec['history']).__name__}")
+        raise BadRecord("history", f"expected a list of messages, got {type(rec['history']).__name__}")
     if _is_who_when(rec):
-        return _who_when(rec, ctx)
+        return _who_when(rec, origin)
     if _generic_list(rec) is not None:
-        return _generic(rec, ctx)
+        return _generic(rec, origin)
     for k in _LIST_KEYS:
         if k in rec:
-            raise Bad(k, f"expected a non-empty list of message objects, got {type(rec[k]).__name__}")
-    raise Bad(None, "no history or messages list")
+            raise BadRecord(k, f"expected a non-empty list of message objects, got {type(rec[k]).__name__}")
+    raise BadRecord(None, "no history or messages list")
 
 
 def convert(path: Path):
-    yield from drive(path, one)
+    yield from each_record(path, NAME, one)
 
 
 CONVERTER = Converter(

@@ -12,11 +12,15 @@ import itertools
 from pathlib import Path
 from typing import Any, Iterator
 
-from ls_trajeval.trace import TraceError, describe
+from ls_trajeval.core.trace import TraceError, describe
 
-from . import _io
-from ._common import BadRecord, in_list, StepList, chat_messages_to_steps, expect, file_id, finish, guarded, text, warn_all
 from .base import Converter, Sample
+from .support.chat import openai_messages
+from .support.errors import BadRecord, expect, guarded, warning
+from .support.files import Origin, documents
+from .support.steps import StepList, finish, stable_id, text
+
+NAME = "openai_chat"
 
 ROLES = {"system", "developer", "user", "assistant", "tool", "function"}
 ID_KEYS = ("trace_id", "id", "conversation_id", "session_id")
@@ -79,7 +83,7 @@ def _reply(rec: dict) -> list:
     return [msg] if isinstance(msg, dict) else []
 
 
-def _one(path: Path, line: Any, index: int, rec: Any) -> Iterator:
+def _one(rec: Any, origin: Origin, index: int) -> Iterator:
     msgs = _messages_of(rec)
     if msgs is None:
         if isinstance(rec, dict) and "messages" in rec:
@@ -88,7 +92,7 @@ def _one(path: Path, line: Any, index: int, rec: Any) -> Iterator:
             msgs = []
         else:
             raise BadRecord("messages", "missing: expected a list of messages or {\"messages\": [...]}")
-    meta: dict = {"source_format": "openai_chat", "source_file": str(path), "source_line": line}
+    meta: dict = {}
     tid = None
     if isinstance(rec, dict):
         msgs = list(msgs) + _reply(rec)
@@ -105,16 +109,10 @@ def _one(path: Path, line: Any, index: int, rec: Any) -> Iterator:
             meta["tools"] = [(t["function"] if isinstance(t.get("function"), dict) else t).get("name") for t in tools if isinstance(t, dict)]
     out = StepList()
     warnings: list = []
-    task = chat_messages_to_steps(msgs, out, warnings=warnings)
-    yield finish(path, line, tid or file_id(path, index), task, out.steps(), meta)
-    yield from warn_all(path, line, warnings)
-
-
-def _opt(value: Any, kind: type | tuple, field: str) -> Any:
-    """``value`` when it is of ``kind`` (or None); a BadRecord naming ``field`` otherwise."""
-    if value is not None and not isinstance(value, kind):
-        expect(value, kind, field)
-    return value
+    task = openai_messages(msgs, out, warnings=warnings)
+    yield finish(origin, tid or stable_id(Path(origin.source).name, index), task, out.steps(), meta)
+    for w in warnings:
+        yield warning(origin.source, origin.line, w)
 
 
 def _join_chunks(chunks: list, path: Path) -> tuple[dict, list]:
@@ -131,21 +129,21 @@ def _join_chunks(chunks: list, path: Path) -> tuple[dict, list]:
     for line, ch in chunks:
         try:
             # check the whole chunk before taking anything from it
-            choices = _opt(ch.get("choices"), list, "choices") or []
+            choices = expect(ch.get("choices"), list, "choices", optional=True) or []
             deltas = []
             for c, choice in enumerate(choices):
                 expect(choice, dict, f"choices[{c}]")
-                d = _opt(choice.get("delta"), dict, f"choices[{c}].delta") or {}
-                tcs = _opt(d.get("tool_calls"), list, f"choices[{c}].delta.tool_calls") or []
+                d = expect(choice.get("delta"), dict, f"choices[{c}].delta", optional=True) or {}
+                tcs = expect(d.get("tool_calls"), list, f"choices[{c}].delta.tool_calls", optional=True) or []
                 for j, tc in enumerate(tcs):
                     loc = f"choices[{c}].delta.tool_calls[{j}]"
                     expect(tc, dict, loc)
                     i = tc.get("index")
                     if i is not None and i.__class__ is not int:
                         raise BadRecord(f"{loc}.index", f"expected an integer, got {describe(i)}")
-                    fn = _opt(tc.get("function"), dict, f"{loc}.function") or {}
-                    _opt(fn.get("name"), str, f"{loc}.function.name")
-                    _opt(fn.get("arguments"), str, f"{loc}.function.arguments")
+                    fn = expect(tc.get("function"), dict, f"{loc}.function", optional=True) or {}
+                    expect(fn.get("name"), str, f"{loc}.function.name", optional=True)
+                    expect(fn.get("arguments"), str, f"{loc}.function.arguments", optional=True)
                 deltas.append((d, tcs))
         except BadRecord as exc:
             errors.append(TraceError(str(path), line, exc.field, exc.message))
@@ -175,7 +173,8 @@ def _join_chunks(chunks: list, path: Path) -> tuple[dict, list]:
 
 
 def convert(path: Path) -> Iterator:
-    docs = _io.iter_documents(path)
+    source = str(path)
+    docs = documents(path)
     first = next(docs, None)
     if first is None:
         return
@@ -185,29 +184,24 @@ def convert(path: Path) -> Iterator:
             yield value
         elif isinstance(value, list) and value and _messages_of(value[0]) is not None:
             for j, rec in enumerate(value):
-                yield from in_list(j, guarded(path, None, _one, path, f"[{j}]", j, rec))
+                yield from guarded(Origin(NAME, source, None, j), _one, rec, Origin(NAME, source, None, j), j)
         else:
-            yield from guarded(path, None, _one, path, None, 0, value)
+            yield from guarded(Origin(NAME, source), _one, value, Origin(NAME, source), 0)
         return
     if isinstance(value, dict) and (_is_message(value) or value.get("object") == "chat.completion.chunk"):
         yield from _per_message_file(path, first, docs)
         return
-    index = 0
-    for line, value in [first]:
-        yield from (value,) if isinstance(value, TraceError) else guarded(path, line, _one, path, line, index, value)
-    for line, value in docs:
-        index += 1
-        yield from (value,) if isinstance(value, TraceError) else guarded(path, line, _one, path, line, index, value)
+    for index, (line, value) in enumerate(itertools.chain([first], docs)):
+        origin = Origin(NAME, source, line)
+        yield from (value,) if isinstance(value, TraceError) else guarded(origin, _one, value, origin, index)
 
 
 def _per_message_file(path: Path, first, rest) -> Iterator:
     """JSONL whose lines are messages or chunks: the file is one conversation."""
     msgs: list = []
     chunks: list = []
-    errors = 0
     for line, value in itertools.chain([first], rest):
         if isinstance(value, TraceError):
-            errors += 1
             yield value
             continue
         if isinstance(value, dict) and value.get("object") == "chat.completion.chunk":
@@ -224,7 +218,6 @@ def _per_message_file(path: Path, first, rest) -> Iterator:
             msgs.extend(joined["messages"])
             chunks = []
         if not isinstance(value, dict):
-            errors += 1
             yield TraceError(str(path), line, None, "expected a message object")
             continue
         msgs.append(value)
@@ -232,12 +225,12 @@ def _per_message_file(path: Path, first, rest) -> Iterator:
         joined, errs = _join_chunks(chunks, path)
         yield from errs
         msgs.extend(joined["messages"])
-    rec = {"messages": msgs, "id": file_id(path, "conversation")}
-    yield from guarded(path, None, _one, path, None, 0, rec)
+    origin = Origin(NAME, str(path))
+    yield from guarded(origin, _one, {"messages": msgs, "id": stable_id(path.name, "conversation")}, origin, 0)
 
 
 CONVERTER = Converter(
-    name="openai_chat",
+    name=NAME,
     description="OpenAI Chat Completions messages (tool_calls, tool results, legacy function_call, streaming chunks)",
     shapes='JSON list of messages; {"messages": [...]}; JSONL of those; JSONL of messages or chat.completion.chunk lines',
     detect=detect,

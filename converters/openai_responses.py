@@ -14,15 +14,20 @@ for the UI and are counted in metadata, their last ``token_count`` giving the to
 """
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from pathlib import Path
 from typing import Any, Iterator
 
-from ls_trajeval.trace import TraceError, describe
+from ls_trajeval.core.trace import TraceError, describe
 
-from . import _io
-from ._common import BadRecord, in_list, StepList, compact, expect, file_id, finish, flatten_parts, guarded, render_args, step, text
-from .base import Converter, ConvertWarning, Sample
+from .base import Converter, Sample
+from .support.chat import call_id, content_text
+from .support.errors import BadRecord, expect, guarded, warning
+from .support.files import Origin, documents
+from .support.steps import StepList, compact, finish, render_args, stable_id, step, text
+
+NAME = "openai_responses"
 
 CALLS = {"function_call": "name", "custom_tool_call": "name", "local_shell_call": None, "mcp_call": "name"}
 OUTPUTS = {"function_call_output", "custom_tool_call_output", "local_shell_call_output", "computer_call_output", "mcp_call_output"}
@@ -84,19 +89,19 @@ class _Builder:
             content = it.get("content")
             if content is not None and not isinstance(content, (str, list)):
                 raise BadRecord(f"{where}.content", f"expected a string or a list of parts, got {type(content).__name__}")
-            body = flatten_parts(content, PART_TEXT)
+            body = content_text(content, PART_TEXT)
             if role in ("system", "developer"):
-                self.out.add(step("system", body, role=role, item_id=ident, **meta))
+                self.out.add(step("system", body, None, {"role": role, "item_id": ident, **meta}))
             else:
                 if role == "user" and self.task is None and not body.lstrip().startswith(("<environment_context>", "<user_instructions>")):
                     self.task = body
-                self.out.add(step("message", body, role=role, item_id=ident, **meta))
+                self.out.add(step("message", body, None, {"role": role, "item_id": ident, **meta}))
         elif t == "reasoning":
             summary = it.get("summary") or []
-            body = flatten_parts(summary) if summary else flatten_parts(it.get("content"), ("text", "reasoning_text"))
+            body = content_text(summary) if summary else content_text(it.get("content"), ("text", "reasoning_text"))
             if not body and it.get("encrypted_content"):
                 body = "[encrypted reasoning]"
-            self.out.add(step("thought", body, item_id=ident, **meta))
+            self.out.add(step("thought", body, None, {"item_id": ident, **meta}))
         elif t in CALLS:
             if t == "local_shell_call":
                 action = it.get("action") or {}
@@ -107,22 +112,26 @@ class _Builder:
                 if name is None:
                     raise BadRecord(f"{where}.name", "missing")
                 args = it.get("arguments", it.get("input"))
-            self.out.call(it.get("call_id") or ident, step("action", text(name), render_args(args), item_id=ident, item_type=t if t != "function_call" else None, status=it.get("status"), **meta))
+            cid = call_id(it.get("call_id") or ident)
+            self.out.call(cid, step("action", text(name), render_args(args),
+                                    {"item_id": ident, "item_type": t if t != "function_call" else None, "status": it.get("status"), **meta, "tool_call_id": cid}))
         elif t in OUTPUTS:
             output = it.get("output")
             is_err = False
             if isinstance(output, dict):
                 is_err = output.get("success") is False
                 output = output.get("content", output)
-            body = flatten_parts(output, ("text", "output")) if not isinstance(output, str) else output
-            self.out.result(it.get("call_id"), step("error" if is_err else "observation", body, item_id=ident, **meta))
+            body = content_text(output, ("text", "output")) if not isinstance(output, str) else output
+            cid = call_id(it.get("call_id"))
+            self.out.result(cid, step("error" if is_err else "observation", body, None,
+                                      {"item_id": ident, **meta, "tool_call_id": cid}))
         else:
-            self.out.add(step("other", compact(it), item_type=t, item_id=ident, **meta))
+            self.out.add(step("other", compact(it), None, {"item_type": t, "item_id": ident, **meta}))
 
 
-def _one(path: Path, line: Any, index: int, rec: Any) -> Iterator:
+def _one(rec: Any, origin: Origin, index: int) -> Iterator:
     b = _Builder()
-    meta: dict = {"source_format": "openai_responses", "source_file": str(path), "source_line": line}
+    meta: dict = {}
     tid = None
     if isinstance(rec, list):
         items = [("input", rec)]
@@ -130,7 +139,7 @@ def _one(path: Path, line: Any, index: int, rec: Any) -> Iterator:
         expect(rec, dict, "(record)")
         items = []
         if rec.get("instructions"):
-            b.out.add(step("system", text(rec["instructions"]), role="instructions"))
+            b.out.add(step("system", text(rec["instructions"]), None, {"role": "instructions"}))
         for k in ("input", "output"):
             v = rec.get(k)
             if isinstance(v, str):
@@ -146,71 +155,73 @@ def _one(path: Path, line: Any, index: int, rec: Any) -> Iterator:
     for k, lst in items:
         for j, it in enumerate(lst):
             b.item(it, f"{k}[{j}]")
-    yield finish(path, line, text(tid) if tid else file_id(path, index), b.task or "", b.out.steps(), meta)
+    yield finish(origin, text(tid) if tid else stable_id(Path(origin.source).name, index), b.task or "", b.out.steps(), meta)
 
 
 def _rollout(path: Path, first: tuple, rest: Iterator) -> Iterator:
     b = _Builder()
-    meta: dict = {"source_format": "openai_responses", "variant": "codex_rollout", "source_file": str(path)}
+    meta: dict = {"variant": "codex_rollout"}
     events: Counter = Counter()
     models: list = []
     tid = None
-    errors = 0
-    for line, rec in _chain(first, rest):
+
+    def take(line: int, rec: Any) -> None:
+        nonlocal tid
+        expect(rec, dict, "(line)")
+        kind = rec.get("type")
+        payload = rec.get("payload") if "payload" in rec else rec
+        lmeta = {"source_line": line, "timestamp": rec.get("timestamp")}
+        if kind == "session_meta":
+            expect(payload, dict, "payload")
+            tid = payload.get("id") or tid
+            for k in ("cwd", "cli_version", "originator", "source", "git", "timestamp", "model_provider"):
+                if payload.get(k) is not None:
+                    meta[k if k != "timestamp" else "started_at"] = payload[k]
+            if payload.get("instructions"):
+                b.out.add(step("system", text(payload["instructions"]), None, {"role": "instructions", **lmeta}))
+        elif kind == "response_item":
+            b.item(payload, "payload", **lmeta)
+        elif kind == "turn_context":
+            m = payload.get("model") if isinstance(payload, dict) else None
+            if m and m not in models:
+                models.append(m)
+        elif kind == "event_msg":
+            et = payload.get("type") if isinstance(payload, dict) else None
+            events[str(et)] += 1
+            if et == "token_count" and isinstance(payload.get("info"), dict):
+                meta["usage"] = payload["info"].get("total_token_usage", payload["info"])
+        elif kind == "compacted":
+            b.out.add(step("system", text(payload.get("message") if isinstance(payload, dict) else payload), None,
+                           {"role": "compacted", **lmeta}))
+        elif "payload" not in rec and (_is_item(rec) or rec.get("type") == "message"):
+            b.item(rec, "(line)", **lmeta)  # legacy rollout: items directly
+        elif "instructions" in rec and "id" in rec and line == first[0]:
+            tid = rec.get("id")
+            if rec.get("instructions"):
+                b.out.add(step("system", text(rec["instructions"]), None, {"role": "instructions", **lmeta}))
+        else:
+            events[f"unknown:{kind}"] += 1
+            b.out.add(step("other", compact(rec), None, {**lmeta}))
+
+    for line, rec in itertools.chain([first], rest):
         if isinstance(rec, TraceError):
-            errors += 1
             yield rec
-            continue
-        try:
-            expect(rec, dict, "(line)")
-            kind = rec.get("type")
-            payload = rec.get("payload") if "payload" in rec else rec
-            lmeta = {"source_line": line, "timestamp": rec.get("timestamp")}
-            if kind == "session_meta":
-                expect(payload, dict, "payload")
-                tid = payload.get("id") or tid
-                for k in ("cwd", "cli_version", "originator", "source", "git", "timestamp", "model_provider"):
-                    if payload.get(k) is not None:
-                        meta[k if k != "timestamp" else "started_at"] = payload[k]
-                if payload.get("instructions"):
-                    b.out.add(step("system", text(payload["instructions"]), role="instructions", **lmeta))
-            elif kind == "response_item":
-                b.item(payload, "payload", **lmeta)
-            elif kind == "turn_context":
-                m = payload.get("model") if isinstance(payload, dict) else None
-                if m and m not in models:
-                    models.append(m)
-            elif kind == "event_msg":
-                et = payload.get("type") if isinstance(payload, dict) else None
-                events[str(et)] += 1
-                if et == "token_count" and isinstance(payload.get("info"), dict):
-                    meta["usage"] = payload["info"].get("total_token_usage", payload["info"])
-            elif kind == "compacted":
-                b.out.add(step("system", text(payload.get("message") if isinstance(payload, dict) else payload), role="compacted", **lmeta))
-            elif "payload" not in rec and (_is_item(rec) or rec.get("type") == "message"):
-                b.item(rec, "(line)", **lmeta)  # legacy rollout: items directly
-            elif "instructions" in rec and "id" in rec and line == first[0]:
-                tid = rec.get("id")
-                if rec.get("instructions"):
-                    b.out.add(step("system", text(rec["instructions"]), role="instructions", **lmeta))
-            else:
-                events[f"unknown:{kind}"] += 1
-                b.out.add(step("other", compact(rec), **lmeta))
-        except BadRecord as exc:
-            errors += 1
-            yield TraceError(str(path), line, exc.field, exc.message)
+        else:  # one bad line is its own located error; the rollout goes on
+            yield from guarded(Origin(NAME, str(path), line), take, line, rec)
     if models:
         meta["models"] = models
     if events:
         meta["event_msg_counts"] = dict(events)
-    yield finish(path, None, text(tid) if tid else file_id(path, 0), b.task or "", b.out.steps(), meta)
+    origin = Origin(NAME, str(path))
+    yield from guarded(origin, lambda: [finish(origin, text(tid) if tid else stable_id(path.name, 0), b.task or "", b.out.steps(), meta)])
     unknown = sum(v for k, v in events.items() if k.startswith("unknown:"))
     if unknown:
-        yield ConvertWarning(str(path), None, f"{unknown} rollout line(s) of unknown kind kept as 'other' steps")
+        yield warning(str(path), None, f"{unknown} rollout line(s) of unknown kind kept as 'other' steps")
 
 
 def convert(path: Path) -> Iterator:
-    docs = _io.iter_documents(path)
+    source = str(path)
+    docs = documents(path)
     first = next(docs, None)
     if first is None:
         return
@@ -220,26 +231,20 @@ def convert(path: Path) -> Iterator:
             yield value
         elif isinstance(value, list) and value and isinstance(value[0], dict) and ("output" in value[0] or "input" in value[0]) and "type" not in value[0]:
             for j, rec in enumerate(value):
-                yield from in_list(j, guarded(path, None, _one, path, f"[{j}]", j, rec))
+                yield from guarded(Origin(NAME, source, None, j), _one, rec, Origin(NAME, source, None, j), j)
         else:
-            yield from guarded(path, None, _one, path, None, 0, value)
+            yield from guarded(Origin(NAME, source), _one, value, Origin(NAME, source), 0)
         return
     if isinstance(value, dict) and (_kind(value) in ROLLOUT or _is_item(value) or "instructions" in value and "payload" not in value and "output" not in value):
         yield from _rollout(path, first, docs)
         return
-    index = 0
-    for line, value in _chain(first, docs):
-        yield from (value,) if isinstance(value, TraceError) else guarded(path, line, _one, path, line, index, value)
-        index += 1
-
-
-def _chain(first, rest):
-    yield first
-    yield from rest
+    for index, (line, value) in enumerate(itertools.chain([first], docs)):
+        origin = Origin(NAME, source, line)
+        yield from (value,) if isinstance(value, TraceError) else guarded(origin, _one, value, origin, index)
 
 
 CONVERTER = Converter(
-    name="openai_responses",
+    name=NAME,
     description="OpenAI Responses API items (message, reasoning, function_call/_output) and Codex CLI rollouts",
     shapes='Response objects {"output": [items]}; {"input", "output"}; list of items; JSONL of those; Codex rollout JSONL (session_meta/response_item/event_msg/turn_context)',
     detect=detect,

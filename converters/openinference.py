@@ -20,14 +20,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
-from ls_trajeval.trace import TraceError, loads_strict
+from ls_trajeval.core.trace import TraceError, describe
 
-from ._common_b import (Bad, Ctx, ToolEvent, assemble, describe, finish_trace, flat_attrs, guarded, indexed, jdump,
-                        llm_event_from_messages, maybe_json, mk_step, nest, parse_time, read_input, sample_objects, time_key,
-                        task_from_input, text_of, tree_id, tree_order, warn)
 from .base import Converter, Sample
-from .otel_genai import _span_keys, requests_of
-from ._common_b import otlp_spans
+from .support.chat import task_from_input, value_text
+from .support.errors import BadRecord, guarded, warning
+from .support.files import Origin, documents, load_json, maybe_json, sample_objects
+from .support.steps import default_id, dumps, finish, step
+from .support.times import time_key
+from .support.trees import (ToolEvent, assemble, flat_attrs, indexed, llm_event_from_messages, nest, otlp_requests,
+                            otlp_span_keys, otlp_spans, tree_id, tree_order)
 
 NAME = "openinference"
 _KIND = "openinference.span.kind"
@@ -74,8 +76,8 @@ def detect(sample: Sample) -> float:
         return 0.6
     if isinstance(o, dict) and isinstance(o.get("spans"), list) and o["spans"] and _is_phoenix_span(o["spans"][0]):
         return 0.9
-    if requests_of(o) or (isinstance(sample.first_json, list) and requests_of(sample.first_json)):
-        keys = _span_keys([o] if requests_of(o) else [sample.first_json])
+    if otlp_requests(o) or (isinstance(sample.first_json, list) and otlp_requests(sample.first_json)):
+        keys = otlp_span_keys([o] if otlp_requests(o) else [sample.first_json])
         if any(k.startswith("openinference.") for k in keys):
             return 0.95
     return 0.0
@@ -99,50 +101,49 @@ def _phoenix(o: dict, where: str) -> dict:
         if isinstance(attrs, str):
             attrs = maybe_json(attrs)
         if not isinstance(attrs, dict):
-            raise Bad(f"{where}attributes", f"expected an object, got {describe(attrs)}")
+            raise BadRecord(f"{where}attributes", f"expected an object, got {describe(attrs)}")
         ctx = o.get("context") or {}
         if not isinstance(ctx, dict):
-            raise Bad(f"{where}context", f"expected an object, got {describe(ctx)}")
+            raise BadRecord(f"{where}context", f"expected an object, got {describe(ctx)}")
     attrs = flat_attrs(attrs)
     if o.get("span_kind") and _KIND not in attrs:
         attrs[_KIND] = o["span_kind"]
     events = []
     for ev in o.get("events") or []:
         if isinstance(ev, dict):
-            events.append({"name": ev.get("name"), "time": parse_time(ev.get("timestamp")),
+            events.append({"name": ev.get("name"),
                            "attrs": flat_attrs(ev.get("attributes") or {}) if isinstance(ev.get("attributes"), dict) else {}})
     return {"trace_id": tree_id(ctx.get("trace_id"), f"{where}context.trace_id"),
             "span_id": tree_id(ctx.get("span_id"), f"{where}context.span_id"),
             "parent_id": tree_id(o.get("parent_id") or o.get("parent_span_id"), f"{where}parent_id"),
             "name": o.get("name"), "start": time_key(o.get("start_time")), "start_raw": o.get("start_time"),
             "attrs": attrs, "events": events, "status_code": _status(o.get("status_code")),
-            "status_message": o.get("status_message") or None, "_where": where}
+            "status_message": o.get("status_message") or None}
 
 
 def _trail(spans: list, where: str, out: list, parent: Any = None, trace_id: Any = None) -> None:
     for i, sp in enumerate(spans):
         w = f"{where}[{i}]"
         if not isinstance(sp, dict):
-            raise Bad(w, f"expected a span object, got {describe(sp)}")
+            raise BadRecord(w, f"expected a span object, got {describe(sp)}")
         attrs = sp.get("span_attributes", sp.get("attributes")) or {}
         if isinstance(attrs, str):
             attrs = maybe_json(attrs)
         if not isinstance(attrs, dict):
-            raise Bad(f"{w}.span_attributes", f"expected an object, got {describe(attrs)}")
+            raise BadRecord(f"{w}.span_attributes", f"expected an object, got {describe(attrs)}")
         kids = sp.get("child_spans") or []
         if not isinstance(kids, list):
-            raise Bad(f"{w}.child_spans", f"expected a list, got {describe(kids)}")
+            raise BadRecord(f"{w}.child_spans", f"expected a list, got {describe(kids)}")
         events = []
         for ev in sp.get("events") or []:
             if isinstance(ev, dict):
-                events.append({"name": ev.get("Name", ev.get("name")), "time": parse_time(ev.get("Timestamp", ev.get("timestamp"))),
-                               "attrs": ev.get("Attributes", ev.get("attributes")) or {}})
+                events.append({"name": ev.get("Name", ev.get("name")), "attrs": ev.get("Attributes", ev.get("attributes")) or {}})
         sid = tree_id(sp.get("span_id"), f"{w}.span_id")
         node = {"trace_id": tree_id(sp.get("trace_id", trace_id), f"{w}.trace_id"), "span_id": sid if sid is not None else w,
                 "parent_id": tree_id(sp.get("parent_span_id"), f"{w}.parent_span_id") or parent, "name": sp.get("span_name", sp.get("name")),
                 "start": time_key(sp.get("timestamp", sp.get("start_time"))), "start_raw": sp.get("timestamp", sp.get("start_time")),
                 "attrs": flat_attrs(attrs), "events": events, "status_code": _status(sp.get("status_code")),
-                "status_message": sp.get("status_message") or None, "_where": w}
+                "status_message": sp.get("status_message") or None}
         out.append(node)
         _trail(kids, f"{w}.child_spans", out, node["span_id"], trace_id)
 
@@ -175,7 +176,7 @@ def _value_messages(v: Any) -> list:
         return v["messages"]
     if isinstance(v, dict) and "role" in v:
         return [v]
-    return [{"role": "assistant", "content": v if isinstance(v, str) else jdump(v)}]
+    return [{"role": "assistant", "content": v if isinstance(v, str) else dumps(v)}]
 
 
 def _error_text(sp: dict) -> str:
@@ -232,7 +233,7 @@ def trace_steps(spans: list) -> tuple[list, str | None, dict]:
         kind = _kind(sp)
         failed = sp["status_code"] == "ERROR"
         meta = {"span_id": sp["span_id"], "span_name": sp["name"], "span_kind": kind, "depth": depth,
-                "start_time": sp["start_raw"], "agent": agents[-1][1] if agents else None}
+                "timestamp": sp["start_raw"], "agent": agents[-1][1] if agents else None}
         if is_root_agent:
             root_agent = root_agent or sp
             if task is None:
@@ -240,7 +241,7 @@ def trace_steps(spans: list) -> tuple[list, str | None, dict]:
             if sp["name"]:
                 agents.append((depth, str(a.get("agent.name") or sp["name"])))
             if failed:
-                pending.append((depth, mk_step("error", _error_text(sp), **meta), len(events)))
+                pending.append((depth, step("error", _error_text(sp), None, dict(meta)), len(events)))
             continue
         if kind == "LLM":
             meta["model"] = a.get("llm.model_name")
@@ -253,9 +254,9 @@ def trace_steps(spans: list) -> tuple[list, str | None, dict]:
             if outs:
                 events.append(llm_event_from_messages(outs, ins, **meta))
             if failed:
-                events.append(mk_step("error", _error_text(sp), **meta))
+                events.append(step("error", _error_text(sp), None, dict(meta)))
             elif not outs:
-                events.append(mk_step("message", "", **meta))
+                events.append(step("message", "", None, dict(meta)))
         elif kind in ("TOOL", "RETRIEVER"):
             args = a.get("input.value")
             if args is None:
@@ -265,11 +266,11 @@ def trace_steps(spans: list) -> tuple[list, str | None, dict]:
             out = a.get("output.value")
             if kind == "RETRIEVER" and out is None:
                 docs = [nest(g).get("document", nest(g)) for g in indexed(a, "retrieval.documents")]
-                out = jdump(docs) if docs else None
+                out = dumps(docs) if docs else None
             has_out = out is not None
             if failed:
                 err = _error_text(sp)
-                out = err if out is None else f"{text_of(out)}\n{err}".strip()
+                out = err if out is None else f"{value_text(out)}\n{err}".strip()
             cid = a.get("tool_call.id") or a.get("tool.call_id")
             events.append(ToolEvent(str(a.get("tool.name") or sp["name"] or kind.lower()), args, out, is_error=failed,
                                     call_id=str(cid) if cid else None, meta=meta, has_output=has_out or failed))
@@ -277,13 +278,13 @@ def trace_steps(spans: list) -> tuple[list, str | None, dict]:
             if kind == "AGENT":
                 agents.append((depth, str(a.get("agent.name") or sp["name"])))
             if failed:
-                pending.append((depth, mk_step("error", _error_text(sp), **meta), len(events)))
+                pending.append((depth, step("error", _error_text(sp), None, dict(meta)), len(events)))
         else:
             body = {k: a[k] for k in ("input.value", "output.value") if a.get(k) is not None}
             if failed:
-                events.append(mk_step("error", _error_text(sp) or jdump(body), **meta))
+                events.append(step("error", _error_text(sp) or dumps(body), None, dict(meta)))
             elif body or kind in _OTHER_KINDS:
-                events.append(mk_step("other", jdump(body) if body else jdump(a), **meta))
+                events.append(step("other", dumps(body) if body else dumps(a), None, dict(meta)))
     close(-1)
     if task is None and ordered:
         task = task_from_input(ordered[0][0]["attrs"].get("input.value"))
@@ -304,8 +305,8 @@ def _labels_for(path: Path, rec: dict) -> dict | None:
         p = path.with_name(cand)
         if p.is_file() and p != path:
             try:
-                v = loads_strict(p.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
+                v = load_json(p)
+            except (OSError, ValueError, RecursionError):
                 return {"labels_error": f"unreadable labels file {p.name}"}
             if isinstance(v, dict):
                 v = dict(v)
@@ -316,10 +317,9 @@ def _labels_for(path: Path, rec: dict) -> dict | None:
     return None
 
 
-def _build(tid: Any, spans: list, ctx: Ctx, labels: dict | None = None, extra: dict | None = None) -> list:
+def _build(tid: Any, spans: list, origin: Origin, labels: dict | None = None, extra: dict | None = None) -> list:
     steps, task, info = trace_steps(spans)
-    md = ctx.provenance(NAME)
-    md.update({k: v for k, v in info.items() if v is not None})
+    md = dict(info)
     if extra:
         md.update(extra)
     if labels:
@@ -334,70 +334,69 @@ def _build(tid: Any, spans: list, ctx: Ctx, labels: dict | None = None, extra: d
                     where.setdefault(str(sid), []).append(i)
             md["error_steps"] = {str(e.get("location")): where.get(str(e.get("location")), [])
                                  for e in labels["errors"] if isinstance(e, dict) and e.get("location") is not None}
-    return [finish_trace(str(tid) if tid not in (None, "") else ctx.default_id(), task, steps, md)]
+    return [finish(origin, str(tid) if tid not in (None, "") else default_id(origin), task, steps, md)]
 
 
 def convert(path: Path) -> Iterator:
     path = Path(path)
     source = str(path)
-    kind, it = read_input(path)
     groups: dict[Any, list] = {}
-    first: dict[Any, Ctx] = {}
+    first: dict[Any, Origin] = {}
 
-    def add(spans: list, ctx: Ctx):
+    def add(spans: list, origin: Origin):
         for sp in spans:
             tid = sp["trace_id"]
             if tid not in groups:
                 groups[tid] = []
-                first[tid] = ctx
+                first[tid] = origin
             groups[tid].append(sp)
 
-    for line, val in it:
+    for line, val in documents(path):
         if isinstance(val, TraceError):
             yield val
             continue
-        if requests_of(val):
-            for k, req in enumerate(requests_of(val)):
+        if otlp_requests(val):
+            origin = Origin(NAME, source, line)
+            for k, req in enumerate(otlp_requests(val)):
                 got: list = []
-                errs = guarded(source, line, "", lambda: (got.extend(otlp_spans(req, f"[{k}]." if isinstance(val, list) else "")), [])[1])
-                yield from errs
-                add(got, Ctx(path, line, None, ""))
+                yield from guarded(origin, lambda: got.extend(otlp_spans(req, f"[{k}]." if isinstance(val, list) else "")))
+                add(got, origin)
             continue
         if _is_labels(val):
-            yield warn(source, line, "TRAIL labels file: no steps of its own; it is read with the trace it sits beside")
+            yield warning(source, line, "TRAIL labels file: no steps of its own; it is read with the trace it sits beside")
             continue
         recs = val if isinstance(val, list) else [val]
         for k, rec in enumerate(recs):
-            ctx = Ctx(path, line, k if isinstance(val, list) else None, f"[{k}]" if isinstance(val, list) else "")
-            pre = f"{ctx.where}." if ctx.where else ""
+            origin = Origin(NAME, source, line, k if isinstance(val, list) else None)
+            got = []
             if _is_trail(rec) or (isinstance(rec, dict) and "spans" in rec and not isinstance(rec["spans"], list)):
-                def trail(rec=rec, ctx=ctx, pre=pre):
-                    if not isinstance(rec.get("spans"), list):
-                        raise Bad("spans", f"expected a list of spans, got {describe(rec.get('spans'))}")
-                    spans: list = []
-                    _trail(rec["spans"], "spans", spans, None, rec.get("trace_id"))
-                    tid = rec.get("trace_id") or next((s["trace_id"] for s in spans if s["trace_id"]), None)
-                    extra = {k2: rec[k2] for k2 in ("source", "benchmark", "task_id") if k2 in rec}
-                    return _build(tid, spans, ctx, _labels_for(path, rec), extra)
-                yield from guarded(source, line, ctx.where, trail)
+                yield from guarded(origin, _trail_trace, rec, origin, path)
             elif isinstance(rec, dict) and isinstance(rec.get("spans"), list):
-                got = []
-                errs = guarded(source, line, ctx.where, lambda: (got.extend(_phoenix(s, f"spans[{i}].") for i, s in enumerate(rec["spans"])), [])[1])
-                yield from errs
-                add(got, ctx)
+                yield from guarded(origin, lambda: got.extend(_phoenix(s, f"spans[{i}].") for i, s in enumerate(rec["spans"])))
+                add(got, origin)
             else:
-                got = []
-
-                def one_span(rec=rec):
-                    if not isinstance(rec, dict):
-                        raise Bad(None, f"expected a span object, got {describe(rec)}")
-                    got.append(_phoenix(rec, ""))
-                    return []
-                yield from guarded(source, line, ctx.where, one_span)
-                add(got, ctx)
+                yield from guarded(origin, lambda: got.append(_phoenix(_span_object(rec), "")))
+                add(got, origin)
     for tid, spans in groups.items():
-        ctx = first[tid]
-        yield from guarded(source, ctx.line, f"trace {tid}", lambda: _build(tid, spans, ctx, None))
+        origin = first[tid]
+        yield from guarded(Origin(NAME, source, origin.line), _build, tid, spans, origin, field=f"trace {tid}")
+
+
+def _span_object(rec: Any) -> dict:
+    if not isinstance(rec, dict):
+        raise BadRecord(None, f"expected a span object, got {describe(rec)}")
+    return rec
+
+
+def _trail_trace(rec: dict, origin: Origin, path: Path) -> list:
+    """A TRAIL record: its span tree, with the labels it carries or a sidecar file beside it holds."""
+    if not isinstance(rec.get("spans"), list):
+        raise BadRecord("spans", f"expected a list of spans, got {describe(rec.get('spans'))}")
+    spans: list = []
+    _trail(rec["spans"], "spans", spans, None, rec.get("trace_id"))
+    tid = rec.get("trace_id") or next((s["trace_id"] for s in spans if s["trace_id"]), None)
+    extra = {k: rec[k] for k in ("source", "benchmark", "task_id") if k in rec}
+    return _build(tid, spans, origin, _labels_for(path, rec), extra)
 
 
 CONVERTER = Converter(

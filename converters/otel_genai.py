@@ -19,54 +19,29 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
-from ls_trajeval.trace import TraceError
+from ls_trajeval.core.trace import TraceError, describe
 
-from . import _io
-from ._common_b import (Bad, Ctx, ToolEvent, assemble, describe, finish_trace, guarded, indexed, jdump,
-                        llm_event_from_messages, maybe_json, mk_step, nest, otlp_spans, read_input, sample_objects,
-                        task_from_input, text_of, tree_order)
 from .base import Converter, Sample
+from .support import files
+from .support.chat import task_from_input, value_text
+from .support.errors import BadRecord, guarded
+from .support.files import Origin, maybe_json, sample_objects
+from .support.steps import default_id, dumps, finish, step
+from .support.trees import (ToolEvent, assemble, indexed, llm_event_from_messages, nest, otlp_requests, otlp_span_keys,
+                             otlp_spans, tree_order)
 
 NAME = "otel_genai"
 _CHAT_OPS = {"chat", "text_completion", "generate_content", "completion", "responses"}
 _AGENT_OPS = {"invoke_agent", "create_agent"}
 
 
-def requests_of(val: Any) -> list | None:
-    if isinstance(val, dict) and "resourceSpans" in val:
-        return [val]
-    if isinstance(val, list) and val and all(isinstance(v, dict) and "resourceSpans" in v for v in val):
-        return val
-    if isinstance(val, dict) and isinstance(val.get("batches"), list):
-        return val["batches"]
-    return None
-
-
-def _span_keys(objs: list) -> set[str]:
-    keys: set[str] = set()
-    for o in objs:
-        for req in requests_of(o) or []:
-            for rs in req.get("resourceSpans") or []:
-                for ss in (rs or {}).get("scopeSpans") or []:
-                    for sp in (ss or {}).get("spans") or []:
-                        if not isinstance(sp, dict):
-                            continue
-                        for a in sp.get("attributes") or []:
-                            if isinstance(a, dict) and isinstance(a.get("key"), str):
-                                keys.add(a["key"])
-                        for ev in sp.get("events") or []:
-                            if isinstance(ev, dict) and isinstance(ev.get("name"), str):
-                                keys.add("event:" + ev["name"])
-    return keys
-
-
 def detect(sample: Sample) -> float:
     objs = sample_objects(sample)
-    if not objs or not any(requests_of(o) for o in objs[:1]):
-        if not (isinstance(sample.first_json, list) and requests_of(sample.first_json)):
+    if not objs or not any(otlp_requests(o) for o in objs[:1]):
+        if not (isinstance(sample.first_json, list) and otlp_requests(sample.first_json)):
             return 0.0
         objs = [sample.first_json]
-    keys = _span_keys(objs)
+    keys = otlp_span_keys(objs)
     if any(k.startswith("openinference.") for k in keys):
         return 0.4
     if any(k.startswith("gen_ai.") or k.startswith("event:gen_ai.") for k in keys):
@@ -85,7 +60,7 @@ def _old_messages(attrs: dict, prefix: str) -> list:
         whole = maybe_json(whole)
         if isinstance(whole, list) and all(isinstance(m, dict) for m in whole):
             return [dict(m, role=m.get("role", role)) for m in whole]
-        return [{"role": role, "content": text_of(whole)}]
+        return [{"role": role, "content": value_text(whole)}]
     out = []
     for g in indexed(attrs, prefix):
         m = nest(g)
@@ -113,7 +88,7 @@ def _event_messages(sp: dict) -> tuple[list, list]:
                     msg = dict(msg["message"], role=msg["message"].get("role", "assistant"))
                 outs.append(msg)
             elif msg is not None:
-                outs.append({"role": "assistant", "content": text_of(msg)})
+                outs.append({"role": "assistant", "content": value_text(msg)})
         elif name.startswith("gen_ai.") and name.endswith(".message"):
             role = name[len("gen_ai."):-len(".message")]
             msg = body if isinstance(body, dict) else {"content": body}
@@ -181,7 +156,7 @@ def trace_steps(spans: list) -> tuple[list, str | None, dict, dict]:
             agents.pop()
         a = sp["attrs"]
         op = a.get("gen_ai.operation.name")
-        meta = {"span_id": sp["span_id"], "span_name": sp["name"], "depth": depth, "start_time": sp["start_raw"],
+        meta = {"span_id": sp["span_id"], "span_name": sp["name"], "depth": depth, "timestamp": sp["start_raw"],
                 "agent": agents[-1][1] if agents else None, "model": a.get("gen_ai.response.model") or a.get("gen_ai.request.model"),
                 "provider": a.get("gen_ai.provider.name") or a.get("gen_ai.system"), "usage": _usage(a),
                 "status": "ERROR" if sp["status_code"] == "ERROR" else None}
@@ -189,7 +164,7 @@ def trace_steps(spans: list) -> tuple[list, str | None, dict, dict]:
         if not _is_genai(sp):
             skipped += 1
             if failed:
-                events.append(mk_step("error", _error_text(sp), **meta))
+                events.append(step("error", _error_text(sp), None, dict(meta)))
             continue
         genai += 1
         if op in _AGENT_OPS:
@@ -200,7 +175,7 @@ def trace_steps(spans: list) -> tuple[list, str | None, dict, dict]:
             if task is None and ins:
                 task = task_from_input(ins)
             if failed:
-                events.append(mk_step("error", _error_text(sp), **meta))
+                events.append(step("error", _error_text(sp), None, dict(meta)))
             continue
         if op == "execute_tool" or (op is None and "gen_ai.tool.name" in a):
             has_out = "gen_ai.tool.call.result" in a
@@ -219,101 +194,91 @@ def trace_steps(spans: list) -> tuple[list, str | None, dict, dict]:
             if outs:
                 events.append(llm_event_from_messages(outs, ins, **meta))
             if failed:
-                events.append(mk_step("error", _error_text(sp), **meta))
+                events.append(step("error", _error_text(sp), None, dict(meta)))
             elif not outs:
-                events.append(mk_step("other", jdump({k: v for k, v in a.items() if k.startswith("gen_ai.")}), **meta))
+                events.append(step("other", dumps({k: v for k, v in a.items() if k.startswith("gen_ai.")}), None, dict(meta)))
             continue
-        events.append(mk_step("error" if failed else "other", _error_text(sp) if failed else jdump(a), **meta))
+        events.append(step("error" if failed else "other", _error_text(sp) if failed else dumps(a), None, dict(meta)))
     info = {"span_count": len(spans), "skipped_spans": skipped or None, "genai_spans": genai}
     return assemble(events), task, info, ordered[0][0]
 
 
-def _build(tid: Any, spans: list, ctx: Ctx) -> list:
+def _build(tid: Any, spans: list, origin: Origin) -> list:
     steps, task, info, root = trace_steps(spans)
     if not info["genai_spans"]:
-        raise Bad(None, f"trace {tid} has no gen_ai spans")
-    md = ctx.provenance(NAME)
-    md.update(info)
+        raise BadRecord(None, f"trace {tid} has no gen_ai spans")
+    md = dict(info)
     md["service"] = next((s["service"] for s in spans if s.get("service")), None)
     md["root_span"] = root["name"]
     md["start_time"] = root["start_raw"]
-    return [finish_trace(str(tid) if tid else ctx.default_id(), task, steps, md)]
-
-
-class _Entry:
-    """One resourceSpans entry of a big export, streamed."""
-
-    __slots__ = ("index", "item")
-
-    def __init__(self, index: int, item: Any):
-        self.index, self.item = index, item
+    return [finish(origin, str(tid) if tid else default_id(origin), task, steps, md)]
 
 
 def _big_export(path: Path) -> bool:
     """A single OTLP/JSON document too big to load whole (its spans are still grouped by trace id)."""
     try:
-        if path.stat().st_size <= _io.SMALL_FILE:
+        if path.stat().st_size <= files.SMALL_FILE:
             return False
-        head = _io.read_head(path)
+        head = files.read_head(path)
     except OSError:
         return False
     return head.lstrip().startswith("{") and '"resourceSpans"' in head
 
 
-def _stream_export(path: Path) -> Iterator:
-    # ijson hands one resourceSpans entry at a time, so the raw text and the parsed document are never
-    # held whole: only the compact spans, grouped by trace id until the end of the file
-    for i, item in _io.iter_items(path, "resourceSpans.item"):
-        yield None, item if isinstance(item, TraceError) else _Entry(i, item)
-
-
-def convert_spans(path: Path, name: str, build) -> Iterator:
-    """Group every span of a file by trace id (a trace's spans can come in several export batches)."""
-    path = Path(path)
-    source = str(path)
-    kind, it = read_input(path)
-    groups: dict[Any, list] = {}
-    first_ctx: dict[Any, Ctx] = {}
-    if kind == "json" and _big_export(path):
-        it = _stream_export(path)
-    for line, val in it:
+def _exports(path: Path) -> Iterator[tuple[int | None, int, Any]]:
+    """(line, index, export request or TraceError) of a file: JSONL lines, a JSON document's requests,
+    or, for a big single export, one resourceSpans entry at a time as its own request (ijson), so the
+    raw text and the parsed document are never held whole: only the compact spans."""
+    try:
+        big = not files.is_jsonl(path) and _big_export(path)
+    except (OSError, EOFError):
+        big = False
+    if big:
+        for i, item in files.iter_items(path, "resourceSpans.item"):
+            yield None, i, item if isinstance(item, TraceError) else {"resourceSpans": [item]}
+        return
+    for line, val in files.documents(path):
         if isinstance(val, TraceError):
-            yield val
+            yield line, 0, val
             continue
-        if isinstance(val, _Entry):
-            got = []
-            errs = guarded(source, None, "", lambda: (got.extend(otlp_spans({"resourceSpans": [val.item]}, "", val.index)), [])[1])
-            yield from errs
-            for sp in got:
-                if sp["trace_id"] not in groups:
-                    groups[sp["trace_id"]] = []
-                    first_ctx[sp["trace_id"]] = Ctx(path, None, 0, "")
-                groups[sp["trace_id"]].append(sp)
-            continue
-        reqs = requests_of(val)
+        reqs = otlp_requests(val)
         if reqs is None:
-            yield TraceError(source, line, "resourceSpans", f"missing: expected an OTLP export object, got {describe(val)}")
+            yield line, 0, TraceError(str(path), line, "resourceSpans", f"missing: expected an OTLP export object, got {describe(val)}")
             continue
         for k, req in enumerate(reqs):
-            where = f"[{k}]." if len(reqs) > 1 or isinstance(val, list) else ""
-            got: list = []
-            errs = guarded(source, line, "", lambda: (got.extend(otlp_spans(req, where)), [])[1])
-            if errs:
-                yield from errs
-                continue
-            for sp in got:
-                tid = sp["trace_id"]
-                if tid not in groups:
-                    groups[tid] = []
-                    first_ctx[tid] = Ctx(path, line, None if line is not None else k, "")
-                groups[tid].append(sp)
-    for tid, spans in groups.items():
-        ctx = first_ctx[tid]
-        yield from guarded(source, ctx.line, f"traceId {tid}", lambda: build(tid, spans, ctx))
+            yield line, k, (req, f"[{k}]." if len(reqs) > 1 or isinstance(val, list) else "")
 
 
 def convert(path: Path) -> Iterator:
-    yield from convert_spans(path, NAME, _build)
+    """Every span of a file grouped by trace id (a trace's spans can come in several export batches)."""
+    path = Path(path)
+    source = str(path)
+    groups: dict[Any, list] = {}
+    first: dict[Any, Origin] = {}
+    for line, k, item in _exports(path):
+        if isinstance(item, TraceError):
+            yield item
+            continue
+        got: list = []
+        if isinstance(item, dict):  # one entry of a big export, numbered in the file
+            errs = guarded(Origin(NAME, source), lambda: got.extend(otlp_spans(item, "", k)))
+            origin = Origin(NAME, source, None, 0)
+        else:
+            req, where = item
+            errs = guarded(Origin(NAME, source, line), lambda: got.extend(otlp_spans(req, where)))
+            origin = Origin(NAME, source, line, None if line is not None else k)
+        if errs:
+            yield from errs
+            continue
+        for sp in got:
+            tid = sp["trace_id"]
+            if tid not in groups:
+                groups[tid] = []
+                first[tid] = origin
+            groups[tid].append(sp)
+    for tid, spans in groups.items():
+        origin = first[tid]
+        yield from guarded(Origin(NAME, source, origin.line), _build, tid, spans, origin, field=f"traceId {tid}")
 
 
 CONVERTER = Converter(

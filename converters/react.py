@@ -18,11 +18,14 @@ import re
 from pathlib import Path
 from typing import Any, Iterator
 
-from ls_trajeval.trace import Step, TraceError
+from ls_trajeval.core.trace import Step, TraceError, open_text
 
-from . import _io
-from ._common import BadRecord, finish, file_id, guarded, render_args, step, text
 from .base import Converter, Sample
+from .support.errors import BadRecord, guarded
+from .support.files import Origin, documents
+from .support.steps import finish, render_args, stable_id, step, text
+
+NAME = "react"
 
 LABEL = re.compile(r"^[ \t]*(Thought|Action Input|Action|Observation|Final Answer|Question)[ \t]*:[ \t]?", re.M | re.I)
 TEXT_KEYS = ("text", "trace", "transcript", "react", "log", "output", "response", "completion")
@@ -62,7 +65,7 @@ def parse(transcript: str) -> tuple[str, list]:
     question = ""
     pre, blocks = _blocks(transcript)
     if pre.strip() and blocks or not blocks and pre.strip():
-        steps.append(step("message", pre.rstrip("\n"), role="preamble"))
+        steps.append(step("message", pre.rstrip("\n"), None, {"role": "preamble"}))
     pending_action = None
     for label, body in blocks:
         body = body.rstrip("\n") if body.endswith("\n\n") or body.endswith("\n") else body
@@ -70,24 +73,21 @@ def parse(transcript: str) -> tuple[str, list]:
             if not question:
                 question = body
             else:
-                steps.append(step("message", body, role="user"))
+                steps.append(step("message", body, None, {"role": "user"}))
             continue
         if label == "action":
-            pending_action = step("action", body.strip(), "", label="Action")
+            pending_action = step("action", body.strip(), "", {"label": "Action"})
             steps.append(pending_action)
             continue
         if label == "action input":
             if pending_action is not None and pending_action.action_input == "":
                 pending_action.action_input = render_args(body)
             else:  # an input with no action before it: keep it visible rather than guess a tool
-                steps.append(step("action", "", render_args(body), label="Action Input"))
+                steps.append(step("action", "", render_args(body), {"label": "Action Input"}))
             pending_action = None
             continue
         pending_action = None
-        s = step(_KINDS[label], body)
-        if label == "final answer":
-            s.extra["final_answer"] = True
-        steps.append(s)
+        steps.append(step(_KINDS[label], body, None, {"final_answer": True} if label == "final answer" else None))
     return question, steps
 
 
@@ -129,66 +129,63 @@ def detect(sample: Sample) -> float:
     return 0.3 if labels & {"thought", "observation"} else 0.0
 
 
-def _action_parts(action: Any, where: str) -> tuple[str, str]:
-    """(tool name, readable input) of a structured step's action."""
+def _action_parts(action: Any, i: int) -> tuple[str, str]:
+    """(tool name, readable input) of the action of structured step ``i``."""
     if isinstance(action, dict):
         name = action.get("tool", action.get("name"))
         if not isinstance(name, str):
-            raise BadRecord(f"{where}.tool", "missing: an action object needs a tool (or name) string")
+            raise BadRecord(f"steps[{i}].action.tool", "missing: an action object needs a tool (or name) string")
         args = next((action[k] for k in ("params", "args", "arguments", "input") if k in action), None)
         return name, render_args(args)
     if not isinstance(action, str):
-        raise BadRecord(where, f"expected a string or an object, got {type(action).__name__}")
+        raise BadRecord(f"steps[{i}].action", f"expected a string or an object, got {type(action).__name__}")
     m = CALL.match(action)
     if m is not None:
         return m.group(1), render_args(m.group(2))
     return action.strip(), ""
 
 
-def _structured_steps(rec: dict, line: Any) -> list:
-    # Steps are built directly (not through step()): this loop is the whole cost of the format
+def _structured_steps(rec: dict) -> list:
     steps: list[Step] = []
     add = steps.append
     for i, st in enumerate(rec["steps"]):
         if st.__class__ is not dict:
             raise BadRecord(f"steps[{i}]", f"expected an object, got {type(st).__name__}")
         ts = st.get("timestamp")
+        meta = {"step_index": i} if ts is None else {"timestamp": ts, "step_index": i}
         th = st.get("thought")
         if th is not None and th != "":
-            add(Step("thought", th if th.__class__ is str else text(th), None,
-                     {"source_line": line, "step_index": i} if ts is None else {"source_line": line, "step_index": i, "timestamp": ts}))
+            add(step("thought", th, None, dict(meta)))
         act = st.get("action")
         if act is not None and act != "":
-            tool, given = _action_parts(act, f"steps[{i}].action")
+            tool, given = _action_parts(act, i)
             if "action_input" in st:
                 given = render_args(st["action_input"])
-            add(Step("action", tool, given,
-                     {"source_line": line, "step_index": i} if ts is None else {"source_line": line, "step_index": i, "timestamp": ts}))
+            add(step("action", tool, given, dict(meta)))
         obs = st.get("observation")
         if obs is not None:
-            add(Step("observation", obs if obs.__class__ is str else text(obs), None,
-                     {"source_line": line, "step_index": i} if ts is None else {"source_line": line, "step_index": i, "timestamp": ts}))
+            add(step("observation", obs, None, meta))
     return steps
 
 
-def _one_structured(path: Path, line: Any, index: int, rec: dict) -> Iterator:
-    steps = _structured_steps(rec, line)
-    tid = next((text(rec[k]) for k in ID_KEYS if rec.get(k) not in (None, "")), None) or file_id(path, index)
+def _one_structured(rec: dict, origin: Origin, index: int) -> Iterator:
+    steps = _structured_steps(rec)
+    tid = next((text(rec[k]) for k in ID_KEYS if rec.get(k) not in (None, "")), None) or stable_id(Path(origin.source).name, index)
     task = next((rec[k] for k in TASK_KEYS + ("task_description",) if isinstance(rec.get(k), str)), None) or ""
-    meta = {"source_format": "react", "source_file": str(path), "source_line": line, "variant": "structured"}
+    meta = {"variant": "structured"}
     for k in ("agent", "model"):
         if rec.get(k) is not None:
             meta[k] = rec[k]
     if isinstance(rec.get("metadata"), dict) and rec["metadata"]:
         meta["record_metadata"] = rec["metadata"]
-    yield finish(path, line, tid, task, steps, meta, "steps")
+    yield finish(origin, tid, task, steps, meta, "steps")
 
 
-def _one(path: Path, line: Any, index: int, rec: Any) -> Iterator:
+def _one(rec: Any, origin: Origin, index: int) -> Iterator:
     if not isinstance(rec, dict):
         raise BadRecord(None, "expected a JSON object with a ReAct text field")
     if rec.get("steps").__class__ is list and _record_text(rec) is None:
-        yield from _one_structured(path, line, index, rec)
+        yield from _one_structured(rec, origin, index)
         return
     found = _record_text(rec)
     if found is None:
@@ -198,45 +195,50 @@ def _one(path: Path, line: Any, index: int, rec: Any) -> Iterator:
         raise BadRecord(None, f"no text field (one of {', '.join(TEXT_KEYS)})")
     key, transcript = found
     question, steps = parse(transcript)
-    tid = next((text(rec[k]) for k in ID_KEYS if rec.get(k) not in (None, "")), None) or file_id(path, index)
+    tid = next((text(rec[k]) for k in ID_KEYS if rec.get(k) not in (None, "")), None) or stable_id(Path(origin.source).name, index)
     task = next((rec[k] for k in TASK_KEYS if isinstance(rec.get(k), str)), None) or question
-    for s in steps:
-        s.extra["source_line"] = line
-    meta = {"source_format": "react", "source_file": str(path), "source_line": line, "text_field": key}
+    meta = {"text_field": key}
     for k in ("agent", "model"):
         if rec.get(k) is not None:
             meta[k] = rec[k]
-    yield finish(path, line, tid, task, steps, meta, key)
+    yield finish(origin, tid, task, steps, meta, key)
 
 
 def convert(path: Path) -> Iterator:
+    source = str(path)
     name = path.name.lower()
     if not name.endswith((".json", ".jsonl", ".jsonl.gz", ".json.gz", ".ndjson")):
-        with _io.open_text(path) as fh:
+        with open_text(path) as fh:
             transcript = fh.read()
         try:
             transcript.encode("utf-8")
         except UnicodeEncodeError as exc:
             line = transcript.count("\n", 0, exc.start) + 1
-            yield TraceError(str(path), line, None, "invalid UTF-8")
+            yield TraceError(source, line, None, "invalid UTF-8")
             return
         question, steps = parse(transcript)
-        yield finish(path, None, file_id(path, 0), question, steps, {"source_format": "react", "source_file": str(path)})
+        origin = Origin(NAME, source)
+        yield from guarded(origin, lambda: [finish(origin, stable_id(path.name, 0), question, steps)])
         return
     index = 0
-    for line, value in _io.iter_documents(path):
+    for line, value in documents(path):
         if isinstance(value, TraceError):
             yield value
             index += 1
             continue
-        records = value if line is None and isinstance(value, list) else [value]
-        for j, rec in enumerate(records):
-            yield from guarded(path, line if line is not None else None, _one, path, line if line is not None else f"[{j}]", index, rec)
+        if line is None and isinstance(value, list):
+            for j, rec in enumerate(value):
+                origin = Origin(NAME, source, None, j)
+                yield from guarded(origin, _one, rec, origin, index)
+                index += 1
+        else:
+            origin = Origin(NAME, source, line)
+            yield from guarded(origin, _one, value, origin, index)
             index += 1
 
 
 CONVERTER = Converter(
-    name="react",
+    name=NAME,
     description="ReAct text transcripts (Thought / Action / Action Input / Observation / Final Answer)",
     shapes='.txt/.log/.md transcript; JSON/JSONL records with the transcript in text/trace/output/log; {"steps": [{thought, action, observation}]}',
     detect=detect,

@@ -1,4 +1,5 @@
-"""One registry of converters, filled by scanning the package for modules that define CONVERTER.
+"""One registry of converters, filled by scanning the package for modules that define CONVERTER
+(sub-packages, such as the ``support`` library, are not formats).
 
 A converter's module is named after its format, so a run with an explicit ``--format`` imports that one
 module instead of all twenty (a tenth of a second of every CLI start)."""
@@ -16,7 +17,7 @@ def names() -> tuple[str, ...]:
     """The format names, without importing a converter."""
     pkg = importlib.import_module(__package__)
     return tuple(sorted(info.name for info in pkgutil.iter_modules(pkg.__path__)
-                        if info.name not in ("base", "registry") and not info.name.startswith("_")))
+                        if not info.ispkg and info.name not in ("base", "registry") and not info.name.startswith("_")))
 
 
 @lru_cache(maxsize=None)

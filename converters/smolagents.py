@@ -16,11 +16,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
-from ls_trajeval.trace import TraceError
+from ls_trajeval.core.trace import TraceError
 
-from . import _io
-from ._common import BadRecord, StepList, compact, expect, file_id, finish, flatten_parts, guarded, render_args, step, text, tool_call_parts
-from .base import Converter, ConvertWarning, Sample
+from .base import Converter, Sample
+from .support.chat import content_text, tool_call
+from .support.errors import BadRecord, expect, guarded, warning
+from .support.files import Origin, documents
+from .support.steps import StepList, compact, finish, render_args, stable_id, step, text
+
+NAME = "smolagents"
 
 ACTION_KEYS = {"step_number", "model_output", "observations", "tool_calls"}
 MSG_ROLES = {"system", "user", "assistant", "tool-call", "tool-response"}
@@ -75,27 +79,32 @@ def detect(sample: Sample) -> float:
 def _action(s: dict, out: StepList, w: str, meta: dict) -> None:
     mo = s.get("model_output")
     if mo:
-        out.add(step("thought", flatten_parts(mo), **meta))
+        out.add(step("thought", content_text(mo), None, dict(meta)))
     calls = s.get("tool_calls") or []
     expect(calls, list, f"{w}.tool_calls")
     err = s.get("error")
     obs = s.get("observations")
-    first_id = None
+    first_key = first_id = None  # the step's result answers its first call
     for j, tc in enumerate(calls):
-        cid, name, args = tool_call_parts(tc, f"{w}.tool_calls[{j}]")
-        first_id = first_id or cid or f"{w}-{j}"
-        if name == "python_interpreter" and isinstance(args, str):
-            out.call(cid or f"{w}-{j}", step("code", args, language="python", tool_name=name, **meta))
+        c = tool_call(tc, f"{w}.tool_calls[{j}]")
+        key = c.call_id or f"{w}-{j}"
+        if first_key is None:
+            first_key, first_id = key, c.call_id
+        if c.name == "python_interpreter" and isinstance(c.args, str):
+            out.call(key, step("code", c.args, None,
+                               {"language": "python", "tool_name": c.name, **meta, "tool_call_id": c.call_id}))
         else:
-            out.call(cid or f"{w}-{j}", step("action", name, render_args(args), **meta))
+            out.call(key, step("action", c.name, render_args(c.args), {**meta, "tool_call_id": c.call_id}))
     if not calls and s.get("code_action"):
-        first_id = f"{w}-code"
-        out.call(first_id, step("code", s["code_action"], language="python", **meta))
+        first_key = f"{w}-code"
+        out.call(first_key, step("code", s["code_action"], None, {"language": "python", **meta}))
+    put = out.result if first_key else lambda _key, st: out.add(st)
     if obs is not None:
-        (out.result if first_id else lambda _i, st: out.add(st))(first_id, step("observation", text(obs), **meta))
+        put(first_key, step("observation", text(obs), None, {**meta, "tool_call_id": first_id}))
     if err:
         msg = text(err.get("message")) if isinstance(err, dict) else text(err)
-        (out.result if first_id else lambda _i, st: out.add(st))(first_id, step("error", msg, error_type=err.get("type") if isinstance(err, dict) else None, **meta))
+        put(first_key, step("error", msg, None,
+                            {"error_type": err.get("type") if isinstance(err, dict) else None, **meta, "tool_call_id": first_id}))
 
 
 def _messages(msgs: list, out: StepList) -> str:
@@ -103,34 +112,34 @@ def _messages(msgs: list, out: StepList) -> str:
     pending = None
     for i, m in enumerate(msgs):
         role = m.get("role")
-        body = flatten_parts(m.get("content"))
+        body = content_text(m.get("content"))
         meta = {"message_index": i}
         if role == "system":
-            out.add(step("system", body, **meta))
+            out.add(step("system", body, None, dict(meta)))
         elif role == "user":
             if task is None:
                 task = body[len("New task:\n"):] if body.startswith("New task:\n") else body
-            out.add(step("message", body, role="user", **meta))
+            out.add(step("message", body, None, {"role": "user", **meta}))
         elif role == "assistant":
-            out.add(step("thought", body, **meta))
+            out.add(step("thought", body, None, dict(meta)))
         elif role == "tool-call":
             pending = f"m{i}"
-            out.call(pending, step("action", "tool-call", body, **meta))
+            out.call(pending, step("action", "tool-call", body, {**meta}))
         elif role == "tool-response":
             kind = "error" if body.lstrip().startswith(("Error:", "Call id:")) and "Error:" in body else "observation"
-            out.result(pending, step(kind, body, **meta)) if pending else out.add(step(kind, body, **meta))
+            out.result(pending, step(kind, body, None, dict(meta))) if pending else out.add(step(kind, body, None, dict(meta)))
             pending = None
     return task or ""
 
 
-def _one(path: Path, line: Any, index: int, doc: Any) -> Iterator:
+def _one(doc: Any, origin: Origin, index: int) -> Iterator:
     steps = _steps_of(doc)
     if steps is None:
         raise BadRecord("steps", "missing: expected a list of memory steps")
     out = StepList()
     task = None
     unknown = 0
-    meta: dict = {"source_format": "smolagents", "source_file": str(path), "source_line": line}
+    meta: dict = {}
     if isinstance(doc, dict):
         if doc.get("system_prompt"):
             out.add(step("system", text(doc["system_prompt"])))
@@ -156,34 +165,35 @@ def _one(path: Path, line: Any, index: int, doc: Any) -> Iterator:
                 out.add(step("system", text(s["system_prompt"])))
             elif k == "task":
                 task = task or text(s["task"])
-                out.add(step("message", text(s["task"]), role="user"))
+                out.add(step("message", text(s["task"]), None, {"role": "user"}))
             elif k == "planning":
-                out.add(step("thought", text(s.get("plan")), planning=True, **smeta))
+                out.add(step("thought", text(s.get("plan")), None, {"planning": True, **smeta}))
             elif k == "action":
                 _action(s, out, w, smeta)
             elif k == "final":
-                out.add(step("message", text(s.get("output", s.get("final_answer"))), final_answer=True))
+                out.add(step("message", text(s.get("output", s.get("final_answer"))), None, {"final_answer": True}))
             else:
                 unknown += 1
                 out.add(step("other", compact(s)))
         if any(usage.values()):
             meta["usage"] = usage
-    tid = doc.get("id") if isinstance(doc, dict) and doc.get("id") else file_id(path, index)
-    yield finish(path, line, text(tid), task or "", out.steps(), meta)
+    tid = doc.get("id") if isinstance(doc, dict) and doc.get("id") else stable_id(Path(origin.source).name, index)
+    yield finish(origin, text(tid), task or "", out.steps(), meta)
     if unknown:
-        yield ConvertWarning(str(path), None if line is None else str(line), f"{unknown} memory step(s) of unknown kind kept as 'other' steps")
+        yield warning(origin.source, origin.line, f"{unknown} memory step(s) of unknown kind kept as 'other' steps")
 
 
 def convert(path: Path) -> Iterator:
-    for i, (line, doc) in enumerate(_io.iter_documents(path)):
+    for i, (line, doc) in enumerate(documents(path)):
         if isinstance(doc, TraceError):
             yield doc
             continue
-        yield from guarded(path, line, _one, path, line, i, doc)
+        origin = Origin(NAME, str(path), line)
+        yield from guarded(origin, _one, doc, origin, i)
 
 
 CONVERTER = Converter(
-    name="smolagents",
+    name=NAME,
     description="smolagents memory steps (TaskStep, PlanningStep, ActionStep) or write_memory_to_messages output",
     shapes='JSON list of step dicts (get_full_steps); {"steps": [...]}; JSONL of those; messages with tool-call/tool-response roles',
     detect=detect,

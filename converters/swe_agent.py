@@ -17,16 +17,19 @@ part of the first instance message), else the first user message.
 """
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any, Iterator
 
-from ls_trajeval.trace import TraceError
+from ls_trajeval.core.trace import TraceError
 
-from . import _io
-from ._common import BadRecord, StepList, expect, file_id, finish, guarded, render_args, step, text, tool_call_parts
 from .base import Converter, Sample
+from .support.chat import call_id, tool_call
+from .support.errors import BadRecord, expect, guarded
+from .support.files import Origin, documents, load_json_located, loads
+from .support.steps import StepList, compact, finish, render_args, stable_id, step, text
+
+NAME = "swe_agent"
 
 FENCE = re.compile(r"```(?:bash|sh|shell)?[ \t]*\n(.*?)\n?```", re.S)
 ISSUE = re.compile(r"ISSUE:\s*\n(.*?)\n+\s*INSTRUCTIONS:", re.S)
@@ -60,8 +63,8 @@ def _problem(doc: dict) -> str | None:
     rc = doc.get("replay_config")
     if isinstance(rc, str):
         try:
-            rc = json.loads(rc)
-        except ValueError:
+            rc = loads(rc)
+        except (ValueError, RecursionError):
             rc = None
     if isinstance(rc, dict):
         ps = rc.get("problem_statement")
@@ -79,7 +82,7 @@ def _problem(doc: dict) -> str | None:
 def _from_trajectory(doc: dict, out: StepList, key: str = "trajectory") -> None:
     hist = doc.get("history") or []
     if hist and isinstance(hist[0], dict) and hist[0].get("role") == "system":
-        out.add(step("system", hist[0].get("content"), agent=hist[0].get("agent")))
+        out.add(step("system", hist[0].get("content"), None, {"agent": hist[0].get("agent")}))
     for i, t in enumerate(doc[key]):
         w = f"{key}[{i}]"
         expect(t, dict, w)
@@ -90,22 +93,14 @@ def _from_trajectory(doc: dict, out: StepList, key: str = "trajectory") -> None:
             raise BadRecord(f"{w}.thought", f"expected a string, got {type(thought).__name__}")
         meta = {"turn": i}
         if thought:
-            out.add(step("thought", thought, **meta))
+            out.add(step("thought", thought, None, dict(meta)))
         action = t.get("action")
         if action is not None and not isinstance(action, str):
             raise BadRecord(f"{w}.action", f"expected a string, got {type(action).__name__}")
-        cid = f"turn-{i}"
         if action is not None:
-            out.call(cid, step("action", _cmd_name(action), action, execution_time=t.get("execution_time"), **meta))
+            out.add(step("action", _cmd_name(action), action, {"execution_time": t.get("execution_time"), **meta}))
         if "observation" in t:
-            obs = step("observation", t.get("observation"), state=t.get("state"), **meta)
-            if action is not None:
-                out.result(cid, obs)
-                obs.extra.pop("tool_call_id", None)
-            else:
-                out.add(obs)
-        for s in out._slots[-1]:
-            s.extra.pop("tool_call_id", None)
+            out.add(step("observation", t.get("observation"), None, {"state": t.get("state"), **meta}))
 
 
 def _from_history(history: list, out: StepList, where: str = "history") -> tuple[str | None, int]:
@@ -125,7 +120,7 @@ def _from_history(history: list, out: StepList, where: str = "history") -> tuple
             content = "\n".join(p.get("text", "") if isinstance(p, dict) else text(p) for p in content)
         meta = {"message_index": i, "agent": m.get("agent"), "message_type": m.get("message_type")}
         if role == "system":
-            out.add(step("system", content, **meta))
+            out.add(step("system", content, None, dict(meta)))
         elif role == "assistant":
             calls = m.get("tool_calls") or []
             expect(calls, list, f"{w}.tool_calls")
@@ -141,56 +136,54 @@ def _from_history(history: list, out: StepList, where: str = "history") -> tuple
             elif thought is None:
                 thought = content
             if thought:
-                out.add(step("thought", thought, **meta))
+                out.add(step("thought", thought, None, dict(meta)))
             pending = None
             for j, tc in enumerate(calls):
-                cid, name, args = tool_call_parts(tc, f"{w}.tool_calls[{j}]")
-                out.call(cid, step("action", name, render_args(args), command=action if len(calls) == 1 else None, **meta))
+                c = tool_call(tc, f"{w}.tool_calls[{j}]")
+                out.call(c.call_id, step("action", c.name, render_args(c.args),
+                                         {"command": action if len(calls) == 1 else None, **meta, "tool_call_id": c.call_id}))
             if not calls and action is not None:
                 pending = f"msg-{i}"
-                out.call(pending, step("action", _cmd_name(action), action, **meta))
+                out.call(pending, step("action", _cmd_name(action), action, {**meta}))
         elif role == "tool":
             ids = m.get("tool_call_ids") or [m.get("tool_call_id")]
-            out.result(ids[0] if ids else None, step("observation", content, **meta))
+            cid = call_id(ids[0])
+            out.result(cid, step("observation", content, None, {**meta, "tool_call_id": cid}))
         elif role == "user":
             if pending is not None:
-                out.result(pending, step("observation", content, **meta))
+                out.result(pending, step("observation", content, None, dict(meta)))
                 pending = None
             else:
                 if first_user is None:
                     first_user = content
-                out.add(step("message", content, role="user", **meta))
+                out.add(step("message", content, None, {"role": "user", **meta}))
         else:
-            out.add(step("other", json.dumps(m, ensure_ascii=False), role=role, **meta))
-    for slot in out._slots:
-        for s in slot:
-            if str(s.extra.get("tool_call_id", "")).startswith("msg-"):
-                s.extra.pop("tool_call_id")
+            out.add(step("other", compact(m), None, {"role": role, **meta}))
     return first_user, demos
 
 
-def _one(path: Path, doc: Any) -> Iterator:
+def _one(doc: Any, origin: Origin, path: Path) -> Iterator:
     expect(doc, dict, "(top level)")
     out = StepList()
-    meta: dict = {"source_file": str(path)}
+    meta: dict = {}
     info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
     fmt = doc.get("trajectory_format")
     if isinstance(fmt, str) and fmt.startswith("mini-swe-agent") or "messages" in doc and "trajectory" not in doc and "history" not in doc:
-        meta.update(source_format="swe_agent", variant="mini-swe-agent", trajectory_format=fmt)
+        meta.update(variant="mini-swe-agent", trajectory_format=fmt)
         first_user, demos = _from_history(expect(doc.get("messages"), list, "messages"), out, "messages")
         task = first_user
     elif isinstance(doc.get("trajectory"), list) and doc["trajectory"]:
-        meta.update(source_format="swe_agent", variant="trajectory", history_messages=len(doc.get("history") or []))
+        meta.update(variant="trajectory", history_messages=len(doc.get("history") or []))
         _from_trajectory(doc, out)
         task, demos = _problem(doc), sum(1 for m in doc.get("history") or [] if isinstance(m, dict) and m.get("is_demo"))
     elif isinstance(doc.get("steps"), list) and doc["steps"] and "history" not in doc:
-        meta.update(source_format="swe_agent", variant="steps")
+        meta.update(variant="steps")
         _from_trajectory(doc, out, "steps")
         task, demos = text(doc.get("problem_statement") or doc.get("task_description")), 0
     else:
         if doc.get("history") is None:
             raise BadRecord("trajectory", "missing (and no history to fall back to)")
-        meta.update(source_format="swe_agent", variant="history")
+        meta.update(variant="history")
         first_user, demos = _from_history(expect(doc["history"], list, "history"), out)
         task = _problem(doc) or first_user
     if demos:
@@ -201,22 +194,22 @@ def _one(path: Path, doc: Any) -> Iterator:
     if doc.get("environment") is not None:
         meta["environment"] = doc["environment"]
     tid = info.get("instance_id") or doc.get("instance_id")
-    tid = text(tid) if tid else file_id(Path(f"{path.parent.name}/{path.name}"), 0)
-    yield finish(path, None, tid, task or "", out.steps(), meta)
+    yield finish(origin, text(tid) if tid else stable_id(path.name, 0), task or "", out.steps(), meta)
 
 
 def convert(path: Path) -> Iterator:
     # .traj/.json are single documents: skip the JSONL sniff (one open per file matters on big run dirs)
-    docs = [(None, _io.load_json_located(path))] if path.suffix in (".traj", ".json") else _io.iter_documents(path)
+    docs = [(None, load_json_located(path))] if path.suffix in (".traj", ".json") else documents(path)
     for line, doc in docs:
         if isinstance(doc, TraceError):
             yield doc
             continue
-        yield from guarded(path, line, _one, path, doc)
+        origin = Origin(NAME, str(path), line)
+        yield from guarded(origin, _one, doc, origin, path)
 
 
 CONVERTER = Converter(
-    name="swe_agent",
+    name=NAME,
     description="SWE-agent .traj trajectories (trajectory or history, function calling) and mini-swe-agent",
     shapes='.traj {"trajectory": [{thought, action, observation}], "history", "info"}; {"messages", "info", "trajectory_format": "mini-swe-agent-1"}',
     detect=detect,

@@ -11,8 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ._common_b import Bad, Ctx, drive, finish_trace, mk_step, sample_objects, want
 from .base import Converter, Sample
+from .support.errors import BadRecord, each_record, expect
+from .support.files import Origin, sample_objects
+from .support.steps import finish, step
 
 NAME = "swebench"
 _META_KEYS = ("repo", "base_commit", "version", "created_at", "environment_setup_commit", "FAIL_TO_PASS",
@@ -45,38 +47,39 @@ def detect(sample: Sample) -> float:
     return _looks(objs[0])
 
 
-def one(rec: Any, ctx: Ctx) -> list:
+def one(rec: Any, origin: Origin) -> list:
     if not isinstance(rec, dict):
-        raise Bad(None, "expected a SWE-bench record object")
-    iid = want(rec, "instance_id", str, "", required=True)
+        raise BadRecord(None, "expected a SWE-bench record object")
+    iid = expect(rec.get("instance_id"), str, "instance_id")
     if not iid.strip():
-        raise Bad("instance_id", "empty: it is the trace's id")
-    model = want(rec, "model_name_or_path", str, "", default=None)
-    problem = want(rec, "problem_statement", str, "", default="")
+        raise BadRecord("instance_id", "empty: it is the trace's id")
+    model = expect(rec.get("model_name_or_path"), str, "model_name_or_path", optional=True)
+    problem = expect(rec.get("problem_statement"), str, "problem_statement", optional=True) or ""
     steps = []
-    hints = want(rec, "hints_text", str, "", default="")
+    hints = expect(rec.get("hints_text"), str, "hints_text", optional=True)
     if hints:
-        steps.append(mk_step("message", hints, role="hints"))
+        steps.append(step("message", hints, None, {"role": "hints"}))
     if "model_patch" in rec:
-        patch = want(rec, "model_patch", str, "", default="")
-        steps.append(mk_step("code", patch, language="diff", patch_kind="model_patch", model=model, empty_patch=True if not patch else None))
+        patch = expect(rec.get("model_patch"), str, "model_patch", optional=True) or ""
+        steps.append(step("code", patch, None,
+                          {"language": "diff", "patch_kind": "model_patch", "model": model, "empty_patch": True if not patch else None}))
     else:
-        steps.append(mk_step("code", want(rec, "patch", str, "", default=""), language="diff", patch_kind="gold_patch"))
-        tp = want(rec, "test_patch", str, "", default=None)
+        steps.append(step("code", expect(rec.get("patch"), str, "patch", optional=True) or "", None,
+                          {"language": "diff", "patch_kind": "gold_patch"}))
+        tp = expect(rec.get("test_patch"), str, "test_patch", optional=True)
         if tp is not None:
-            steps.append(mk_step("code", tp, language="diff", patch_kind="test_patch"))
-    md = ctx.provenance(NAME)
-    md["instance_id"] = iid
+            steps.append(step("code", tp, None, {"language": "diff", "patch_kind": "test_patch"}))
+    md = {"instance_id": iid}
     md["model_name_or_path"] = model
     for k in _META_KEYS:
         if k in rec:
             md[k] = rec[k]
     tid = f"{iid}__{model}" if model else iid
-    return [finish_trace(tid, problem, steps, md)]
+    return [finish(origin, tid, problem, steps, md)]
 
 
 def convert(path: Path):
-    yield from drive(path, one, _unwrap)
+    yield from each_record(path, NAME, one, _unwrap)
 
 
 CONVERTER = Converter(

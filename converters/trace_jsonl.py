@@ -4,10 +4,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterator
 
-from ls_trajeval.trace import Trace, TraceError, parse_trace
+from ls_trajeval.core.trace import Trace, TraceError, parse_trace
 
-from . import _io
 from .base import Converter, Sample
+from .support.files import documents
 
 
 def detect(sample: Sample) -> float:
@@ -26,7 +26,7 @@ def detect(sample: Sample) -> float:
 def convert(path: Path) -> Iterator:
     source = str(path)
     seen: dict[str, int] = {}
-    for n, value in _io.iter_documents(path):
+    for n, value in documents(path):
         if isinstance(value, TraceError):
             yield value
             continue

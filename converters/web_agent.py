@@ -15,8 +15,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ._common_b import Bad, Ctx, args_text, describe, drive, finish_trace, jdump, media_ref, mk_step, sample_objects, text_of
+from ls_trajeval.core.trace import describe
+
 from .base import Converter, Sample
+from .support.chat import media_ref, value_text
+from .support.errors import BadRecord, each_record
+from .support.files import Origin, sample_objects
+from .support.steps import default_id, dumps, finish, render_args, step
 
 NAME = "web_agent"
 _LIST_KEYS = ("trajectory", "steps")
@@ -84,7 +89,7 @@ def _page(o: Any, where: str) -> tuple[str, dict]:
     if isinstance(o, str):
         return o, {}
     if not isinstance(o, dict):
-        raise Bad(where, f"expected an object or text, got {describe(o)}")
+        raise BadRecord(where, f"expected an object or text, got {describe(o)}")
     meta: dict = {}
     src = o
     # WebArena StateInfo: {"observation": {"text", "image"}, "info": {"page": {"url"}}}
@@ -112,7 +117,7 @@ def _page(o: Any, where: str) -> tuple[str, dict]:
     if text is None:
         rest = {k: v for k, v in src.items() if k not in _SHOT and k not in ("url", "last_action_error", "goal", "open_pages_urls")
                 and isinstance(v, (str, int, float, bool))}
-        text = jdump(rest) if rest else ""
+        text = dumps(rest) if rest else ""
     return text, meta
 
 
@@ -125,16 +130,16 @@ def _action(a: Any, where: str) -> tuple[str, str]:
         small = {k: v for k, v in a.items() if not (isinstance(v, str) and len(v) > 20000)}
         if isinstance(a.get("raw_prediction"), str):
             small.pop("raw_prediction", None)
-        return str(at), args_text(small)
-    raise Bad(where, f"expected an action string or object, got {describe(a)}")
+        return str(at), render_args(small)
+    raise BadRecord(where, f"expected an action string or object, got {describe(a)}")
 
 
-def one(rec: Any, ctx: Ctx) -> list:
+def one(rec: Any, origin: Origin) -> list:
     if not isinstance(rec, dict):
-        raise Bad(None, "expected a trajectory object")
+        raise BadRecord(None, "expected a trajectory object")
     found = _items(rec)
     if not found:
-        raise Bad("trajectory", "missing (expected a trajectory or steps list)")
+        raise BadRecord("trajectory", "missing (expected a trajectory or steps list)")
     key, items = found
     steps = []
     task = None
@@ -146,9 +151,9 @@ def one(rec: Any, ctx: Ctx) -> list:
         w = f"{key}[{i}]"
         if not isinstance(it, dict):
             if isinstance(it, str):
-                steps.append(mk_step("action", *_action(it, w), index=i))
+                steps.append(step("action", *_action(it, w), None, {"index": i}))
                 continue
-            raise Bad(w, f"expected a step object, got {describe(it)}")
+            raise BadRecord(w, f"expected a step object, got {describe(it)}")
         base = {"index": i, "step": it.get("step"), "timestamp": it.get("timestamp"), "reward": it.get("reward")}
         obs = None
         for k in _OBS_KEYS:
@@ -166,7 +171,7 @@ def one(rec: Any, ctx: Ctx) -> list:
         else:
             err = it.get("last_action_error")
         if err:
-            steps.append(mk_step("error", text_of(err), about="previous action", **base))
+            steps.append(step("error", value_text(err), None, {"about": "previous action", **base}))
         if obs is not None:
             text, pmeta = _page(obs, w + "." + next((k for k in _OBS_KEYS if k in it), "state"))
             if "url" in it and "url" not in pmeta:
@@ -176,7 +181,7 @@ def one(rec: Any, ctx: Ctx) -> list:
                     if it.get(k):
                         pmeta["screenshot"] = media_ref(it[k])
                         break
-            steps.append(mk_step("observation", text, **pmeta, **base))
+            steps.append(step("observation", text, None, {**pmeta, **base}))
         thought = None
         ai = it.get("agent_info") if isinstance(it.get("agent_info"), dict) else {}
         for k in _THOUGHT:
@@ -190,27 +195,27 @@ def one(rec: Any, ctx: Ctx) -> list:
         elif thought is None and isinstance(it.get("raw_prediction"), str):
             thought = it["raw_prediction"]
         if thought:
-            steps.append(mk_step("thought", thought, **base))
+            steps.append(step("thought", thought, None, {**base}))
         if act is not None and act != "":
             name, ai_text = _action(act, w + ".action")
-            steps.append(mk_step("action", name, ai_text, url=it.get("url") if obs is not None else None, **base))
+            steps.append(step("action", name, ai_text, {"url": it.get("url") if obs is not None else None, **base}))
         after = it.get("result", it.get("next_obs", it.get("observation_after")))
         if after is not None:
             text, pmeta = _page(after, w + ".result")
-            steps.append(mk_step("observation", text, **pmeta, **base))
+            steps.append(step("observation", text, None, {**pmeta, **base}))
         if obs is None and act is None and after is None and not thought:
-            steps.append(mk_step("other", jdump(it), **base))
-    md = ctx.provenance(NAME)
+            steps.append(step("other", dumps(it), None, {**base}))
+    md = {}
     for k in ("task_id", "start_url", "sites", "eval", "reward", "success", "score", "env", "benchmark", "model", "agent"):
         if k in rec:
             md[k] = rec[k]
     tid = rec.get("trace_id") or rec.get("task_id") or rec.get("episode_id") or rec.get("id")
-    tid = str(tid) if tid not in (None, "") else ctx.default_id()
-    return [finish_trace(tid, task, steps, md, key)]
+    tid = str(tid) if tid not in (None, "") else default_id(origin)
+    return [finish(origin, tid, task, steps, md, key)]
 
 
 def convert(path: Path):
-    yield from drive(path, one)
+    yield from each_record(path, NAME, one)
 
 
 CONVERTER = Converter(

@@ -1,4 +1,6 @@
-"""Shared fixtures: one real Label Studio per test session, started on a free port in a temp dir."""
+"""Shared fixtures: one real Label Studio per test session (SQLite, a free port, a temp dir), one on PostgreSQL for
+the tests that need it, one headless Chromium. ``tests/`` is on the import path (pyproject), so test helpers are
+imported as packages: ``from pg.pgserver import ...``."""
 from __future__ import annotations
 
 import os
@@ -20,7 +22,7 @@ def fixtures_dir() -> Path:
 @pytest.fixture(scope="session")
 def label_studio(tmp_path_factory):
     """A real Label Studio server (SQLite). LS_TRAJEVAL_TEST_DATA_DIR reuses an initialised data dir."""
-    from ls_trajeval.localserver import LocalLabelStudio
+    from ls_trajeval.studio.localserver import LocalLabelStudio
 
     data_dir = os.environ.get("LS_TRAJEVAL_TEST_DATA_DIR") or tmp_path_factory.mktemp("label-studio")
     server = LocalLabelStudio(data_dir)
@@ -31,7 +33,7 @@ def label_studio(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def ls_client(label_studio):
-    from ls_trajeval import studio
+    from ls_trajeval.studio import client as studio
 
     return studio.connect(label_studio.url, label_studio.credentials.token)
 
@@ -43,6 +45,21 @@ def ls_env(label_studio):
         mp.setenv("LABEL_STUDIO_URL", label_studio.url)
         mp.setenv("LABEL_STUDIO_API_KEY", label_studio.credentials.token)
         yield label_studio
+
+
+@pytest.fixture(scope="session")
+def pg_label_studio(request):
+    """A real Label Studio on a real PostgreSQL server (started once per session, for tests/pg and tests/faults)."""
+    from pg.pgserver import session_label_studio
+
+    return session_label_studio(request.config)
+
+
+@pytest.fixture(scope="session")
+def pg_client(pg_label_studio):
+    from ls_trajeval.studio import client as studio
+
+    return studio.connect(pg_label_studio.url, pg_label_studio.credentials.token)
 
 
 CHROMIUM = os.environ.get("LS_TRAJEVAL_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"

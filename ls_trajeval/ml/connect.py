@@ -1,15 +1,10 @@
 """Connect the backend to a project: ML backend row, authenticated webhook, prediction settings."""
 from __future__ import annotations
 
-import base64
-
-from .. import studio
+from ..studio import client as studio
+from .auth import basic_auth_header
 
 WEBHOOK_ACTIONS = ["ANNOTATION_CREATED", "ANNOTATION_UPDATED", "ANNOTATIONS_DELETED"]
-
-
-def basic_auth_header(user: str, password: str) -> dict:
-    return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
 
 
 def connect_backend(client, project_id: int, backend_url: str, *, interactive: bool = True,

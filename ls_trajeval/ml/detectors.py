@@ -15,8 +15,8 @@ from functools import lru_cache
 from importlib.metadata import entry_points
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from ..config import Config, ConfigError
-from ..trace import Step
+from ..core.config import Config, ConfigError
+from ..core.trace import Step
 
 log = logging.getLogger(__name__)
 

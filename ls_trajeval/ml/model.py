@@ -1,29 +1,27 @@
-"""The ``label-studio-ml`` model: pre-annotations from the detectors, and the live running score.
+"""The model: pre-annotations from the detectors, and the live running score.
 
-Everything is decided by the YAML config loaded at process start (:func:`configure`), never by
-``/setup`` state, so every worker process of the server answers the same.
+Everything is decided by the YAML config the model is built from at process start, never by ``/setup``
+state, so every worker process of the server answers the same. It needs no ``label-studio-ml``: our
+app calls :class:`TrajevalModel` directly, and :mod:`ls_trajeval.ml.compat` hands it to label-studio-ml's
+own server where that is installed.
 """
 from __future__ import annotations
 
-import contextvars
 import hashlib
 import json
 import logging
 from typing import Any, Mapping, Sequence
 
-from label_studio_ml.model import LabelStudioMLBase
-
-from .. import __version__, results, scoring
-from ..config import Config, humanize
-from ..labelconfig import Names, layout_of
-from ..labels import StepLabel, TraceLabels
-from ..trace import Trace, parse_trace
+from .. import __version__
+from ..core import results, scoring
+from ..core.config import Config, humanize
+from ..core.fields import Names, n_steps
+from ..core.layouts import layout_of
+from ..core.labels import StepLabel, TraceLabels, step_number
+from ..core.trace import Trace, parse_trace
 from . import detectors
 
 log = logging.getLogger(__name__)
-
-#: the label config of the /predict request being answered (set by the WSGI middleware)
-current_label_config: contextvars.ContextVar[str] = contextvars.ContextVar("current_label_config", default="")
 
 
 def model_version(config: Config, active: Sequence[detectors.ActiveDetector]) -> str:
@@ -53,12 +51,7 @@ class Predictor:
         return parsed if isinstance(parsed, Trace) else None
 
     def n_steps(self, task: Mapping) -> int:
-        data = task.get("data") if isinstance(task.get("data"), Mapping) else {}
-        n = data.get("n_steps")
-        if isinstance(n, int) and not isinstance(n, bool) and n >= 0:
-            return n
-        transcript = data.get("te_transcript")
-        return len(transcript) if isinstance(transcript, list) else 0
+        return n_steps(task.get("data") if isinstance(task.get("data"), Mapping) else {})
 
     def suggestions(self, trace: Trace) -> TraceLabels:
         scheme = self.config.trajectory
@@ -89,54 +82,53 @@ class Predictor:
             transcript = None  # offsets then default to 0..0; the region still names the step
         # no "reviewed every step" tick: the annotator confirms that, not the model
         result = results.encode(labels, self.config, layout, transcript, origin="prediction", confirm_review=False)
+        if layout == "transcript" and self.config.trajectory.running_score.display:
+            # a task opens with the live score of the suggested marks, before the annotator changes any
+            result += self.live(task, {"result": result})["result"]
         summary = scoring.summarize(labels.steps, self.config.trajectory)
         return {"result": result, "score": summary.final, "model_version": self.version}
 
-    def live_text(self, labels: TraceLabels) -> tuple[str, scoring.ScoreSummary]:
+    def live_text(self, labels: TraceLabels, authors: Sequence[str] = ()) -> tuple[str, scoring.ScoreSummary]:
+        """The score now, then each marked step as "#N · <step type>: <deduction> (<severity>) · <error type>"."""
         scheme = self.config.trajectory
         summary = scoring.summarize(labels.steps, scheme)
         sev = {s.name: s for s in scheme.severities}
-        lines = [f"Running score: {summary.final:g} of {scheme.running_score.initial:g}"]
+        lines = [f"Running score now: {summary.final:g} of {scheme.running_score.initial:g}"]
         for step, before, after in zip(labels.steps, [scheme.running_score.initial] + summary.curve, summary.curve):
             if step.correctness not in scheme.error_labels:
                 continue
+            i = step.step_index
+            where = f"{step_number(i)} · {authors[i]}" if i < len(authors) else step_number(i)
             label = humanize(step.severity) if step.severity in sev else "no severity yet"
-            lines.append(f"step {step.step_index + 1}: {after - before:+g} ({label})".replace("-", "\u2212"))
+            kind = self.types[step.error_type].label if step.error_type in self.types else "no error type yet"
+            delta = f"{after - before:+g}".replace("-", "\u2212")  # a real minus sign; labels keep their hyphens
+            lines.append(f"{where}: {delta} ({label}) · {kind}")
         return "\n".join(lines), summary
 
     def live(self, task: Mapping, context: Mapping) -> dict:
         """The current score of the regions in the editor, for the transcript layout's live-score TextArea."""
         regions = context.get("result") if isinstance(context.get("result"), list) else []
         labels = results.decode(regions, self.config, self.n_steps(task))
-        text, summary = self.live_text(labels)
-        item = {"from_name": self.names.live_score, "to_name": "te_trace", "type": "textarea",
-                "value": {"text": [text]}}
+        data = task.get("data") if isinstance(task.get("data"), Mapping) else {}
+        transcript = data.get("te_transcript") if isinstance(data.get("te_transcript"), list) else []
+        authors = [str(e.get("author", "")) if isinstance(e, Mapping) else "" for e in transcript]
+        text, summary = self.live_text(labels, authors)
+        # it names the task text: a suggestion naming the marks' object would take on the selected labels
+        item = {"id": self.names.live_score, "from_name": self.names.live_score, "to_name": "te_task",
+                "type": "textarea", "value": {"text": [text]}}
         return {"result": [item], "score": summary.final, "model_version": self.version}
 
 
-#: set once per process by :func:`configure`
-_PREDICTOR: Predictor | None = None
+class TrajevalModel:
+    """label-studio-ml's model protocol (one prediction per task) over :class:`Predictor`: a pre-annotation,
+    or, when the editor sends its current regions as ``context``, the live score."""
 
+    def __init__(self, predictor: Predictor):
+        self.predictor = predictor
 
-def configure(config: Config) -> Predictor:
-    global _PREDICTOR
-    _PREDICTOR = Predictor(config)
-    return _PREDICTOR
-
-
-def predictor() -> Predictor:
-    if _PREDICTOR is None:
-        raise RuntimeError("the ML backend has no config: start it with `ls-trajeval ml serve --config ...`")
-    return _PREDICTOR
-
-
-class TrajevalModel(LabelStudioMLBase):
-    """label-studio-ml's model protocol over :class:`Predictor`."""
-
-    def predict(self, tasks: list[dict], **kwargs: Any) -> list[dict]:
-        p = predictor()
-        context = kwargs.get("context")
-        layout = layout_of(current_label_config.get() or self.label_config or "")
+    def predict(self, tasks: list, *, label_config: str = "", context: Any = None) -> list[dict]:
+        p = self.predictor
+        layout = layout_of(label_config)
         out = []
         for task in tasks or []:
             if not isinstance(task, Mapping):

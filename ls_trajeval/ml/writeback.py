@@ -10,29 +10,14 @@ import logging
 from statistics import fmean
 from typing import Iterable, Mapping
 
-from .. import results, scoring, studio
-from ..config import Config
+from ..core import results, scoring
+from ..studio import client as studio
+from ..core.config import Config
+from ..core.fields import initial_scores as initial_fields, n_steps as _n_steps
 
 log = logging.getLogger(__name__)
 
-#: The fields this module owns in a task's data (Data Manager columns).
-SCORE_FIELDS = ("running_score", "n_errors", "first_error_step", "worst_severity", "score_mean", "te_scores")
 MAX_ROUNDS = 5
-
-
-def _n_steps(data: Mapping) -> int:
-    n = data.get("n_steps")
-    if isinstance(n, int) and not isinstance(n, bool):
-        return n
-    t = data.get("te_transcript")
-    return len(t) if isinstance(t, list) else 0
-
-
-def initial_fields(config: Config) -> dict:
-    """What a task without annotations shows (also what import seeds)."""
-    initial = config.trajectory.running_score.initial
-    return {"running_score": initial, "n_errors": 0, "first_error_step": None, "worst_severity": "",
-            "score_mean": initial, "te_scores": {}}
 
 
 def _live(annotations: Iterable[Mapping]) -> list[Mapping]:
@@ -49,11 +34,12 @@ def fingerprint(annotations: Iterable[Mapping]) -> str:
 
 
 def task_fields(config: Config, data: Mapping, annotations: Iterable[Mapping]) -> dict:
-    """Latest annotation's score, errors, first error and worst severity; the mean over annotations."""
+    """Latest annotation's score, errors, first error, worst severity and score after each step; the mean over
+    annotations."""
     anns = sorted(_live(annotations), key=_order)
-    if not anns:
-        return initial_fields(config)
     n = _n_steps(data)
+    if not anns:
+        return initial_fields(config, n)
     summaries = {}
     for a in anns:
         labels = results.decode(a.get("result") or [], config, n)
@@ -66,6 +52,7 @@ def task_fields(config: Config, data: Mapping, annotations: Iterable[Mapping]) -
         "worst_severity": latest.worst_severity or "",
         "score_mean": round(fmean(s.final for s in summaries.values()), 4),
         "te_scores": {k: s.final for k, s in summaries.items()},
+        "te_curve": list(latest.curve),
     }
 
 

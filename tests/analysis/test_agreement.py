@@ -8,12 +8,11 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from ls_trajeval.agreement import (
-    cohen_kappa, cohen_kappa_table, collect, compute, fleiss_kappa, krippendorff_alpha,
-)
-from ls_trajeval.analysis_io import AnalysisSettings
-from ls_trajeval.cli_analysis import agreement_command
-from ls_trajeval.disagreement import Thresholds, disagreements_in
+from ls_trajeval.analysis.agreement import collect, compute
+from ls_trajeval.analysis.stats import cohen_kappa, cohen_kappa_table, fleiss_kappa, krippendorff_alpha
+from ls_trajeval.analysis.disagreement import Thresholds, disagreements_in
+from ls_trajeval.analysis.settings import AnalysisSettings
+from ls_trajeval.cli.analysis import agreement_command
 
 from .conftest import export_line
 

@@ -23,9 +23,9 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from ls_trajeval.align import align
-from ls_trajeval.analysis_io import AnalysisSettings, read_records
-from ls_trajeval.cli_analysis import align_command
+from ls_trajeval.analysis.align import align
+from ls_trajeval.analysis.settings import AnalysisSettings, read
+from ls_trajeval.cli.analysis import align_command
 
 from .conftest import export_line
 
@@ -54,7 +54,7 @@ def files(tmp_path):
 
 def test_figures_by_hand(files):
     s = AnalysisSettings()
-    pred, gold = (read_records([str(f)], s) for f in files)
+    pred, gold = (read([str(f)], s) for f in files)
     r = align(pred, gold, s, within=1, resamples=1000, seed=1)
     assert (r.traces, r.steps) == (4, 18)
     want = {"step_accuracy": 13 / 18, "error_precision": 2 / 5, "error_recall": 2 / 4, "error_f1": 4 / 9,
@@ -82,7 +82,7 @@ def test_within_k_and_no_errors(tmp_path):
     pred = _write(tmp_path / "p.jsonl", [("A", 5, {3: WT}), ("B", 2, {})], "p")
     s = AnalysisSettings()
     for k, want in ((2, 0.0), (3, 0.5)):
-        r = align(read_records([str(pred)], s), read_records([str(gold)], s), s, within=k, resamples=0)
+        r = align(read([str(pred)], s), read([str(gold)], s), s, within=k, resamples=0)
         assert r.metrics[f"first_error_within_{k}"].value == want and r.metrics["first_error_exact"].value == 0
     assert r.metrics["category_accuracy"].n == 0  # no step both mark: undefined, not zero
     assert r.metrics["category_accuracy"].to_json()["value"] is None

@@ -20,9 +20,9 @@ import json
 
 import pytest
 
-from ls_trajeval.analysis_io import AnalysisSettings, read_records
-from ls_trajeval.disagreement import Thresholds, find_disagreements, rank_disagreements
-from ls_trajeval.trace_groups import group_by_trace, iter_trace_groups
+from ls_trajeval.analysis.disagreement import Thresholds, find_disagreements, rank_disagreements
+from ls_trajeval.analysis.settings import AnalysisSettings, read
+from ls_trajeval.analysis.trace_groups import group_by_trace, iter_trace_groups
 
 from .conftest import export_line
 
@@ -31,7 +31,7 @@ S = AnalysisSettings()
 
 @pytest.fixture
 def groups(hand_export):
-    return group_by_trace(r for r in read_records([str(hand_export)], S))
+    return group_by_trace(r for r in read([str(hand_export)], S))
 
 
 def test_t1_by_hand(groups):
@@ -77,7 +77,7 @@ def test_unanimous_trace_is_not_listed(tmp_path):
     p = tmp_path / "u.jsonl"
     p.write_text("".join(json.dumps(export_line("U", a, {1: e}, "failure", 95, step_types=["action"] * 3)) + "\n"
                          for a in ("alice", "bob")))
-    g = group_by_trace(read_records([str(p)], S))
+    g = group_by_trace(read([str(p)], S))
     assert not find_disagreements(g["U"], S).disputed
     assert rank_disagreements(g.items(), S) == []
 

@@ -6,9 +6,10 @@ import json
 
 import pytest
 
-from ls_trajeval.analysis_io import AnalysisSettings, parse_record, read_records
-from ls_trajeval.gold import Adjudicator, build_gold, gold_line
-from ls_trajeval.trace_groups import group_by_trace
+from ls_trajeval.analysis.gold import Adjudicator, build_gold, gold_line
+from ls_trajeval.analysis.settings import AnalysisSettings, read
+from ls_trajeval.analysis.trace_groups import group_by_trace
+from ls_trajeval.core.records import parse_record
 
 from .conftest import export_line
 
@@ -19,7 +20,7 @@ E = ("incorrect", "action", "wrong_tool", "major")
 def _groups(tmp_path, lines):
     p = tmp_path / "in.jsonl"
     p.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    return group_by_trace(r for r in read_records([str(p)], S))
+    return group_by_trace(r for r in read([str(p)], S))
 
 
 def _by_trace(golds):
@@ -146,7 +147,7 @@ def test_majority_and_its_ties(tmp_path):
 
 
 def test_gold_line_reads_back(hand_export, tmp_path):
-    groups = group_by_trace(r for r in read_records([str(hand_export)], S))
+    groups = group_by_trace(r for r in read([str(hand_export)], S))
     golds = build_gold(groups.items(), S)
     lines = [gold_line(g, S) for g in golds]
     by = {x["trace_id"]: x for x in lines}
@@ -158,7 +159,7 @@ def test_gold_line_reads_back(hand_export, tmp_path):
     assert t1["first_error_step"] == 1 and t1["n_errors"] == 1 and t1["worst_severity"] == "critical"
     assert by["T4"]["gold"]["method"] == "single"
     for n, line in enumerate(lines, 1):
-        rec = parse_record(json.loads(json.dumps(line)), "gold.jsonl", n, S)
+        rec = parse_record(json.loads(json.dumps(line)), "gold.jsonl", n)
         assert rec.trace_id == line["trace_id"] and rec.annotator == "gold"
         assert "gold" not in rec.labels  # the gold block is not a whole-trace label
 

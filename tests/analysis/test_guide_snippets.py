@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from ls_trajeval.report import aggregate, build_tables
+from ls_trajeval.analysis.report import aggregate, build_tables
 
 from .conftest import export_line
 

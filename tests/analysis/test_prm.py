@@ -7,8 +7,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from ls_trajeval.cli_analysis import prm_command
-from ls_trajeval.prm import build_prm
+from ls_trajeval.analysis.prm import build_prm
+from ls_trajeval.cli.analysis import prm_command
 
 from .conftest import ANNOTATIONS, write_export
 

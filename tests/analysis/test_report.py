@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from ls_trajeval.analysis_io import AnalysisSettings, load_settings
-from ls_trajeval.cli_analysis import report_command
-from ls_trajeval.report import aggregate, build_tables, write_report
+from ls_trajeval.analysis.report import aggregate, build_tables, write_report
+from ls_trajeval.analysis.settings import AnalysisSettings, load_settings
+from ls_trajeval.cli.analysis import report_command
 
 from .conftest import export_line
 

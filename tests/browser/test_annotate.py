@@ -10,8 +10,9 @@ import time
 import pytest
 from click.testing import CliRunner
 
-from ls_trajeval import config as cfg
-from ls_trajeval import label_configs, studio
+from ls_trajeval.core import config as cfg
+from ls_trajeval import label_configs
+from ls_trajeval.studio import client as studio
 from ls_trajeval.cli import main_group
 
 from .ui import dumps

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ls_trajeval import config as cfg
-from ls_trajeval import label_configs, tasks
+from ls_trajeval.core import config as cfg
+from ls_trajeval import label_configs
+from ls_trajeval.core import tasks
 
 from .test_annotate import SHOTS
 

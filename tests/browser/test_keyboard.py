@@ -7,8 +7,9 @@ import re
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from ls_trajeval import config as cfg
-from ls_trajeval import label_configs, labelconfig
+from ls_trajeval.core import config as cfg
+from ls_trajeval import label_configs
+from ls_trajeval.core import labelconfig
 
 from .test_annotate import export, trace
 
@@ -123,20 +124,7 @@ def test_keyboard_only_walk_and_label(guard, keyed, tmp_path):
     press_choice(a, "incorrect")
     a.details.wait_for()
     focus(a, ".te-step-details input[role=combobox]")
-    kb.press("Enter")  # opens the tree; its own search box takes the focus a moment later
-    a.page.locator("input[placeholder='Search']:focus").wait_for()
-    kb.type("Incorrect Assumption")
-    a.page.wait_for_timeout(300)
-    chosen = a.details.locator(".ant-select-selection-item")
-    for _ in range(4):  # ↓ through the filtered tree to the leaf; Enter picks it
-        kb.press("ArrowDown")
-        kb.press("Enter")
-        if "Incorrect Assumption" in " ".join(chosen.all_inner_texts()):
-            break
-        if chosen.count():
-            kb.press("Enter")  # Enter on a category picked the category: Enter again takes it back
-    kb.press("Escape")
-    assert "Reasoning Error / Incorrect Assumption" in chosen.first.inner_text()
+    assert "Reasoning Error / Incorrect Assumption" in a.pick_type_by_keys("Incorrect Assumption")
     # the focus is still in the type's box, where letters are typed, not hotkeys: Tab on to the severity
     # radio "Major" (Label Studio's radios are focusable one by one), Space picks it
     focus_choice(a, "Major")

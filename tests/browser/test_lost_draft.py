@@ -11,8 +11,10 @@ import re
 
 import pytest
 
-from ls_trajeval import config as cfg
-from ls_trajeval import label_configs, labelconfig, studio
+from ls_trajeval.core import config as cfg
+from ls_trajeval import label_configs
+from ls_trajeval.core import labelconfig
+from ls_trajeval.studio import client as studio
 
 from .test_annotate import trace
 

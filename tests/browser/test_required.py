@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from ls_trajeval import config as cfg
+from ls_trajeval.core import config as cfg
 from ls_trajeval import label_configs
 
 from .test_annotate import trace
@@ -47,7 +47,12 @@ def test_required_fields_block_submit(guard, required, projects, layout):
         a.set_correctness("incorrect")
     refused(a, projects, tid, "error_localization_type")
     a.choose_type("Missed Element")
-    refused(a, projects, tid, "error_localization_severity")
+    if layout == "paged":
+        refused(a, projects, tid, "error_localization_severity")
+    else:  # the workbench's severity is a label on the mark, and Label Studio has no "required" for labels:
+        # Submit would save this mark without one (its export says None; the live score, "no severity yet")
+        refused(a, projects, tid, "overall_success")
+        a.select_region(2)  # a refused Submit leaves no mark selected
     a.choose_severity("Minor")
     refused(a, projects, tid, "overall_success")
     a.choose("partial")

@@ -8,9 +8,9 @@ import json
 import pytest
 import yaml
 
-from ls_trajeval import config as cfg
+from ls_trajeval.core import config as cfg
 from ls_trajeval import label_configs
-from ls_trajeval.labelconfig import WORD_JOINER
+from ls_trajeval.core.labelconfig import WORD_JOINER
 
 from .test_annotate import export
 from .ui import PWNED
@@ -94,7 +94,15 @@ def assert_nothing_ran(a):
 
 
 def pick_hostile_type(a, choose: str):
-    """Open the hostile category and scroll its (virtualised) list: every payload label is shown literally."""
+    """Every payload type label is shown literally: as radios in the workbench; in the paged layout's Taxonomy,
+    after opening the hostile category and scrolling its (virtualised) list."""
+    if a.workbench:
+        shown = [seen(t) for t in a.details.locator(".te-types label").all_inner_texts()]
+        for p in PAYLOADS:
+            assert any(t == p or t.startswith(p + "[") for t in shown), f"type label not shown literally: {p!r}"
+        a.choose_type(choose)
+        assert_nothing_ran(a)
+        return
     a.details.locator(".ant-select-selector").click()
     tree = a.page.locator(".ant-select-tree:visible").first
     tree.locator(".ant-select-tree-switcher").first.click()
@@ -135,9 +143,10 @@ def test_transcript_shows_every_payload_literally_and_runs_none(guard, hostile, 
     assert text.count(ALL) >= 3  # task text, scheme description, outcome description
     assert a.main.get_by_text(PAYLOADS[0], exact=True).count() >= 1  # a step-type label (author)
     headers = [seen(h) for h in a.main.locator("h4").all_inner_texts()]
-    assert headers.count(ALL) == 2, headers  # the scheme's and the outcome's descriptions, not substituted
+    # the scheme's and the outcome's descriptions and the hostile category's name over its types, not substituted
+    assert headers.count(ALL) == 3, headers
     a.mark_step(3)
-    assert seen(a.details.locator("textarea").get_attribute("placeholder")) == ALL
+    assert seen(a.selected_rationale().get_attribute("placeholder")) == ALL
     pick_hostile_type(a, "Incorrect Assumption")
     a.choose_severity("Major")
     a.write_rationale(ALL)

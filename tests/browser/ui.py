@@ -10,9 +10,10 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from ls_trajeval import config as cfg
-from ls_trajeval import labelconfig, studio, trace
-from ls_trajeval.importer import import_traces
+from ls_trajeval.core import config as cfg
+from ls_trajeval.core import labelconfig, trace
+from ls_trajeval.studio import client as studio
+from ls_trajeval.flows.importer import import_traces
 
 #: Set by an XSS payload if any script ever runs.
 PWNED = "__pwned"
@@ -84,24 +85,38 @@ class Annotator:
         """Every hotkey the UI shows next to a label or choice."""
         return self.page.locator(".lsf-main-view sup.lsf-hint, .lsf-main-view .lsf-label__hotkey").all_inner_texts()
 
-    # ------------------------------------------------------------ transcript layout
+    # ------------------------------------------------------------ transcript layout (the workbench)
     def phrase(self, step: int):
         return self.page.locator(f"[data-testid='phrase:{step}']")
 
-    def mark_step(self, step: int, label: str = "incorrect"):
-        """Transcript: choose the error label, then the step's "label whole utterance" button."""
-        self.main.locator(".lsf-label", has_text=label).first.click()
-        self.phrase(step).locator("button[aria-label='Label whole utterance']").click()
-        self.select_region(step)
+    def mark_button(self, step: int):
+        return self.phrase(step).locator("button[aria-label^='Label whole utterance']")
+
+    def mark_step(self, step: int, label: str = "incorrect", select: bool = True):
+        """Transcript: the error label (unless it is still selected: preselected, or the selected mark's),
+        then the step's "label whole utterance" button; then select the new mark to see its controls."""
+        if self.mark_button(step).get_attribute("aria-label").endswith("(disabled)"):
+            self.main.locator(".te-side-pane .lsf-label", has_text=label).first.click()
+        self.mark_button(step).click()
+        self.phrase(step).locator(".htx-highlight").first.wait_for()
+        if select:
+            self.select_region(step)
 
     def select_region(self, step: int):
-        """The new region is not selected by itself: click its highlight to show its controls."""
+        """A new mark is not selected by itself: click its highlight to show its controls."""
         self.phrase(step).locator(".htx-highlight").first.click()
         self.page.locator(".te-step-details").wait_for(state="visible")
 
     def unmark_selected(self):
         """Delete the selected region (Backspace is Label Studio's delete-region hotkey)."""
         self.page.keyboard.press("Backspace")
+
+    def selected_rationale(self):
+        """The selected mark's rationale box, under it in the Regions panel."""
+        return self.page.locator(".lsf-tree-treenode-selected [data-testid='textarea-region-input']")
+
+    def live_score(self) -> str:
+        return self.page.locator(".te-live [data-testid='htx-textbox-content']").inner_text()
 
     # ------------------------------------------------------------ paged layout
     def current_step(self) -> int:
@@ -132,8 +147,15 @@ class Annotator:
     def details(self):
         return self.page.locator(".te-step-details:visible, .te-paged-details:visible").first
 
+    @property
+    def workbench(self) -> bool:
+        return self.page.locator(".te-workbench").count() > 0
+
     def choose_type(self, leaf: str):
         d = self.details
+        if self.workbench:  # one radio per type: its name is the click target
+            d.locator(".te-types label").filter(has_text=re.compile(rf"^{re.escape(leaf)}(\[\w+\])?$")).click()
+            return
         d.locator(".ant-select-selector").click()
         search = self.page.locator("input[placeholder='Search']:visible").first
         search.click()  # the tree's own search box; typing before it has the focus goes nowhere
@@ -142,10 +164,43 @@ class Annotator:
             has_text=re.compile(rf"^{re.escape(leaf)}$")).first.click()
         self.page.keyboard.press("Escape")
 
+    def pick_type_by_keys(self, leaf: str, press=None, type_text=None) -> str:
+        """Keyboard, a Taxonomy whose box has the focus: Enter opens the tree (its search box takes the focus a
+        moment later), the name is typed, ↓ Enter through the filtered tree to the leaf, Escape closes it. Enter
+        on a category picks the category: Enter again takes it back. ``press``/``type_text`` default to the
+        keyboard (a walk passes its counting ones). Returns what the box shows."""
+        press = press or self.page.keyboard.press
+        type_text = type_text or self.page.keyboard.type
+        press("Enter")
+        self.page.locator("input[placeholder='Search']:focus").wait_for()
+        type_text(leaf)
+        self.page.wait_for_timeout(300)
+        chosen = self.page.locator(".te-step-details:visible .ant-select-selection-item")
+        for _ in range(4):
+            press("ArrowDown")
+            press("Enter")
+            if leaf in " ".join(chosen.all_inner_texts()):
+                break
+            if chosen.count():
+                press("Enter")
+        press("Escape")
+        return chosen.first.inner_text()
+
     def choose_severity(self, label: str):
+        if self.workbench:  # a label on the selected mark
+            self.details.locator(".lsf-label", has_text=label).first.click()
+            return
         self.details.locator("label.ant-radio-wrapper", has_text=label).first.click()
 
     def write_rationale(self, text: str):
+        if self.workbench:
+            self.page.keyboard.press("Enter")  # Label Studio's "focus the selected region's first box"
+            box = self.selected_rationale()
+            box.wait_for()
+            box.fill(text)
+            box.press("Enter")  # adds it; Shift+Enter would break the line
+            self.page.locator(".lsf-tree-treenode-selected").get_by_text(text.splitlines()[0].strip()[:30]).first.wait_for()
+            return
         area = self.details.locator("textarea").first
         area.fill(text)
         area.press("Shift+Enter")  # a TextArea keeps text only once it is added

@@ -1,4 +1,4 @@
-from conftest import FIXTURES, run, types
+from conftest import FIXTURES, meta, run, types
 
 
 def test_chat_history():
@@ -8,7 +8,7 @@ def test_chat_history():
     assert t.task == "add a fib function <script>&"
     assert types(t) == ["system", "message", "message", "action", "observation", "message", "action", "observation"]
     edit = t.steps[3]
-    assert edit.content == "edit" and edit.extra["file"] == "fib.py"
+    assert edit.content == "edit" and meta(edit)["file"] == "fib.py"
     assert edit.action_input.startswith("fib.py\n```python\n<<<<<<< SEARCH\n") and edit.action_input.endswith(">>>>>>> REPLACE\n```")
     assert t.steps[4].content == "Applied edit to fib.py\nCommit abc123 aider: Added fib"
     assert (t.steps[6].content, t.steps[6].action_input, t.steps[7].content) == ("/run", "python fib.py", "Traceback: boom")

@@ -1,12 +1,12 @@
 import pytest
 
-from _partb import FIXTURES, SCARY, auto_name, convert, detect, meta, part_a_real_files, roundtrip, types
+from conftest import FIXTURES, SCARY, auto_name, run, detect, meta, real_logs, roundtrip, types
 
 D = FIXTURES / "atif"
 
 
 def test_trajectory_steps_and_pairing():
-    traces, errors, _ = convert("atif", D / "trajectory.json")
+    traces, errors, _ = run(D / "trajectory.json", "atif")
     assert errors == []
     (t,) = traces
     assert t.trace_id == "sess-7f3a"
@@ -33,10 +33,10 @@ def test_trajectory_steps_and_pairing():
 
 
 def test_bad_lines_are_located_and_others_convert():
-    traces, errors, _ = convert("atif", D / "many.jsonl")
+    traces, errors, _ = run(D / "many.jsonl", "atif")
     assert [t.trace_id for t in traces][0] == "s-one"
     assert len(traces) == 2  # s-one and the record without session_id (stable fallback id)
-    assert traces[1].trace_id == convert("atif", D / "many.jsonl")[0][1].trace_id
+    assert traces[1].trace_id == run(D / "many.jsonl", "atif")[0][1].trace_id
     by_line = {e.line: e for e in errors}
     assert set(by_line) == {2, 3, 4}
     assert "invalid JSON" in by_line[2].message
@@ -50,6 +50,6 @@ def test_detect_fixture(name):
     assert auto_name(D / name) == "atif"
 
 
-@pytest.mark.parametrize("path", part_a_real_files(), ids=lambda p: p.name)
-def test_detect_rejects_part_a(path):
+@pytest.mark.parametrize("path", real_logs(), ids=lambda p: p.name)
+def test_detect_rejects_real_logs_of_other_formats(path):
     assert detect("atif", path) == 0

@@ -1,4 +1,4 @@
-from conftest import FIXTURES, need_real, run, types
+from conftest import FIXTURES, meta, need_real, run, types
 
 
 def test_representative_session():
@@ -10,15 +10,15 @@ def test_representative_session():
     assert t.trace_id == "test_session"
     assert types(t) == ["message", "message", "message", "action", "observation", "message", "message", "action", "observation", "message", "message"]
     assert [s.content for s in t.steps if s.type == "action"] == ["Edit", "Bash"]
-    assert [s.extra["tool_call_id"] for s in t.steps[3:5]] == ["tool_001", "tool_001"]
-    assert [s.extra["tool_call_id"] for s in t.steps[7:9]] == ["tool_002", "tool_002"]
+    assert [meta(s)["tool_call_id"] for s in t.steps[3:5]] == ["tool_001", "tool_001"]
+    assert [meta(s)["tool_call_id"] for s in t.steps[7:9]] == ["tool_002", "tool_002"]
     assert t.steps[8].content.startswith("Hello, Alice!")
     assert t.task.startswith("Hello Claude! Can you help me understand how Python decorators")
     assert t.metadata["summaries"][0].startswith("User learned about Python decorators")
     assert t.metadata["records"] == 11 and t.metadata["abandoned_records"] == 0
     assert t.metadata["models"] == ["claude-3-sonnet-20240229"]
     assert all(s.content for s in t.steps)  # no empty steps (Potato's failure)
-    assert t.steps[0].extra["source_line"] == 1 and t.steps[0].extra["uuid"] == "msg_001"
+    assert meta(t.steps[0])["source_line"] == 1 and meta(t.steps[0])["uuid"] == "msg_001"
 
 
 def test_session_b():
@@ -35,7 +35,7 @@ def test_branches_and_sidechains():
     assert main.trace_id == "sess-branch"
     assert types(main) == ["message", "message", "action", "error", "action", "observation", "message"]
     assert "ABANDONED reply" not in [s.content for s in main.steps]
-    assert main.steps[3].extra["tool_use_result"] == "Error: missing ;"
+    assert meta(main.steps[3])["tool_use_result"] == "Error: missing ;"
     assert main.metadata["abandoned_records"] == 1 and main.metadata["sidechain_traces"] == 1
     assert main.metadata["other_records"] == {"file-history-snapshot": 1}
     assert main.metadata["summaries"] == ["Fix the build"]

@@ -3,7 +3,7 @@ import json
 import pytest
 
 from conftest import FIXTURES, REAL
-from ls_trajeval.convert import FormatError, detect_format
+from ls_trajeval.flows.convert import FormatError, detect_format
 
 EXPECTED = {
     "anthropic.json": "anthropic",
@@ -53,7 +53,7 @@ def test_unknown_file_names_formats(tmp_path):
 
 
 def test_ambiguous_file_names_candidates(tmp_path, monkeypatch):
-    import ls_trajeval.convert as conv
+    import ls_trajeval.flows.convert as conv
     from ls_trajeval.converters.registry import get_converter
 
     p = tmp_path / "x.json"

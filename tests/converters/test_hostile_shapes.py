@@ -7,16 +7,7 @@ import zipfile
 
 import pytest
 
-from ls_trajeval.converters.base import ConvertWarning
-from ls_trajeval.converters.registry import get_converter
-from ls_trajeval.trace import Trace, TraceError
-
-
-def own(name, path):
-    """The converter's own output, split; it must not raise."""
-    items = list(get_converter(name).convert(path))
-    assert all(isinstance(i, (Trace, TraceError, ConvertWarning)) for i in items)
-    return ([i for i in items if isinstance(i, Trace)], [i for i in items if isinstance(i, TraceError)])
+from conftest import run
 
 
 def jsonl(tmp_path, name, lines):
@@ -55,7 +46,7 @@ def test_anthropic_stream_event_of_the_wrong_shape(tmp_path, line, bad, field):
     first = _stream("m1")
     first[line - 1] = bad
     p = jsonl(tmp_path, "s.jsonl", first + _stream("m2"))
-    traces, errors = own("anthropic", p)
+    traces, errors = run(p, "anthropic")[:2]
     assert [(e.line, e.field) for e in errors] == [(line, field)] and str(p) in errors[0].source
     assert "m2" in {t.trace_id for t in traces}  # the next stream converts
 
@@ -63,13 +54,13 @@ def test_anthropic_stream_event_of_the_wrong_shape(tmp_path, line, bad, field):
 def test_anthropic_stream_index_null_sorts(tmp_path):
     events = _stream("m1")
     events.insert(2, {"type": "content_block_start", "index": None, "content_block": {"type": "text", "text": "b"}})
-    traces, errors = own("anthropic", jsonl(tmp_path, "s.jsonl", events))
+    traces, errors = run(jsonl(tmp_path, "s.jsonl", events), "anthropic")[:2]
     assert not errors and traces
 
 
 def test_anthropic_record_whose_type_is_a_list(tmp_path):
     rec = {"type": ["message_start"], "messages": [{"role": "user", "content": "hi"}]}
-    traces, errors = own("anthropic", jsonl(tmp_path, "a.jsonl", [rec, rec]))
+    traces, errors = run(jsonl(tmp_path, "a.jsonl", [rec, rec]), "anthropic")[:2]
     assert len(traces) == 2 and not errors
 
 
@@ -95,7 +86,7 @@ def test_openai_chat_chunk_of_the_wrong_shape(tmp_path, bad, field):
     lines = [{"role": "user", "content": "count"}, _chunk(0, content="one "), bad, _chunk(0, content="two"),
              {"role": "tool", "tool_call_id": "x", "content": "ok"}]
     p = jsonl(tmp_path, "c.jsonl", lines)
-    traces, errors = own("openai_chat", p)
+    traces, errors = run(p, "openai_chat")[:2]
     assert [(e.line, e.field) for e in errors] == [(3, field)]
     assert len(traces) == 1 and "one two" in [s.content for s in traces[0].steps]
 
@@ -103,13 +94,13 @@ def test_openai_chat_chunk_of_the_wrong_shape(tmp_path, bad, field):
 @pytest.mark.parametrize("role", [["user"], {"r": 1}])
 def test_openai_chat_role_that_is_not_a_string(tmp_path, role):
     good = {"id": "g", "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}
-    traces, errors = own("openai_chat", jsonl(tmp_path, "c.jsonl", [{"role": role, "content": "x"}, good]))
+    traces, errors = run(jsonl(tmp_path, "c.jsonl", [{"role": role, "content": "x"}, good]), "openai_chat")[:2]
     assert [t.trace_id for t in traces] == ["g"] and len(errors) == 1 and errors[0].line == 1
 
 
 def test_openai_chat_tool_whose_function_is_a_string(tmp_path):
     rec = {"id": "t", "tools": [{"type": "function", "function": "f"}], "messages": [{"role": "user", "content": "x"}]}
-    traces, errors = own("openai_chat", jsonl(tmp_path, "c.jsonl", [rec, rec]))
+    traces, errors = run(jsonl(tmp_path, "c.jsonl", [rec, rec]), "openai_chat")[:2]
     assert len(traces) == 2 and not errors
 
 
@@ -123,14 +114,14 @@ def test_openai_responses_item_type_not_a_string(tmp_path, bad):
     lines = [{"type": "session_meta", "payload": {"id": "s1"}},
              {"type": "response_item", "payload": {"type": "message", "role": "user", "content": "task"}}, bad,
              {"type": "response_item", "payload": {"type": "message", "role": "assistant", "content": "done"}}]
-    traces, errors = own("openai_responses", jsonl(tmp_path, "r.jsonl", lines))
+    traces, errors = run(jsonl(tmp_path, "r.jsonl", lines), "openai_responses")[:2]
     assert [(e.line, e.field) for e in errors] == [(3, "payload.type")]
     assert len(traces) == 1 and [s.content for s in traces[0].steps] == ["task", "done"]
 
 
 def test_openai_responses_first_line_type_unhashable(tmp_path):
     good = {"id": "r", "output": [{"type": "message", "role": "assistant", "content": "x"}]}
-    traces, errors = own("openai_responses", jsonl(tmp_path, "r.jsonl", [{"type": {"a": 1}, "output": []}, good]))
+    traces, errors = run(jsonl(tmp_path, "r.jsonl", [{"type": {"a": 1}, "output": []}, good]), "openai_responses")[:2]
     assert traces and all(str(tmp_path) in e.source for e in errors)
 
 
@@ -143,13 +134,13 @@ def _cc(uuid, parent, text, **kw):
 
 def test_claude_code_parent_uuid_not_a_string(tmp_path):
     lines = [_cc("u1", None, "one"), _cc("u2", {"u": "u1"}, "two"), _cc("u3", ["u2"], "three")]
-    traces, errors = own("claude_code", jsonl(tmp_path, "c.jsonl", lines))
+    traces, errors = run(jsonl(tmp_path, "c.jsonl", lines), "claude_code")[:2]
     assert not errors and [s.content for s in traces[0].steps] == ["one", "two", "three"]  # as unknown parents
 
 
 def test_claude_code_type_not_a_string(tmp_path):
     lines = [_cc("u1", None, "one"), {**_cc("u2", "u1", "two"), "type": ["user"]}, _cc("u3", "u1", "three")]
-    traces, errors = own("claude_code", jsonl(tmp_path, "c.jsonl", lines))
+    traces, errors = run(jsonl(tmp_path, "c.jsonl", lines), "claude_code")[:2]
     assert [(e.line, e.field) for e in errors] == [(2, "type")]
     assert [s.content for s in traces[0].steps] == ["one", "three"]
 
@@ -157,7 +148,7 @@ def test_claude_code_type_not_a_string(tmp_path):
 def test_claude_code_summary_leaf_uuid_not_a_string(tmp_path):
     lines = [{"type": "summary", "summary": "S", "leafUuid": {"x": 1}}, _cc("u1", None, "one"),
              {"type": "system", "uuid": "u2", "parentUuid": "u1", "sessionId": "s", "message": "plain"}]
-    traces, errors = own("claude_code", jsonl(tmp_path, "c.jsonl", lines))
+    traces, errors = run(jsonl(tmp_path, "c.jsonl", lines), "claude_code")[:2]
     assert not errors and [s.content for s in traces[0].steps] == ["one", "plain"]
 
 
@@ -165,12 +156,12 @@ def test_claude_code_summary_leaf_uuid_not_a_string(tmp_path):
 
 @pytest.mark.parametrize("key", ["id", "parent_run_id", "trace_id"])
 def test_langchain_run_id_not_a_string(tmp_path, key):
-    def run(i):
+    def tree(i):
         return {"id": f"r{i}", "run_type": "chain", "name": "c", "inputs": {"input": "x"}, "outputs": {"output": "y"},
                 "child_runs": [{"id": f"r{i}-t", "name": "search", "run_type": "tool", "inputs": {"query": "x"},
                                 "outputs": {"output": "found"}, "child_runs": []}]}
-    bad = {**run(1), key: ["r0"]}
-    traces, errors = own("langchain", jsonl(tmp_path, "l.jsonl", [run(0), bad, run(2)]))
+    bad = {**tree(1), key: ["r0"]}
+    traces, errors = run(jsonl(tmp_path, "l.jsonl", [tree(0), bad, tree(2)]), "langchain")[:2]
     assert [(e.line, e.field) for e in errors] == [(2, f"run.{key}")]
     assert {t.trace_id for t in traces} == {"r0", "r2"}
 
@@ -205,7 +196,7 @@ def _damage(data, member, how):
 def test_inspect_ai_damaged_sample_member(tmp_path, how):
     p = tmp_path / "log.eval"
     p.write_bytes(_damage(_eval_archive(), "samples/1_epoch_1.json", how))
-    traces, errors = own("inspect_ai", p)
+    traces, errors = run(p, "inspect_ai")[:2]
     assert len(errors) == 1 and errors[0].source == f"{p}!samples/1_epoch_1.json"
     assert [t.trace_id for t in traces] == ["E:2:1"]
 
@@ -213,7 +204,7 @@ def test_inspect_ai_damaged_sample_member(tmp_path, how):
 def test_inspect_ai_damaged_header_member(tmp_path):
     p = tmp_path / "log.eval"
     p.write_bytes(_damage(_eval_archive(), "header.json", "magic"))
-    traces, errors = own("inspect_ai", p)
+    traces, errors = run(p, "inspect_ai")[:2]
     assert [e.source for e in errors] == [f"{p}!header.json"]
     assert len(traces) == 2  # the samples still convert, named after the file
 
@@ -222,7 +213,7 @@ def test_inspect_ai_archive_cut_short(tmp_path):
     p = tmp_path / "log.eval"
     data = _eval_archive()
     p.write_bytes(data[:40] + data[-200:])
-    traces, errors = own("inspect_ai", p)
+    traces, errors = run(p, "inspect_ai")[:2]
     assert errors and all(str(p) in e.source for e in errors)
 
 
@@ -242,7 +233,7 @@ def test_inspect_ai_archive_cut_short(tmp_path):
 def test_record_of_a_json_list_is_located_by_its_index(tmp_path, name, bad, good, field):
     p = tmp_path / "list.json"
     p.write_text(json.dumps([bad, good]), encoding="utf-8")
-    traces, errors = own(name, p)
+    traces, errors = run(p, name)[:2]
     assert len(traces) == 1 + (field is None)
     for e in errors:  # the fuzz contract: a line is a line number (found: line "[0]", a string)
         assert e.line is None and e.field == field and str(p) in e.source

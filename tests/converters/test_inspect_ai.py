@@ -1,7 +1,7 @@
 import json
 import zipfile
 
-from conftest import need_real, run, types
+from conftest import meta, need_real, run, types
 
 
 def test_tool_call_errors():
@@ -11,10 +11,10 @@ def test_tool_call_errors():
     t = traces[0]
     assert t.trace_id == "...:1:4"
     assert types(t) == ["error"] * 11
-    assert [s.extra["tool_call_id"] for s in t.steps] == [f"bash_{i}" for i in range(1, 12)]
-    assert [s.extra["error_type"] for s in t.steps][:3] == ["parsing", "timeout", "parsing"]
+    assert [meta(s)["tool_call_id"] for s in t.steps] == [f"bash_{i}" for i in range(1, 12)]
+    assert [meta(s)["error_type"] for s in t.steps][:3] == ["parsing", "timeout", "parsing"]
     assert t.steps[-1].content == "The tool output limit of 10 MiB was exceeded."
-    assert "<START_TOOL_OUTPUT>" in t.steps[-1].extra["tool_output"]
+    assert "<START_TOOL_OUTPUT>" in meta(t.steps[-1])["tool_output"]
 
 
 def test_read_sample():

@@ -1,12 +1,12 @@
 import pytest
 
-from _partb import FIXTURES, SCARY, auto_name, convert, detect, meta, part_a_real_files, roundtrip, types
+from conftest import FIXTURES, SCARY, auto_name, run, detect, meta, real_logs, roundtrip, types
 
 D = FIXTURES / "langchain"
 
 
 def test_run_tree():
-    (t,), errors, _ = convert("langchain", D / "run_tree.json")
+    (t,), errors, _ = run(D / "run_tree.json", "langchain")
     assert errors == []
     assert t.trace_id == "t-001" and t.task.endswith(SCARY)
     # child runs listed out of order are put in start_time order; each call followed by its result
@@ -27,7 +27,7 @@ def test_run_tree():
 
 
 def test_flat_runs_and_bad_lines():
-    traces, errors, _ = convert("langchain", D / "flat_runs.jsonl")
+    traces, errors, _ = run(D / "flat_runs.jsonl", "langchain")
     by_id = {t.trace_id: t for t in traces}
     assert set(by_id) == {"t-flat", "t-other"}
     t = by_id["t-flat"]
@@ -49,6 +49,6 @@ def test_detect_fixture(name):
     assert auto_name(D / name) == "langchain"
 
 
-@pytest.mark.parametrize("path", part_a_real_files(), ids=lambda p: p.name)
-def test_detect_rejects_part_a(path):
+@pytest.mark.parametrize("path", real_logs(), ids=lambda p: p.name)
+def test_detect_rejects_real_logs_of_other_formats(path):
     assert detect("langchain", path) == 0

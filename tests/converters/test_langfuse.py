@@ -1,12 +1,12 @@
 import pytest
 
-from _partb import FIXTURES, SCARY, auto_name, convert, detect, meta, part_a_real_files, roundtrip, types
+from conftest import FIXTURES, SCARY, auto_name, run, detect, meta, real_logs, roundtrip, types
 
 D = FIXTURES / "langfuse"
 
 
 def test_trace_export():
-    (t,), errors, _ = convert("langfuse", D / "trace.json")
+    (t,), errors, _ = run(D / "trace.json", "langfuse")
     assert errors == []
     assert t.trace_id == "lf-trace-1" and t.task.endswith(SCARY)
     # observations listed out of order are put in startTime order under their parent
@@ -25,7 +25,7 @@ def test_trace_export():
 
 
 def test_bad_records_located():
-    traces, errors, _ = convert("langfuse", D / "traces.jsonl")
+    traces, errors, _ = run(D / "traces.jsonl", "langfuse")
     assert [x.trace_id for x in traces] == ["lf-2"]
     assert traces[0].steps[0].content == "hello & bye"
     by_line = {e.line: e for e in errors}
@@ -42,6 +42,6 @@ def test_detect_fixture(name):
     assert auto_name(D / name) == "langfuse"
 
 
-@pytest.mark.parametrize("path", part_a_real_files(), ids=lambda p: p.name)
-def test_detect_rejects_part_a(path):
+@pytest.mark.parametrize("path", real_logs(), ids=lambda p: p.name)
+def test_detect_rejects_real_logs_of_other_formats(path):
     assert detect("langfuse", path) == 0

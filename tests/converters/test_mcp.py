@@ -1,12 +1,12 @@
 import pytest
 
-from _partb import FIXTURES, SCARY, auto_name, convert, detect, meta, part_a_real_files, roundtrip, types
+from conftest import FIXTURES, SCARY, auto_name, run, detect, meta, real_logs, roundtrip, types
 
 D = FIXTURES / "mcp"
 
 
 def test_session_log():
-    traces, errors, warnings = convert("mcp", D / "session.jsonl")
+    traces, errors, warnings = run(D / "session.jsonl", "mcp")
     assert len(traces) == 2  # a second initialize starts a new session
     t = traces[0]
     assert types(t) == [
@@ -38,7 +38,7 @@ def test_session_log():
 
 
 def test_bad_messages_located_session_continues():
-    traces, errors, _ = convert("mcp", D / "session.jsonl")
+    traces, errors, _ = run(D / "session.jsonl", "mcp")
     by_line = {e.line: e for e in errors}
     assert set(by_line) == {15, 16}
     assert "invalid JSON" in by_line[15].message
@@ -47,13 +47,13 @@ def test_bad_messages_located_session_continues():
 
 
 def test_inspector_wrappers():
-    (t,), errors, _ = convert("mcp", D / "inspector.json")
+    (t,), errors, _ = run(D / "inspector.json", "mcp")
     assert errors == []
     assert types(t) == ["action", "observation", "action", "observation", "action"]
     assert t.steps[1].content == "127.0.0.1 localhost"
     assert (t.steps[2].content, t.steps[3].content) == ("resources/read", "x & y")
-    assert meta(t.steps[0])["direction"] == "outgoing" and meta(t.steps[1])["timestamp"] == "2025-09-01T10:00:00.250Z"
-    assert t.trace_id == convert("mcp", D / "inspector.json")[0][0].trace_id
+    assert meta(t.steps[0])["direction"] == "outgoing" and t.steps[1].extra["timestamp"] == "2025-09-01T10:00:00.250Z"
+    assert t.trace_id == run(D / "inspector.json", "mcp")[0][0].trace_id
 
 
 @pytest.mark.parametrize("name", ["session.jsonl", "inspector.json"])
@@ -62,6 +62,6 @@ def test_detect_fixture(name):
     assert auto_name(D / name) == "mcp"
 
 
-@pytest.mark.parametrize("path", part_a_real_files(), ids=lambda p: p.name)
-def test_detect_rejects_part_a(path):
+@pytest.mark.parametrize("path", real_logs(), ids=lambda p: p.name)
+def test_detect_rejects_real_logs_of_other_formats(path):
     assert detect("mcp", path) == 0

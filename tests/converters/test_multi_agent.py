@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from _partb import FIXTURES, REAL, SCARY, auto_name, convert, detect, meta, part_a_real_files, roundtrip, types
+from conftest import FIXTURES, REAL, SCARY, auto_name, run, detect, meta, real_logs, roundtrip, types
 
 D = FIXTURES / "multi_agent"
 WW = sorted((REAL / "who_and_when").glob("*.json")) if (REAL / "who_and_when").is_dir() else []
@@ -11,7 +11,7 @@ WW = sorted((REAL / "who_and_when").glob("*.json")) if (REAL / "who_and_when").i
 @pytest.mark.parametrize("path", WW, ids=lambda p: p.name)
 def test_who_and_when_real(path):
     rec = json.loads(path.read_text(encoding="utf-8"))
-    (t,), errors, _ = convert("multi_agent", path)
+    (t,), errors, _ = run(path, "multi_agent")
     assert errors == []
     hist = rec["history"]
     # one step per history entry, same order, content byte for byte
@@ -39,12 +39,12 @@ def test_who_and_when_real(path):
 def test_who_and_when_ids_are_stable():
     if not WW:
         pytest.skip("shared fixtures missing")
-    a = [t.trace_id for t in convert("multi_agent", WW[0])[0]]
-    assert a == [t.trace_id for t in convert("multi_agent", WW[0])[0]]
+    a = [t.trace_id for t in run(WW[0], "multi_agent")[0]]
+    assert a == [t.trace_id for t in run(WW[0], "multi_agent")[0]]
 
 
 def test_who_and_when_bad_and_algorithm_generated():
-    traces, errors, _ = convert("multi_agent", D / "who_when_bad.jsonl")
+    traces, errors, _ = run(D / "who_when_bad.jsonl", "multi_agent")
     by_line = {e.line: e for e in errors}
     assert set(by_line) == {1, 2}
     assert by_line[1].field == "mistake_step" and "outside" in by_line[1].message
@@ -57,12 +57,13 @@ def test_who_and_when_bad_and_algorithm_generated():
 
 
 def test_autogen_parallel_calls_and_errors():
-    (t,), errors, _ = convert("multi_agent", D / "autogen.json")
+    (t,), errors, _ = run(D / "autogen.json", "multi_agent")
     assert errors == []
     assert t.task.endswith(SCARY)
     assert types(t) == ["message", "thought", "action", "observation", "action", "error", "message", "message"]
     s = t.steps
-    assert (s[2].content, s[2].action_input, meta(s[2])["tool_call_id"]) == ("add", '{"a": 2, "b": 2}', "call_a")
+    # JSON arguments are indented, whichever way the source wrote them (step convention: render_args)
+    assert (s[2].content, s[2].action_input, meta(s[2])["tool_call_id"]) == ("add", '{\n  "a": 2,\n  "b": 2\n}', "call_a")
     assert meta(s[3])["tool_call_id"] == "call_a" and s[3].content == "4"
     assert meta(s[4])["tool_call_id"] == "call_b" and s[5].content == "translation service down"
     assert s[6].content == ""
@@ -72,7 +73,7 @@ def test_autogen_parallel_calls_and_errors():
 
 
 def test_generic_messages_and_bad_lines():
-    traces, errors, _ = convert("multi_agent", D / "crew.jsonl")
+    traces, errors, _ = run(D / "crew.jsonl", "multi_agent")
     assert [t.trace_id for t in traces] == ["crew-1", "crew-4"]
     t = traces[0]
     assert types(t) == ["message", "thought", "action", "observation", "observation", "message"]
@@ -97,8 +98,8 @@ def test_detect_real_who_and_when(path):
     assert auto_name(path) == "multi_agent"
 
 
-@pytest.mark.parametrize("path", part_a_real_files(), ids=lambda p: p.name)
-def test_detect_rejects_part_a(path):
+@pytest.mark.parametrize("path", real_logs(), ids=lambda p: p.name)
+def test_detect_rejects_real_logs_of_other_formats(path):
     assert detect("multi_agent", path) == 0
 
 
@@ -112,7 +113,7 @@ def test_tool_use_parts_in_content_become_actions(tmp_path):
         {"sender": "executor", "role": "tool", "tool_call_id": "tu_1", "content": "4"}]}
     p = tmp_path / "parts.jsonl"
     p.write_text(json.dumps(rec) + "\n", encoding="utf-8")
-    (t,), errors, _ = convert("multi_agent", p)
+    (t,), errors, _ = run(p, "multi_agent")
     assert errors == []
     assert types(t) == ["message", "thought", "action", "observation"]
     assert (t.steps[2].content, json.loads(t.steps[2].action_input), meta(t.steps[2])["tool_call_id"]) == ("add", {"a": 2, "b": 2}, "tu_1")

@@ -1,4 +1,4 @@
-from conftest import FIXTURES, SCARY, run, types
+from conftest import FIXTURES, SCARY, meta, run, types
 
 
 def test_parallel_calls_reordered_and_paired():
@@ -7,8 +7,8 @@ def test_parallel_calls_reordered_and_paired():
     t = traces[0]
     assert types(t) == ["system", "message", "action", "observation", "action", "observation", "message"]
     a, obs_a, b, obs_b = t.steps[2:6]
-    assert (a.content, a.extra["tool_call_id"], obs_a.content) == ("get_weather", "call_a", "18°C")
-    assert (b.extra["tool_call_id"], obs_b.content) == ("call_b", "Error: city not found <b>&amp;</b>")
+    assert (a.content, meta(a)["tool_call_id"], obs_a.content) == ("get_weather", "call_a", "18°C")
+    assert (meta(b)["tool_call_id"], obs_b.content) == ("call_b", "Error: city not found <b>&amp;</b>")
     assert a.action_input == '{\n  "city": "Paris"\n}' and "Zürich" in b.action_input
     assert t.task == "Weather in Paris and Zürich? " + SCARY
     assert t.steps[-1].content.endswith(SCARY)

@@ -1,4 +1,4 @@
-from conftest import FIXTURES, SCARY, run, types
+from conftest import FIXTURES, SCARY, meta, run, types
 
 
 def test_response_object():
@@ -7,7 +7,7 @@ def test_response_object():
     t = traces[0]
     assert t.trace_id == "resp_1" and t.task == "Sum files " + SCARY
     assert types(t) == ["message", "thought", "action", "observation", "action", "observation", "other", "message"]
-    assert [t.steps[i].extra["tool_call_id"] for i in (2, 3, 4, 5)] == ["c1", "c1", "c2", "c2"]
+    assert [meta(t.steps[i])["tool_call_id"] for i in (2, 3, 4, 5)] == ["c1", "c1", "c2", "c2"]
     assert (t.steps[3].content, t.steps[5].content) == ("1", "2")
     assert '"web_search_call"' in t.steps[6].content
     assert t.steps[7].content == "3 <b>&</b>"
@@ -22,8 +22,8 @@ def test_codex_rollout():
     assert t.task == "list files " + SCARY  # the environment context is not the request
     assert types(t) == ["message", "message", "thought", "action", "observation", "message"]
     assert t.steps[3].content == "shell" and '"ls"' in t.steps[3].action_input
-    assert t.steps[4].extra["tool_call_id"] == "call_1"
+    assert meta(t.steps[4])["tool_call_id"] == "call_1"
     assert t.metadata["models"] == ["gpt-5-codex"]
     assert t.metadata["usage"] == {"input_tokens": 100, "output_tokens": 9}
     assert t.metadata["event_msg_counts"] == {"user_message": 1, "token_count": 1, "agent_message": 1}
-    assert t.steps[0].extra["source_line"] == 2
+    assert meta(t.steps[0])["source_line"] == 2

@@ -1,12 +1,12 @@
 import pytest
 
-from _partb import FIXTURES, SCARY, auto_name, convert, detect, meta, part_a_real_files, roundtrip, types
+from conftest import FIXTURES, SCARY, auto_name, run, detect, meta, real_logs, roundtrip, types
 
 D = FIXTURES / "openinference"
 
 
 def test_trail_tree_with_sidecar_labels():
-    (t,), errors, _ = convert("openinference", D / "trail_trace.json")
+    (t,), errors, _ = run(D / "trail_trace.json", "openinference")
     assert errors == []
     assert t.trace_id == "trail-0042" and t.task.endswith(SCARY)
     # steps are what runs under the outermost AGENT span; child_spans listed out of order are sorted
@@ -26,7 +26,7 @@ def test_trail_tree_with_sidecar_labels():
 
 
 def test_phoenix_spans_and_bad_lines():
-    traces, errors, _ = convert("openinference", D / "phoenix_spans.jsonl")
+    traces, errors, _ = run(D / "phoenix_spans.jsonl", "openinference")
     by_id = {t.trace_id: t for t in traces}
     assert set(by_id) == {"ph-1", "ph-2"}  # interleaved lines grouped by trace id
     t = by_id["ph-1"]
@@ -34,7 +34,8 @@ def test_phoenix_spans_and_bad_lines():
     # the model turn without text keeps an (empty) thought so its tokens and span stay visible
     assert types(t) == ["thought", "action", "observation", "action", "observation", "message"]
     assert t.steps[0].content == "" and meta(t.steps[0])["usage"]["total"] == 15
-    assert (t.steps[1].content, t.steps[1].action_input, t.steps[2].content) == ("lookup", '{"country": "France"}', "Paris")
+    # JSON arguments are indented, whichever way the source wrote them (step convention: render_args)
+    assert (t.steps[1].content, t.steps[1].action_input, t.steps[2].content) == ("lookup", '{\n  "country": "France"\n}', "Paris")
     assert "France is in Europe." in t.steps[4].content
     assert by_id["ph-2"].steps[0].content == "hi & <welcome>"
     by_line = {e.line: e for e in errors}
@@ -52,10 +53,10 @@ def test_detect_fixture(name):
 def test_labels_sidecar_alone_is_a_warning_not_a_trace():
     # claimed (so converting a directory does not fail on it) but it yields no trace of its own
     assert auto_name(D / "trail_trace.labels.json") == "openinference"
-    traces, errors, warnings = convert("openinference", D / "trail_trace.labels.json")
+    traces, errors, warnings = run(D / "trail_trace.labels.json", "openinference")
     assert traces == [] and errors == [] and len(warnings) == 1 and "labels" in warnings[0].message
 
 
-@pytest.mark.parametrize("path", part_a_real_files(), ids=lambda p: p.name)
-def test_detect_rejects_part_a(path):
+@pytest.mark.parametrize("path", real_logs(), ids=lambda p: p.name)
+def test_detect_rejects_real_logs_of_other_formats(path):
     assert detect("openinference", path) == 0

@@ -2,14 +2,14 @@ import json
 
 import pytest
 
-from _partb import FIXTURES, SCARY, auto_name, convert, detect, meta, part_a_real_files, roundtrip, types
+from conftest import FIXTURES, SCARY, auto_name, run, detect, meta, real_logs, roundtrip, types
 
 D = FIXTURES / "otel_genai"
 T = "5b8efff798038103d269b633813fc60c"
 
 
 def test_current_conventions_across_batches():
-    traces, errors, _ = convert("otel_genai", D / "current.jsonl")
+    traces, errors, _ = run(D / "current.jsonl", "otel_genai")
     (t,) = traces  # the trace's spans come in two export lines: grouped by traceId
     assert t.trace_id == T and t.task.endswith(SCARY)
     assert types(t) == ["thought", "action", "observation", "action", "error", "message"]
@@ -17,7 +17,8 @@ def test_current_conventions_across_batches():
     assert s[0].content == "Two cities: call the tool twice."
     assert meta(s[0])["usage"] == {"input_tokens": 100, "output_tokens": 40} and meta(s[0])["model"] == "gpt-4o-2024-08-06"
     assert [meta(x)["tool_call_id"] for x in s[1:5]] == ["call_p", "call_p", "call_z", "call_z"]
-    assert s[1].action_input == '{"city": "Paris"}' and s[2].content == "18°C <sunny> & dry"
+    # JSON arguments are indented, whichever way the source wrote them (step convention: render_args)
+    assert s[1].action_input == '{\n  "city": "Paris"\n}' and s[2].content == "18°C <sunny> & dry"
     assert s[4].content.startswith("upstream timed out")
     assert s[5].content == "Paris 18°C <sunny> & Zürich unknown."
     assert all(meta(x)["agent"] == "weather_bot" for x in s)
@@ -27,7 +28,7 @@ def test_current_conventions_across_batches():
 
 
 def test_bad_lines_located():
-    _, errors, _ = convert("otel_genai", D / "current.jsonl")
+    _, errors, _ = run(D / "current.jsonl", "otel_genai")
     by_line = {e.line: e for e in errors}
     assert set(by_line) == {3, 4}
     assert "invalid JSON" in by_line[3].message
@@ -35,13 +36,13 @@ def test_bad_lines_located():
 
 
 def test_older_attributes_and_events():
-    traces, errors, _ = convert("otel_genai", D / "older.json")
+    traces, errors, _ = run(D / "older.json", "otel_genai")
     assert errors == []
     a, b = traces
     assert a.task == "What is 6*7? & <b>"
     # the call has no execute_tool span: its result comes from the next prompt's tool message
     assert types(a) == ["action", "observation", "message"]
-    assert (a.steps[0].content, a.steps[0].action_input) == ("multiply", '{"a": 6, "b": 7}')
+    assert (a.steps[0].content, a.steps[0].action_input) == ("multiply", '{\n  "a": 6,\n  "b": 7\n}')
     assert meta(a.steps[0])["usage"] == {"input_tokens": 30, "output_tokens": 9}
     assert a.steps[1].content == "42" and meta(a.steps[1])["tool_call_id"] == "call_m"
     assert b.task == "Say hi in Japanese"
@@ -54,14 +55,14 @@ def test_detect_fixture(name):
     assert auto_name(D / name) == "otel_genai"
 
 
-@pytest.mark.parametrize("path", part_a_real_files(), ids=lambda p: p.name)
-def test_detect_rejects_part_a(path):
+@pytest.mark.parametrize("path", real_logs(), ids=lambda p: p.name)
+def test_detect_rejects_real_logs_of_other_formats(path):
     assert detect("otel_genai", path) == 0
 
 
 def test_whole_prompt_and_completion_attributes():
     # OpenLLMetry's oldest form: gen_ai.prompt holds the message list as JSON, gen_ai.completion the text
-    traces, errors, _ = convert("otel_genai", D / "whole_attribute.json")
+    traces, errors, _ = run(D / "whole_attribute.json", "otel_genai")
     assert not errors
     (t,) = traces
     assert t.task == "Book a flight to Zürich <now> & fast"
@@ -70,16 +71,16 @@ def test_whole_prompt_and_completion_attributes():
 
 @pytest.mark.parametrize("name", ["older.json", "whole_attribute.json"])
 def test_big_export_is_streamed_with_the_same_result(name, monkeypatch, tmp_path):
-    from ls_trajeval.converters import _io
+    from ls_trajeval.converters.support import files
 
-    whole, whole_errors, _ = convert("otel_genai", D / name)
-    monkeypatch.setattr(_io, "SMALL_FILE", 16)  # every document counts as big: read entry by entry with ijson
-    streamed, streamed_errors, _ = convert("otel_genai", D / name)
+    whole, whole_errors, _ = run(D / name, "otel_genai")
+    monkeypatch.setattr(files, "SMALL_FILE", 16)  # every document counts as big: read entry by entry with ijson
+    streamed, streamed_errors, _ = run(D / name, "otel_genai")
     assert [t.to_json() for t in streamed] == [t.to_json() for t in whole] and streamed
     assert streamed_errors == whole_errors
     # a syntax error in a streamed export is located and the entries before it still convert
     doc = json.loads((D / name).read_text())
     bad = tmp_path / "cut.json"
     bad.write_text(json.dumps(doc)[:-3])
-    traces, errors, _ = convert("otel_genai", bad)
+    traces, errors, _ = run(bad, "otel_genai")
     assert errors and errors[0].message.startswith("invalid JSON") and "resourceSpans[" in errors[0].field

@@ -1,4 +1,4 @@
-from conftest import FIXTURES, SCARY, run, types
+from conftest import FIXTURES, SCARY, meta, run, types
 
 
 def test_text_file():
@@ -11,7 +11,7 @@ def test_text_file():
     assert t.steps[2].content == "5"
     assert t.steps[4].action_input == "<script>&</script>"
     assert t.steps[5].content == ""
-    assert t.steps[7].content == "5 ✓" and t.steps[7].extra["final_answer"]
+    assert t.steps[7].content == "5 ✓" and meta(t.steps[7])["final_answer"]
 
 
 def test_jsonl_records():

@@ -1,4 +1,4 @@
-from conftest import FIXTURES, SCARY, run, types
+from conftest import FIXTURES, SCARY, meta, run, types
 
 
 def test_memory_steps():
@@ -7,9 +7,9 @@ def test_memory_steps():
     t = traces[0]
     assert t.task == "How many r in strawberry? " + SCARY
     assert types(t) == ["message", "thought", "thought", "code", "observation", "action", "error", "thought", "action", "observation", "message"]
-    assert t.steps[1].extra["planning"]
-    assert t.steps[3].content == "print('strawberry'.count('r'))" and t.steps[4].extra["tool_call_id"] == "call_1"
+    assert meta(t.steps[1])["planning"]
+    assert t.steps[3].content == "print('strawberry'.count('r'))" and meta(t.steps[4])["tool_call_id"] == "call_1"
     assert t.steps[5].content == "web_search" and t.steps[6].content == "Search failed: <timeout>"
-    assert t.steps[6].extra["error_type"] == "AgentToolExecutionError"
-    assert t.steps[-1].extra["final_answer"]
+    assert meta(t.steps[6])["error_type"] == "AgentToolExecutionError"
+    assert meta(t.steps[-1])["final_answer"]
     assert t.metadata["usage"] == {"input_tokens": 50, "output_tokens": 10}

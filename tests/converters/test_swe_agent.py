@@ -1,4 +1,4 @@
-from conftest import FIXTURES, need_real, run, types
+from conftest import FIXTURES, meta, need_real, run, types
 
 
 def test_trajectory_file():
@@ -23,11 +23,11 @@ def test_function_calling_history():
     assert types(t) == ["system", "message"] + ["thought", "action", "observation"] * 5
     actions = [s for s in t.steps if s.type == "action"]
     assert [a.content for a in actions] == ["find_file", "open", "edit", "bash", "submit"]
-    assert actions[0].extra["tool_call_id"] == "call_PbWErNIge3YTrli3fiVvmIid"
+    assert meta(actions[0])["tool_call_id"] == "call_PbWErNIge3YTrli3fiVvmIid"
     assert actions[0].action_input == '{\n  "file_name": "missing_colon.py"\n}'
     for i, s in enumerate(t.steps):
         if s.type == "action":
-            assert t.steps[i + 1].type == "observation" and t.steps[i + 1].extra["tool_call_id"] == s.extra["tool_call_id"]
+            assert t.steps[i + 1].type == "observation" and meta(t.steps[i + 1])["tool_call_id"] == meta(s)["tool_call_id"]
     assert t.metadata["variant"] == "history"
 
 

@@ -1,12 +1,12 @@
 import pytest
 
-from _partb import FIXTURES, SCARY, auto_name, convert, detect, meta, part_a_real_files, roundtrip, types
+from conftest import FIXTURES, SCARY, auto_name, run, detect, meta, real_logs, roundtrip, types
 
 D = FIXTURES / "swebench"
 
 
 def test_predictions():
-    traces, errors, _ = convert("swebench", D / "preds.jsonl")
+    traces, errors, _ = run(D / "preds.jsonl", "swebench")
     assert [t.trace_id for t in traces] == ["astropy__astropy-12907__gpt-4o", "django__django-11099__gpt-4o"]
     t = traces[0]
     assert t.task.endswith(SCARY)
@@ -22,7 +22,7 @@ def test_predictions():
 
 
 def test_bad_records_located():
-    _, errors, _ = convert("swebench", D / "preds.jsonl")
+    _, errors, _ = run(D / "preds.jsonl", "swebench")
     by_line = {e.line: e for e in errors}
     assert set(by_line) == {3, 4, 5}
     assert "invalid JSON" in by_line[3].message
@@ -31,7 +31,7 @@ def test_bad_records_located():
 
 
 def test_instance_record():
-    (t,), errors, _ = convert("swebench", D / "instances.json")
+    (t,), errors, _ = run(D / "instances.json", "swebench")
     assert errors == []
     assert t.trace_id == "psf__requests-2317"
     assert t.task == "method = builtin_str(method) problem"
@@ -42,7 +42,7 @@ def test_instance_record():
 
 
 def test_predictions_dict():
-    (t,), errors, _ = convert("swebench", D / "preds_dict.json")
+    (t,), errors, _ = run(D / "preds_dict.json", "swebench")
     assert errors == [] and t.trace_id == "pallets__flask-4045__claude"
     assert '"no dots"' in t.steps[0].content
 
@@ -53,6 +53,6 @@ def test_detect_fixture(name):
     assert auto_name(D / name) == "swebench"
 
 
-@pytest.mark.parametrize("path", part_a_real_files(), ids=lambda p: p.name)
-def test_detect_rejects_part_a(path):
+@pytest.mark.parametrize("path", real_logs(), ids=lambda p: p.name)
+def test_detect_rejects_real_logs_of_other_formats(path):
     assert detect("swebench", path) == 0

@@ -1,12 +1,12 @@
 import pytest
 
-from _partb import FIXTURES, SCARY, auto_name, convert, detect, meta, part_a_real_files, roundtrip, types
+from conftest import FIXTURES, SCARY, auto_name, run, detect, meta, real_logs, roundtrip, types
 
 D = FIXTURES / "web_agent"
 
 
 def test_browsergym_steps():
-    (t,), errors, _ = convert("web_agent", D / "browsergym.json")
+    (t,), errors, _ = run(D / "browsergym.json", "web_agent")
     assert errors == []
     assert t.trace_id == "bg-ep-001" and t.task.endswith(SCARY)
     assert types(t) == [
@@ -29,7 +29,7 @@ def test_browsergym_steps():
 
 
 def test_webarena_and_bad_lines():
-    traces, errors, _ = convert("web_agent", D / "webarena.jsonl")
+    traces, errors, _ = run(D / "webarena.jsonl", "web_agent")
     assert [t.trace_id for t in traces] == ["27", "28"]
     a, b = traces
     assert types(a) == ["observation", "thought", "action", "observation", "thought", "action"]
@@ -51,6 +51,6 @@ def test_detect_fixture(name):
     assert auto_name(D / name) == "web_agent"
 
 
-@pytest.mark.parametrize("path", part_a_real_files(), ids=lambda p: p.name)
-def test_detect_rejects_part_a(path):
+@pytest.mark.parametrize("path", real_logs(), ids=lambda p: p.name)
+def test_detect_rejects_real_logs_of_other_formats(path):
     assert detect("web_agent", path) == 0

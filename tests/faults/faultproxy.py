@@ -15,7 +15,7 @@ from typing import Callable
 
 import httpx
 
-from ls_trajeval.localserver import free_port
+from ls_trajeval.studio.localserver import free_port
 
 HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding", "host"}
 

@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from ls_trajeval import config as cfg, label_configs, studio
-from ls_trajeval.importer import import_traces
-from ls_trajeval.trace import parse_trace
+from ls_trajeval import label_configs
+from ls_trajeval.core import config as cfg
+from ls_trajeval.core.trace import parse_trace
+from ls_trajeval.flows.importer import import_traces
+from ls_trajeval.studio import client as studio
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "pg"))
-import tracegen  # noqa: E402
+from pg import tracegen
 
 pytestmark = pytest.mark.studio
 

@@ -8,17 +8,18 @@ import random
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from ls_trajeval import config as cfg, label_configs, studio
+from ls_trajeval import label_configs
 from ls_trajeval.cli import main_group
+from ls_trajeval.core import config as cfg
+from ls_trajeval.core.fields import META_TRACE_ID
+from ls_trajeval.studio import client as studio
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "pg"))
-import tracegen  # noqa: E402
-from faultproxy import FaultProxy  # noqa: E402
+from faults.faultproxy import FaultProxy
+from pg import tracegen
 
 pytestmark = pytest.mark.studio
 
@@ -155,13 +156,13 @@ def test_label_studio_400_splits_down_to_the_invalid_tasks(pg_client, pg_label_s
     """Label Studio's own validation (400) on a mixed batch: the valid tasks go in, each invalid one is reported."""
     pid = studio.create_project(pg_client, CONFIG, "transcript", "faults: 400")["id"]
     good = [{"data": {"trace_id": f"ok-{i}", "task": "t", "te_transcript": [], "te_pages": [], "n_steps": 0,
-                      "running_score": 100}, "meta": {studio.META_ID_KEY: f"ok-{i}"}} for i in range(30)]
-    invalid = [{"data": 5, "meta": {studio.META_ID_KEY: "bad-int"}},
-               {"data": {"no_fields": True}, "meta": {studio.META_ID_KEY: "bad-missing"}}]
+                      "running_score": 100}, "meta": {META_TRACE_ID: f"ok-{i}"}} for i in range(30)]
+    invalid = [{"data": 5, "meta": {META_TRACE_ID: "bad-int"}},
+               {"data": {"no_fields": True}, "meta": {META_TRACE_ID: "bad-missing"}}]
     batch = good[:10] + invalid[:1] + good[10:25] + invalid[1:] + good[25:]
     rejected = []
     created = studio.import_batch(pg_client, pid, batch, on_rejected=rejected.append)
     assert created == 30
-    assert sorted(r.task["meta"][studio.META_ID_KEY] for r in rejected) == ["bad-int", "bad-missing"]
+    assert sorted(r.task["meta"][META_TRACE_ID] for r in rejected) == ["bad-int", "bad-missing"]
     assert all(r.message.startswith("HTTP 400") for r in rejected)
     assert task_count(pg_label_studio.pg, pid) == 30

@@ -16,7 +16,6 @@ import io
 import json
 import math
 import os
-import sys
 import tempfile
 import zipfile
 from functools import lru_cache
@@ -28,7 +27,6 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "converters"
 REAL = ROOT / "tests" / "fixtures" / "real"
-sys.path.insert(0, str(ROOT / "tests"))
 
 # ---------------------------------------------------------------- choosers
 
@@ -254,7 +252,7 @@ def _parse_seed(data: bytes) -> tuple[str, Any]:
 @lru_cache(maxsize=1)
 def converter_seeds() -> dict[str, list[tuple[str, bytes]]]:
     """Real files per converter (by what detection says they are): (suffix, bytes)."""
-    from ls_trajeval.convert import detect_format
+    from ls_trajeval.flows.convert import detect_format
 
     out: dict[str, list[tuple[str, bytes]]] = {}
     for base in (FIXTURES, REAL):
@@ -353,7 +351,7 @@ def temp_file(suffix: str, data: bytes) -> Path:
 
 
 def _check_located(err, path: Path) -> None:
-    from ls_trajeval.trace import TraceError
+    from ls_trajeval.core.trace import TraceError
 
     assert isinstance(err, TraceError)
     assert str(path) in err.source, err
@@ -363,10 +361,12 @@ def _check_located(err, path: Path) -> None:
 
 
 def check_converter(name: str, suffix: str, data: bytes) -> int:
-    """Every item a converter yields is a Trace, a located TraceError or a ConvertWarning."""
+    """Every item a converter yields is a Trace that keeps the step convention (the project's own trace
+    JSONL excepted: it passes the user's steps through), a located TraceError or a ConvertWarning."""
     from ls_trajeval.converters.base import ConvertWarning
     from ls_trajeval.converters.registry import get_converter
-    from ls_trajeval.trace import Trace, TraceError
+    from ls_trajeval.converters.support.steps import convention_problems
+    from ls_trajeval.core.trace import Trace, TraceError
 
     path = temp_file(suffix, data)
     n = 0
@@ -377,6 +377,8 @@ def check_converter(name: str, suffix: str, data: bytes) -> int:
         elif isinstance(item, Trace):
             assert isinstance(item.trace_id, str) and item.trace_id and item.steps
             assert all(isinstance(s.content, str) and isinstance(s.type, str) for s in item.steps)
+            if name != "trace_jsonl":
+                assert convention_problems(item) == [], (item.trace_id, convention_problems(item))
         else:
             assert isinstance(item, ConvertWarning), type(item)
     return n
@@ -384,7 +386,7 @@ def check_converter(name: str, suffix: str, data: bytes) -> int:
 
 def check_detect(suffix: str, data: bytes) -> None:
     """Format detection: a converter, or FormatError (a clean message)."""
-    from ls_trajeval.convert import FormatError, convert_file, detect_format
+    from ls_trajeval.flows.convert import FormatError, convert_file, detect_format
 
     path = temp_file(suffix, data)
     try:
@@ -397,7 +399,7 @@ def check_detect(suffix: str, data: bytes) -> None:
 
 def check_trace_reader(data: bytes) -> int:
     """The trace JSONL reader: Traces, or TraceErrors naming the file and the line."""
-    from ls_trajeval.trace import Trace, read_traces
+    from ls_trajeval.core.trace import Trace, read_traces
 
     path = temp_file(".jsonl", data)
     n = 0
@@ -449,7 +451,7 @@ def config_input(ch: Chooser) -> bytes:
 
 def check_config(data: bytes) -> None:
     """The config loader: a Config, or ConfigError with each problem (a key path or a line)."""
-    from ls_trajeval import config as cfg
+    from ls_trajeval.core import config as cfg
 
     path = temp_file(".yaml", data)
     try:
@@ -463,11 +465,12 @@ def check_config(data: bytes) -> None:
 
 @lru_cache(maxsize=1)
 def _decoder_setup():
-    from ls_trajeval import config as cfg, label_configs
+    from ls_trajeval.core import config as cfg
+    from ls_trajeval import label_configs
 
-    from test_studio_roundtrip import TRACES, ui_result  # the UI's own result shapes
-    from ls_trajeval.tasks import task_data
-    from ls_trajeval.trace import parse_trace
+    from studio.uishapes import TRACES, ui_result  # the UI's own result shapes
+    from ls_trajeval.core.tasks import task_data
+    from ls_trajeval.core.trace import parse_trace
 
     c = cfg.load(label_configs.path("trajectory_eval"))
     transcript = task_data(parse_trace(TRACES[0]), c)["te_transcript"]
@@ -491,8 +494,8 @@ def decoder_input(ch: Chooser) -> tuple[Any, int]:
 
 def check_decoder(result: Any, n_steps: int) -> None:
     """The results decoder: per-step labels (one per step) and warnings; never an exception."""
-    from ls_trajeval.results import decode
-    from ls_trajeval.scoring import summarize
+    from ls_trajeval.core.results import decode
+    from ls_trajeval.core.scoring import summarize
 
     c, _ = _decoder_setup()
     labels = decode(result, c, n_steps)

@@ -7,20 +7,16 @@ CI runs a modest number of examples per entry point (derandomized, so a run is r
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-sys.path.insert(0, str(Path(__file__).parent))
-import fuzzlib  # noqa: E402
-
-from ls_trajeval.convert import convert_file  # noqa: E402
-from ls_trajeval.converters.base import ConvertWarning  # noqa: E402
-from ls_trajeval.converters.registry import all_converters  # noqa: E402
-from ls_trajeval.export import ExportSummary, readable_record  # noqa: E402
-from ls_trajeval.trace import Trace, TraceError, read_traces  # noqa: E402
+from fuzz import fuzzlib
+from ls_trajeval.converters.base import ConvertWarning
+from ls_trajeval.converters.registry import all_converters
+from ls_trajeval.core.trace import Trace, TraceError, read_traces
+from ls_trajeval.flows.convert import convert_file
+from ls_trajeval.flows.export import ExportSummary, readable_record
 
 FAST = settings(max_examples=50, deadline=None, derandomize=True, database=None,
                 suppress_health_check=list(HealthCheck))
@@ -132,7 +128,7 @@ def test_detection_when_the_first_line_is_nested_100000_deep(first, tmp_path):
 
 def test_decoder_region_spanning_10_to_the_400_steps():
     """Found by the long run: len() of the region's range overflowed (OverflowError) instead of a warning."""
-    from ls_trajeval.results import decode
+    from ls_trajeval.core.results import decode
 
     config, seeds = fuzzlib._decoder_setup()
     result = [dict(r, value=dict(r["value"], start=-(10 ** 401))) if r.get("id") == "bbb222" else r for r in seeds[0]]
@@ -143,7 +139,8 @@ def test_decoder_region_spanning_10_to_the_400_steps():
 
 # Found by the long run (config_loader input #92344): math.isfinite raised OverflowError on such an int.
 def test_config_number_of_400_digits_is_a_located_error(tmp_path):
-    from ls_trajeval import config as cfg, label_configs
+    from ls_trajeval.core import config as cfg
+    from ls_trajeval import label_configs
 
     text = label_configs.path("trajectory_eval").read_text(encoding="utf-8")
     p = tmp_path / "c.yaml"
@@ -155,7 +152,7 @@ def test_config_number_of_400_digits_is_a_located_error(tmp_path):
 # Found by the long run (converter:swebench input #4271): an empty instance_id made a trace with an empty id.
 def test_swebench_empty_instance_id_is_a_located_error_and_the_rest_converts(tmp_path):
     from ls_trajeval.converters.registry import get_converter
-    from ls_trajeval.trace import Trace, TraceError
+    from ls_trajeval.core.trace import Trace, TraceError
 
     rec = {"repo": "psf/requests", "patch": "diff --git a/x b/x\n", "problem_statement": "p"}
     p = tmp_path / "instances.json"

@@ -1,24 +1,29 @@
-"""A real backend process (``ls-trajeval ml serve`` on gunicorn) next to the session's real Label Studio."""
+"""A real backend process (``ls-trajeval ml serve`` on gunicorn) next to the session's real Label Studio;
+fresh virtual environments with this project installed as a user would."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Sequence
 
 import httpx
 import pytest
 
-from ls_trajeval.localserver import free_port
+from ls_trajeval.studio.localserver import free_port
 
 USER, PASSWORD = "ml-user", "s3cret-backend-pw"
 
 
 class Backend:
-    def __init__(self, config: str, log: Path, *, workers: int = 2, ls=None, auth: bool = True):
+    def __init__(self, config: str, log: Path, *, workers: int = 2, ls=None, auth: bool = True,
+                 program: Sequence[str] = (sys.executable, "-m", "ls_trajeval"), cwd: Path | None = None):
         self.config, self.log_path, self.workers, self.ls, self.auth = config, log, workers, ls, auth
+        self.program, self.cwd = list(program), cwd
         self.port = free_port()
         self.proc: subprocess.Popen | None = None
 
@@ -31,15 +36,16 @@ class Backend:
         return (USER, PASSWORD) if self.auth else None
 
     def start(self, timeout: float = 60) -> "Backend":
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("LABEL_STUDIO_", "LS_TRAJEVAL_ML_"))}
+        env = clean_env(Path(self.program[0]).parent)
         if self.ls is not None:
             env.update(LABEL_STUDIO_URL=self.ls.url, LABEL_STUDIO_API_KEY=self.ls.credentials.token)
         if self.auth:
             env.update(LS_TRAJEVAL_ML_USER=USER, LS_TRAJEVAL_ML_PASSWORD=PASSWORD)
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "ls_trajeval", "ml", "serve", "--config", self.config, "--port", str(self.port),
-             "--workers", str(self.workers)], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            [*self.program, "ml", "serve", "--config", self.config, "--port", str(self.port),
+             "--workers", str(self.workers)], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            cwd=self.cwd)
         log.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -96,3 +102,37 @@ def backend_factory(tmp_path_factory):
     yield make
     for b in started:
         b.stop()
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def fresh_venv(where: Path, *requirements: str) -> Path:
+    """A new virtual environment with ``requirements`` installed by pip; ``.`` names this project, built from
+    a clean copy of the checkout (the way a user's ``pip install`` gets it, and not from a ``build/`` left
+    behind by an earlier build, which can hold modules that no longer exist). Returns its ``bin`` folder."""
+    src = where / "src"
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".git", ".venv", "build", "dist", "*.egg-info",
+                                                                "__pycache__", ".pytest_cache", ".hypothesis"))
+    subprocess.run([sys.executable, "-m", "venv", str(where / "venv")], check=True)
+    bin_dir = where / "venv" / "bin"
+    wanted = [str(src) + r[1:] if r.startswith(".") else r for r in requirements]
+    r = subprocess.run([str(bin_dir / "python"), "-m", "pip", "install", "-q", *wanted], capture_output=True,
+                       text=True, timeout=1500)
+    if r.returncode:
+        pytest.fail(f"pip install {' '.join(requirements)} failed:\n{r.stderr[-4000:]}")
+    return bin_dir
+
+
+def clean_env(bin_dir: Path, **extra: str) -> dict:
+    """The environment for a program of that venv: none of ours (credentials, PYTHONPATH) leaks in."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("LABEL_STUDIO_", "LS_TRAJEVAL_", "PYTHON", "VIRTUAL_ENV"))}
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    return {**env, **extra}
+
+
+@pytest.fixture(scope="session")
+def ml_venv(tmp_path_factory) -> Path:
+    """``pip install '.[ml]'`` alone into a fresh venv, once per session (a few minutes)."""
+    return fresh_venv(tmp_path_factory.mktemp("ml-venv"), ".[ml]")

@@ -15,44 +15,19 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-from ls_trajeval import config as cfg, label_configs, studio
+from ls_trajeval.core import config as cfg
+from ls_trajeval import label_configs
+from ls_trajeval.studio import client as studio
 from ls_trajeval.cli import main_group
-from ls_trajeval.importer import import_traces
+from ls_trajeval.flows.importer import import_traces
 from ls_trajeval.ml import writeback
-from ls_trajeval.trace import parse_trace
+from ls_trajeval.core.trace import parse_trace
 
 from .conftest import PASSWORD, USER, wait_for
+from .samples import FLAGGED_STEPS, PREDICTED_SCORE, TRACES, marks
 
 pytestmark = pytest.mark.studio
 CONFIG = str(label_configs.path("trajectory_eval"))
-
-TRACES = [
-    {"trace_id": f"ml-{i}", "task": f"Run the tests <b>#{i}</b> & report", "trace": [
-        {"type": "thought", "content": "Run the test suite first."},
-        {"type": "action", "content": "bash", "action_input": "pytest -q"},
-        {"type": "observation", "content": "Traceback (most recent call last):\nImportError: no module named x"},
-        {"type": "thought", "content": "All tests passed successfully."},
-        {"type": "action", "content": "finish", "action_input": "done"},
-    ]} for i in range(6)
-]
-
-
-def region(rid, step, transcript, from_name, rtype, **value):
-    return {"id": rid, "from_name": from_name, "to_name": "te_trace", "type": rtype, "origin": "manual",
-            "value": {"start": str(step), "end": str(step), "startOffset": 0,
-                      "endOffset": len(transcript[step]["text"]), **value}}
-
-
-def marks(transcript, *steps):
-    """UI-shaped transcript results: each (step, severity) a marked step of type logical_error."""
-    out = []
-    for step, sev in steps:
-        rid = f"r{step}{sev}"
-        out += [region(rid, step, transcript, "error_localization", "paragraphlabels", paragraphlabels=["incorrect"]),
-                region(rid, step, transcript, "error_localization_type", "taxonomy",
-                       taxonomy=[["reasoning", "logical_error"]]),
-                region(rid, step, transcript, "error_localization_severity", "choices", choices=[sev])]
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +49,7 @@ def run_cli(env_ls, *args):
 @pytest.fixture(scope="module")
 def connected(setup, label_studio):
     b = setup["backend"]
-    r = run_cli(label_studio, "ml", "connect", "--project", setup["project"], "--url", b.url,
+    r = run_cli(label_studio, "ml", "connect", "--project", setup["project"], "--backend-url", b.url,
                 "--basic-auth-user", USER, "--basic-auth-password", PASSWORD)
     assert r.exit_code == 0, r.output
     setup["connect_output"] = r.output
@@ -94,8 +69,12 @@ def test_imported_tasks_are_seeded(setup):
 def test_connect_prints_changes_and_is_idempotent(connected, label_studio, ls_client):
     out = connected["connect_output"]
     assert "registered ML backend" in out and "webhook" in out and "titled" in out
-    again = run_cli(label_studio, "ml", "connect", "--project", connected["project"], "--url", connected["backend"].url,
-                    "--basic-auth-user", USER, "--basic-auth-password", PASSWORD)
+    # --url is Label Studio's, as in every other command: the environment's dead address is not used
+    again = CliRunner().invoke(main_group, ["ml", "connect", "--project", str(connected["project"]),
+                                            "--backend-url", connected["backend"].url, "--url", label_studio.url,
+                                            "--basic-auth-user", USER, "--basic-auth-password", PASSWORD],
+                               env={"LABEL_STUDIO_URL": "http://127.0.0.1:9",
+                                    "LABEL_STUDIO_API_KEY": label_studio.credentials.token})
     assert again.exit_code == 0 and "nothing to change" in again.output, again.output
     backends = list(ls_client.ml.list(project=connected["project"]))
     assert len(backends) == 1 and backends[0].is_interactive
@@ -120,12 +99,12 @@ def test_retrieve_predictions_twice_gives_one_per_task(connected, ls_client):
         assert len(preds) == 1 and preds[0]["model_version"] == version
         result = preds[0]["result"]
         marked = sorted({int(r["value"]["start"]) for r in result if r["from_name"] == "error_localization"})
-        assert marked == [1, 3, 4]  # the failed pytest, the success claim, finishing after a failure
-        assert preds[0]["score"] == 100 - 5 - 5 - 10
+        assert marked == FLAGGED_STEPS  # the failed pytest, the success claim, finishing after a failure
+        assert preds[0]["score"] == PREDICTED_SCORE
         assert any("rule tool_error" in r["value"]["text"][0] for r in result if r["type"] == "textarea")
     # the Data Manager's prediction score column is filled from them
     listed = next(t for t in studio.iter_tasks(ls_client, connected["project"]))
-    assert listed.get("predictions_score") == 80
+    assert listed.get("predictions_score") == PREDICTED_SCORE
 
 
 def test_annotation_events_arrive_with_auth_and_set_the_score(connected, ls_client):
@@ -180,7 +159,7 @@ def test_concurrent_predictions_on_two_workers(connected):
             return r.status_code, r.json()["results"][0]["score"]
         with ThreadPoolExecutor(16) as pool:
             answers = list(pool.map(one, range(160)))
-    assert answers == [(200, 80.0)] * 160
+    assert answers == [(200, PREDICTED_SCORE)] * 160
     assert "Booting worker" in b.log_path.read_text() and b.workers == 2
 
 

@@ -6,14 +6,15 @@ import time
 
 import pytest
 
-from ls_trajeval import config as cfg, label_configs, labelconfig, results
+from ls_trajeval.core import config as cfg, labelconfig, results
+from ls_trajeval import label_configs
 from ls_trajeval.ml import detectors
 from ls_trajeval.ml.app import BadRequest, Events, safe_project, safe_version
 from ls_trajeval.ml.model import Predictor
 from ls_trajeval.ml.queue import WorkQueue
 from ls_trajeval.ml.writeback import task_fields
-from ls_trajeval.tasks import task_data
-from ls_trajeval.trace import Step, parse_trace
+from ls_trajeval.core.tasks import task_data
+from ls_trajeval.core.trace import Step, parse_trace
 
 CONFIG = cfg.load(label_configs.path("trajectory_eval"))
 
@@ -139,7 +140,8 @@ def test_prediction_region_ids_are_unique_and_shared_within_a_region(layout):
     else:  # a region's label, type, severity and rationale share its id; regions do not
         by_id = {}
         for r in pred["result"]:
-            by_id.setdefault(r["id"], set()).add(r["value"]["start"])
+            if r["from_name"] != "error_localization_live_score":  # the score box, not a region
+                by_id.setdefault(r["id"], set()).add(r["value"]["start"])
         assert len(by_id) == 300 and all(len(v) == 1 for v in by_id.values())
     assert Predictor(CONFIG).predict({"id": 1, "data": task_data(parse_trace(trace), CONFIG)}, layout)["result"][0]["id"] \
         not in ids  # another prediction, other ids
@@ -189,7 +191,10 @@ def test_live_score_lists_deductions_and_is_ignored_by_decode():
     live = p.live({"id": 1, "data": data}, context)
     text = live["result"][0]["value"]["text"][0]
     assert live["result"][0]["from_name"] == "error_localization_live_score" and live["score"] == 85
-    assert text.splitlines() == ["Running score: 85 of 100", "step 1: \u22125 (Major)", "step 3: \u221210 (Critical)"]
+    # each mark says which step it is (#N and the step's type as the trace shows it) and what it costs
+    assert text.splitlines() == ["Running score now: 85 of 100", "#1 · Action: \u22125 (Major) · Wrong Arguments",
+                                 "#3 · Action: \u221210 (Critical) · Destructive Action"]
+    assert live["result"][0]["to_name"] == "te_task"  # not the marks' object: see the transcript template
     # saved with the annotation, the live-score text changes nothing in the decoded labels
     assert results.decode(context["result"] + live["result"], CONFIG, 3) == results.decode(context["result"], CONFIG, 3)
 
@@ -204,7 +209,12 @@ def test_task_fields_latest_and_mean():
     f = task_fields(CONFIG, data, anns)
     assert (f["running_score"], f["n_errors"], f["first_error_step"], f["worst_severity"]) == (85, 2, 0, "critical")
     assert f["score_mean"] == 92.5 and f["te_scores"] == {"8": 100, "7": 85}
-    assert task_fields(CONFIG, data, [])["running_score"] == 100
+    # the score after each step of the latest annotation (the paged layout shows it on each step): TRACE's
+    # steps 1 and 3 are wrong, Major (-5) and Critical (-10) by the guide's weights
+    assert f["te_curve"] == [95, 95, 85]
+    empty = task_fields(CONFIG, data, [])
+    assert empty["running_score"] == 100 and empty["te_curve"] == [100, 100, 100]
+    assert {k: v for k, v in empty.items() if k != "te_scores"} == {k: data[k] for k in empty if k != "te_scores"}
 
 
 @pytest.mark.parametrize("bad", ["../x", "..", "a/b", "x" * 200, "/etc/passwd", 5])

@@ -1,27 +1,30 @@
-"""The live running score in a real browser: mark two steps in the transcript layout with Auto-Annotation on,
-and the live-score box drops by their weights without a reload (the backend answers the editor's
-interactive /predict calls, whose context holds the current regions)."""
+"""The live running score in a real browser, the workbench with a backend from `ml serve` + `ml connect`: marking
+two steps and changing one's severity each move the score shown, at once and without a reload, and nothing has
+to be switched on (the editor's Auto-Annotation toggle stays off: the marking labels are ``smartOnly``)."""
 from __future__ import annotations
 
 import time
 
 import pytest
 
-from ls_trajeval import config as cfg, label_configs, studio
-from ls_trajeval.importer import import_traces
+from ls_trajeval.core import config as cfg
+from ls_trajeval import label_configs
+from ls_trajeval.studio import client as studio
+from ls_trajeval.flows.importer import import_traces
 from ls_trajeval.ml.connect import connect_backend
-from ls_trajeval.trace import parse_trace
+from ls_trajeval.core.trace import parse_trace
 
 pytestmark = [pytest.mark.studio, pytest.mark.browser]
 
+SHOTS = label_configs.path("trajectory_eval").parent.parent / "docs" / "screenshots"
 
-def test_marking_two_steps_drops_the_live_score_by_their_weights(label_studio, ls_client, backend_factory, browser):
+def annotate_with_backend(label_studio, ls_client, backend_factory, browser, layout: str, trace: dict):
+    """A project of ``layout`` with one task, the backend (`ml serve`, write-back on) connected by `ml connect`'s
+    function, and a logged-in page of its own."""
     from browser.ui import Annotator  # the browser tests' page helpers
 
     c = cfg.load(label_configs.path("trajectory_eval"))
-    project = studio.create_project(ls_client, c, "transcript", "live score browser")
-    trace = {"trace_id": "live-1", "task": "count <b>&amp;</b>", "trace": [
-        {"type": "thought", "content": f"step {i} text"} for i in range(5)]}
+    project = studio.create_project(ls_client, c, layout, f"live score browser {layout}")
     import_traces(ls_client, project["id"], [parse_trace(trace)], c, progress=False)
     backend = backend_factory(str(label_configs.path("trajectory_eval")), ls=label_studio, workers=1, auth=False).start()
     connect_backend(ls_client, project["id"], backend.url)
@@ -30,38 +33,83 @@ def test_marking_two_steps_drops_the_live_score_by_their_weights(label_studio, l
     ctx.set_default_timeout(30_000)
     a = Annotator(ctx.new_page(), label_studio.url)
     a.login(label_studio.credentials.email, label_studio.credentials.password)
-    a.page.goto(f"{label_studio.url}/projects/{project['id']}/data?task={task['id']}")
-    a.page.locator("[data-testid='phrase:0']").wait_for()
-    a.page.get_by_text("Auto-Annotation", exact=True).click()
+    a.open(project["id"], task["id"])
+    return c, a, project, task, ctx
+
+
+
+def test_marks_and_a_severity_change_move_the_live_score_without_a_toggle(label_studio, ls_client, backend_factory,
+                                                                          browser):
+    trace = {"trace_id": "live-1", "task": "count <b>&amp;</b>", "trace": [
+        {"type": "thought", "content": f"step {i} text"} for i in range(5)]}
+    c, a, _, _, ctx = annotate_with_backend(label_studio, ls_client, backend_factory, browser, "transcript", trace)
+    weights = {s.name: s.weight for s in c.trajectory.severities}
+    start = c.trajectory.running_score.initial
+    assert a.page.evaluate("() => Htx.autoAnnotation") is False  # the toggle is off, and stays off
     a.page.evaluate("window.__te_same_page = true")  # gone if the page reloads
-    box = a.page.locator(".te-live-score")
 
     def shown(expect: str) -> str:
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and expect not in box.inner_text():
+        text = ""
+        while time.monotonic() < deadline:
+            text = a.live_score() if a.page.locator(".te-live [data-testid='htx-textbox-content']").count() else ""
+            if expect in text:
+                break
             time.sleep(0.2)
-        return box.inner_text()
+        return text
 
-    def details():
-        if not a.page.locator(".te-step-details").is_visible():
-            a.select_region(step)
+    def score(value: float) -> str:
+        return f"Running score now: {value:g} of {start:g}"
 
-    step = 1
-    a.mark_step(step)
-    assert "Running score: 100 of 100" in shown("step 2: +0")
-    details()
-    a.choose_severity("Major")
-    a.page.keyboard.press("Escape")
-    step = 3
-    a.mark_step(step)  # a new region sends the current regions: step 2's Major now counts
-    assert "Running score: 95 of 100" in shown("Running score: 95")
-    details()
-    a.choose_severity("Critical")
-    rationale = a.page.locator(".te-step-details textarea").first
-    rationale.fill("finishes too early")
-    rationale.press("Shift+Enter")  # a per-region text submit also calls the backend
-    text = shown("Running score: 85")
-    assert "Running score: 85 of 100" in text and "step 2: \u22125 (Major)" in text
-    assert "step 4: \u221210 (Critical)" in text
+    a.mark_step(1)
+    assert "#2 · Thought: +0 (no severity yet)" in shown("#2 · Thought")
+    a.choose_severity("Major")  # a relabel of the selected mark
+    assert score(start + weights["major"]) in shown(score(start + weights["major"]))
+    a.mark_step(3)  # step 2's mark is selected: the new one takes on its label and severity
+    both_major = start + 2 * weights["major"]
+    text = shown(score(both_major))
+    assert score(both_major) in text and "#4 · Thought: \u22125 (Major)" in text
+    a.choose_severity("Critical")  # change one severity: the score follows at once
+    final = start + weights["major"] + weights["critical"]
+    text = shown(score(final))
+    assert score(final) in text
+    assert "#2 · Thought: \u22125 (Major)" in text and "#4 · Thought: \u221210 (Critical)" in text
+    a.screenshot(SHOTS / "workbench-live-score.png", full_page=False)
     assert a.page.evaluate("window.__te_same_page === true")  # no reload happened
+    assert a.page.evaluate("() => Htx.autoAnnotation") is False
+    ctx.close()
+
+
+def test_paged_header_and_step_scores_show_the_written_back_score(label_studio, ls_client, backend_factory, browser):
+    """The paged layout has no live box (Label Studio calls no backend while paging a Repeater): each save is
+    written back, and the header and every step show that score. Label Studio reloads the task right after a
+    save, before the write-back lands, so they are current from the next open on."""
+    trace = {"trace_id": "paged-1", "task": "t", "trace": [{"type": "thought", "content": f"step {i}"} for i in range(4)]}
+    c, a, project, task, ctx = annotate_with_backend(label_studio, ls_client, backend_factory, browser, "paged", trace)
+    major = c.trajectory.severity_by_name("major").weight
+    start = c.trajectory.running_score.initial
+
+    def headers() -> list[str]:
+        return a.main.locator("h1, h2, h3, h4, h5, h6").all_inner_texts()
+
+    assert f"Running score: {start:g}" in headers() and f"Score after this step: {start:g} (as saved)" in headers()
+    a.page_to(1)
+    a.set_correctness("incorrect")
+    a.choose_type("Missed Element")
+    a.choose_severity("Major")
+    a.choose("I reviewed every step")
+    a.choose("failure")
+    a.submit()
+    deadline = time.monotonic() + 15  # the write-back, from the webhook Label Studio sends on the save
+    while studio.get_task(ls_client, task["id"])["data"]["te_curve"][1] != start + major and time.monotonic() < deadline:
+        time.sleep(0.3)
+    a.open(project["id"], task["id"])
+    assert f"Running score: {start + major:g}" in headers()
+    a.page_to(0)
+    assert f"Score after this step: {start:g} (as saved)" in headers()
+    for step in (1, 3):
+        a.page_to(step)
+        assert f"Score after this step: {start + major:g} (as saved)" in headers()
+    a.page_to(1)
+    a.screenshot(SHOTS / "paged-step-score.png", full_page=False)
     ctx.close()

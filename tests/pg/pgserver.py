@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ls_trajeval.localserver import LocalLabelStudio, free_port
+from ls_trajeval.studio.localserver import LocalLabelStudio, free_port
 
 
 class PostgresError(RuntimeError):
@@ -120,16 +120,12 @@ def start_label_studio_on_postgres(root: str | Path, log=None) -> tuple[Postgres
     return pg, ls
 
 
-_session: dict = {}
-
-
 def session_label_studio(config) -> LocalLabelStudio:
-    """One PostgreSQL-backed Label Studio per pytest session, shared by tests/pg and tests/faults.
+    """A PostgreSQL-backed Label Studio, stopped when the pytest session ends (the session fixture
+    ``pg_label_studio`` in tests/conftest.py, shared by tests/pg and tests/faults).
 
     $LS_TRAJEVAL_TEST_PG_DIR keeps (and reuses) it in that directory, for fast local iterations.
     """
-    if "ls" in _session:
-        return _session["ls"]
     keep = os.environ.get("LS_TRAJEVAL_TEST_PG_DIR")
     # not under pytest's basetemp: that is private to root, and the server runs as the postgres user
     root = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="ls-trajeval-pg-"))
@@ -145,5 +141,4 @@ def session_label_studio(config) -> LocalLabelStudio:
             shutil.rmtree(root, ignore_errors=True)
 
     config.add_cleanup(stop)
-    _session["ls"] = ls
     return ls

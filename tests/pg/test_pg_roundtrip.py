@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from ls_trajeval import config as cfg, label_configs, labelconfig, studio
+from ls_trajeval import label_configs
 from ls_trajeval.cli import main_group
+from ls_trajeval.core import config as cfg, labelconfig
+from ls_trajeval.flows.projects import project_config
+from ls_trajeval.studio import client as studio
 
-sys.path.insert(0, str(Path(__file__).parents[1]))
-from test_studio_roundtrip import NASTY, RATIONALE, TRACES, ui_result  # noqa: E402  (UI result shapes, written out once)
+from studio.uishapes import NASTY, RATIONALE, TRACES, ui_result
 
 pytestmark = pytest.mark.studio
 
@@ -111,4 +111,4 @@ def test_shipped_configs_are_accepted_on_postgresql(pg_client):
     for name in ("trajectory_eval", "coding_agent"):
         c = cfg.load(label_configs.path(name))
         project = studio.create_project(pg_client, c, "transcript", f"pg accept {name}")
-        assert studio.project_config(studio.get_project(pg_client, project["id"])).trajectory == c.trajectory
+        assert project_config(studio.get_project(pg_client, project["id"])).trajectory == c.trajectory

@@ -1,0 +1,95 @@
+"""Bad input, located: the one exception a converter raises for a bad record, and the one runner that
+turns it (or anything unexpected) into a :class:`TraceError` naming the file, line and field.
+
+A converter never ends in a traceback: whatever a record holds, the worst outcome is one TraceError
+for that record, and the next record converts. Inside a record's conversion, raise
+``BadRecord(field, message)`` (``expect`` does it for a wrong type); run each record through
+:func:`guarded`, or a whole file of records through :func:`each_record`.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+from ls_trajeval.core.trace import TraceError, describe
+
+from ..base import ConvertWarning
+from .files import Origin, records
+
+_NAMES = {str: "a string", int: "a number", float: "a number", list: "a list", dict: "an object", bool: "a boolean"}
+
+
+class BadRecord(Exception):
+    """Rejects the record being converted; ``field`` is the path of the bad value inside the record."""
+
+    def __init__(self, field: str | None, message: str, trace_id: str | None = None):
+        super().__init__(message)
+        self.field = field
+        self.message = message
+        self.trace_id = trace_id
+
+
+def _kind_name(kind: type | tuple) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join(dict.fromkeys(_NAMES.get(k, k.__name__) for k in kinds))
+
+
+def expect(value: Any, kind: type | tuple, field: str | None, *, optional: bool = False) -> Any:
+    """``value`` when it is of ``kind`` (None too when ``optional``); else BadRecord naming ``field``.
+
+    A boolean is not a number here, as in JSON.
+    """
+    if value.__class__ is kind:  # the common case first: this runs for every field read
+        return value
+    if value is None:
+        if optional:
+            return None
+        raise BadRecord(field, "missing")
+    if not isinstance(value, kind) or isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
+        raise BadRecord(field, f"expected {_kind_name(kind)}, got {describe(value)}")
+    return value
+
+
+def join_field(prefix: str, field: str | None) -> str | None:
+    """``prefix`` and ``field`` as one path: ``[3]`` + ``steps[0]`` is ``[3].steps[0]``."""
+    if not field:
+        return prefix or None
+    if not prefix:
+        return field
+    return prefix + field if field.startswith("[") else f"{prefix}.{field}"
+
+
+def guarded(origin: Origin, fn: Callable[..., Iterable | None], *args: Any, field: str = "") -> list:
+    """Everything ``fn(*args)`` yields (or returns; None for nothing) for one record, or that record's
+    one located TraceError.
+
+    The record's output is all or nothing: a record that fails part-way yields only its error.
+    ``field`` prefixes the error's field path (after the record's own place in a list).
+    """
+    try:
+        out = fn(*args)
+        return [] if out is None else list(out)
+    except BadRecord as exc:
+        return [TraceError(origin.source, origin.line, join_field(join_field(origin.where, field) or "", exc.field),
+                           exc.message, exc.trace_id)]
+    except RecursionError:
+        return [TraceError(origin.source, origin.line, join_field(origin.where, field), "nested too deeply")]
+    except Exception as exc:  # noqa: BLE001 - one odd record must not stop the file
+        return [TraceError(origin.source, origin.line, join_field(origin.where, field),
+                           f"could not convert: {type(exc).__name__}: {exc}")]
+
+
+def warning(source: str, record: Any, message: str) -> ConvertWarning:
+    """A loss worth telling about (not an error): ``record`` names the line or trace it concerns, or None."""
+    return ConvertWarning(source, None if record is None else str(record), message)
+
+
+def each_record(path: Path, fmt: str, one: Callable[[Any, Origin], Iterable],
+                unwrap: Callable[[Any], list | None] | None = None) -> Iterator:
+    """Every record of a file (see :func:`~.files.records`) through ``one(record, origin)``, each
+    guarded; what cannot be read comes as located errors between them."""
+    for origin, rec in records(Path(path), fmt, unwrap):
+        if rec.__class__ is TraceError:
+            yield rec
+        else:
+            yield from guarded(origin, one, rec, origin)

@@ -1,0 +1,348 @@
+"""Reading the files converters work on: JSON, JSONL, gzip, zip archives, big documents streamed by ijson.
+
+Every reader keeps where a value came from (the JSONL line, the list index) and turns what it cannot
+read into a located :class:`TraceError` instead of raising. JSONL is read as bytes one line at a time
+and decoded with orjson (the standard library redoes a failing line for its clearer message), so
+memory stays bounded by the longest line whatever the file size.
+
+A converter usually needs one call: :func:`records` yields each record of a file (a JSON document, each
+element of a JSON list, or each JSONL line) with its :class:`Origin`; :func:`documents` is the lower
+level (whole documents and lines, no list splitting) for formats that read a file as one stream.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import zipfile
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import orjson
+
+from ls_trajeval.core.trace import TraceError, iter_jsonl, loads_strict, open_text
+
+from ..base import Sample
+
+HEAD_BYTES = 64 * 1024
+#: files up to this size are parsed whole for detection; larger ones are sniffed from their head
+SMALL_FILE = 8 * 1024 * 1024
+JSONL_SUFFIXES = (".jsonl", ".ndjson", ".jsonl.gz", ".ndjson.gz")
+
+
+# ---------------------------------------------------------------- inputs
+
+def expand_inputs(inputs: list[str | Path]) -> Iterator[Path]:
+    """Files as given, directories recursively (sorted, hidden files skipped)."""
+    for item in inputs:
+        p = Path(item)
+        if p.is_dir():
+            for f in sorted(p.rglob("*")):
+                if f.is_file() and not any(part.startswith(".") for part in f.relative_to(p).parts):
+                    yield f
+        else:
+            yield p
+
+
+def is_zip(path: Path) -> bool:
+    try:
+        return zipfile.is_zipfile(path)
+    except OSError:
+        return False
+
+
+@lru_cache(maxsize=64)
+def zip_names(path: Path) -> tuple[str, ...]:
+    try:
+        with zipfile.ZipFile(path) as zf:
+            return tuple(zf.namelist())
+    except (OSError, zipfile.BadZipFile):
+        return ()
+
+
+def open_bytes(path: Path):
+    return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
+
+
+def read_head(path: Path) -> str:
+    """The first ``HEAD_BYTES`` of a text file ("" for a zip archive)."""
+    if is_zip(path):
+        return ""
+    with open_text(path) as fh:
+        return fh.read(HEAD_BYTES)
+
+
+# ---------------------------------------------------------------- JSON text
+
+def loads(raw: bytes | str) -> Any:
+    """One JSON text decoded (NaN and Infinity refused); ValueError with a readable message."""
+    if raw.__class__ is str:
+        raw = raw.encode("utf-8", "surrogateescape")
+    try:
+        return orjson.loads(raw)
+    except ValueError:
+        pass  # redo with the standard library: clearer messages, big integers accepted
+    try:
+        s = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"invalid UTF-8 at byte {exc.start}") from None
+    return loads_strict(s)
+
+
+def maybe_json(value: Any) -> Any:
+    """A JSON-looking string decoded, anything else unchanged (for attributes that carry JSON text)."""
+    if value.__class__ is str:
+        s = value.lstrip()
+        if s[:1] in ("{", "["):
+            try:
+                return loads(value)
+            except (ValueError, RecursionError):
+                return value
+    return value
+
+
+def load_json(path: Path) -> Any:
+    """The whole file as one JSON value; ValueError when it is not JSON."""
+    with open_bytes(path) as fh:
+        return loads(fh.read())
+
+
+def load_json_located(path: Path) -> Any:
+    """The whole file as one JSON value, or a TraceError that names the line."""
+    try:
+        with open_bytes(path) as fh:
+            raw = fh.read()
+    except (OSError, EOFError) as exc:
+        return TraceError(str(path), None, None, f"cannot read: {exc}")
+    try:
+        return loads(raw)
+    except json.JSONDecodeError as exc:
+        return TraceError(str(path), exc.lineno, None, f"invalid JSON: {exc.msg} (column {exc.colno})")
+    except (ValueError, RecursionError) as exc:
+        msg = str(exc)
+        return TraceError(str(path), None, None, msg if msg.startswith("invalid UTF-8") else f"invalid JSON: {msg}")
+
+
+# ---------------------------------------------------------------- JSONL, JSON, streamed items
+
+def is_jsonl(path: Path) -> bool:
+    """JSONL when named so, or when the first non-blank line is a whole JSON value and more lines follow.
+
+    So a pretty-printed or one-line JSON document is read whole, while a log is streamed line by line;
+    a broken first line that looks like an object does not hide the good lines after it. A first line
+    too long to try (a one-line export of gigabytes) is skipped over, not held: then more lines mean JSONL.
+    """
+    if path.name.lower().endswith(JSONL_SUFFIXES):
+        return True
+    with open_bytes(path) as fh:
+        first = _next_line(fh)
+        if first is None:
+            return False
+        if len(first) >= _LONG_LINE and not first.endswith(b"\n"):
+            while True:  # skip the rest of the line, a chunk at a time
+                chunk = fh.readline(_LONG_LINE)
+                if not chunk:
+                    return False
+                if chunk.endswith(b"\n"):
+                    break
+            return _next_line(fh) is not None
+        second = _next_line(fh)
+    if second is None:
+        return False
+    try:
+        loads(first)
+        return True
+    except (ValueError, RecursionError):
+        pass
+    s = first.strip()
+    if not (s.startswith(b"{") and s.endswith(b"}")):
+        return False
+    try:  # a broken first record: JSONL when the next line is a good one
+        loads(second)
+        return True
+    except (ValueError, RecursionError):
+        return False
+
+
+_LONG_LINE = 16 * HEAD_BYTES
+
+
+def _next_line(fh) -> bytes | None:
+    """The next non-blank line (its first ``_LONG_LINE`` bytes), None at the end."""
+    while True:
+        ln = fh.readline(_LONG_LINE)
+        if not ln:
+            return None
+        if ln.strip():
+            return ln
+
+
+def iter_records(path: Path) -> Iterator[tuple[int, Any]]:
+    """(line number, value or TraceError) for each non-blank line of a JSONL file, streamed."""
+    source = str(path)
+    with open_bytes(path) as fh:
+        for n, raw in enumerate(fh, 1):
+            try:
+                yield n, orjson.loads(raw)  # the usual line, without a call to loads() around it
+                continue
+            except ValueError:
+                if not raw.strip():
+                    continue
+            try:
+                yield n, loads(raw)  # for the standard library's reading and message
+            except (ValueError, RecursionError) as exc:
+                msg = str(exc)
+                yield n, TraceError(source, n, None, msg if msg.startswith("invalid UTF-8") else f"invalid JSON: {msg}")
+
+
+def documents(path: Path) -> Iterator[tuple[int | None, Any]]:
+    """(line, value or TraceError) for each JSONL line, or (None, value or TraceError) once for a JSON document."""
+    try:
+        jsonl = is_jsonl(path)
+    except (OSError, EOFError) as exc:
+        yield None, TraceError(str(path), None, None, f"cannot read: {exc}")
+        return
+    if not jsonl:
+        yield None, load_json_located(path)
+        return
+    try:
+        yield from iter_records(path)
+    except (OSError, EOFError) as exc:
+        yield None, TraceError(str(path), None, None, f"cannot read: {exc}")
+
+
+def iter_items(path: Path, prefix: str) -> Iterator[tuple[int, Any]]:
+    """(index, value) of each element under ``prefix`` of one big JSON document, streamed by ijson.
+
+    A syntax error ends the stream with a TraceError (ijson cannot resynchronise).
+    """
+    import ijson
+
+    with open_bytes(path) as fh:
+        i = -1
+        try:
+            for i, item in enumerate(ijson.items(fh, prefix, use_float=True)):
+                yield i, item
+        except (ijson.JSONError, ValueError, UnicodeDecodeError) as exc:
+            yield i + 1, TraceError(str(path), None, f"{prefix.replace('.item', '[]')}[{i + 1}]", f"invalid JSON: {exc}")
+
+
+# ---------------------------------------------------------------- records with their origin
+
+@dataclass(slots=True)
+class Origin:
+    """Where one record came from: the file (``source``), its JSONL line, its index in a JSON list.
+
+    It locates the record's errors (:func:`~.errors.guarded`) and gives the trace's provenance
+    (:func:`~.steps.finish`), so a converter never writes either by hand.
+    """
+
+    fmt: str
+    source: str
+    line: int | None = None
+    index: int | None = None
+
+    @property
+    def where(self) -> str:
+        """The field path of the record inside its document: ``"[3]"`` for a list element, else ``""``."""
+        return "" if self.index is None else f"[{self.index}]"
+
+    @property
+    def position(self) -> int:
+        """The record's position: its line in JSONL, its list index in JSON (0 for a lone document)."""
+        return self.line if self.line is not None else (self.index or 0)
+
+    def provenance(self) -> dict:
+        out: dict = {"source_format": self.fmt, "source_file": self.source}
+        if self.line is not None:
+            out["source_line"] = self.line
+        if self.index is not None:
+            out["source_record"] = self.index
+        return out
+
+
+def records(path: Path, fmt: str, unwrap: Callable[[Any], list | None] | None = None) -> Iterator[tuple[Origin, Any]]:
+    """(origin, record or TraceError) for every record of a file.
+
+    A JSON list is a list of records, each JSONL line a record (a line holding a list, a list of
+    records); ``unwrap`` may turn a document or line into its records (e.g. ``{"data": [...]}``), or
+    return None to leave it as one record.
+    """
+    source = str(path)
+    for line, val in documents(path):
+        if val.__class__ is TraceError:
+            yield Origin(fmt, source, line), val
+            continue
+        recs = unwrap(val) if unwrap is not None else None
+        if recs is None and val.__class__ is list and line is None:
+            recs = val
+        if recs is None:
+            yield Origin(fmt, source, line), val
+        else:
+            for k, rec in enumerate(recs):
+                yield Origin(fmt, source, line, k), rec
+
+
+# ---------------------------------------------------------------- what a detector sees
+
+def looks_like_jsonl(head: str) -> bool:
+    lines = [ln for ln in head.splitlines() if ln.strip()]
+    if not lines:
+        return False
+    try:
+        first = json.loads(lines[0])
+    except (ValueError, RecursionError):  # a first line nested thousands deep is no JSONL record either
+        return False
+    if len(lines) == 1:
+        return isinstance(first, dict) and not head.lstrip().startswith("[")
+    return isinstance(first, dict)
+
+
+def make_sample(path: Path) -> Sample:
+    """The detectors' view of a file: its head, and its first JSONL records or its whole JSON value when small."""
+    head = read_head(path)
+    sample = Sample(path=path, head=head)
+    if not head:
+        return sample
+    if looks_like_jsonl(head) and "\n" in head.strip():
+        lines = head.splitlines()
+        if len(head) >= HEAD_BYTES and len(lines) > 1:
+            lines = lines[:-1]  # the last line of a cut head is usually truncated
+        for _, rec in zip(range(50), iter_jsonl(lines, str(path))):
+            if not isinstance(rec[1], TraceError):
+                sample.first_records.append(rec[1])
+        if sample.first_records:
+            return sample
+    size = path.stat().st_size
+    if size <= SMALL_FILE or path.suffix == ".gz" and size <= SMALL_FILE // 8:
+        try:
+            sample.first_json = load_json(path)
+        except (ValueError, RecursionError, OSError, EOFError):
+            pass
+    if sample.first_json is None and looks_like_jsonl(head):
+        for _, rec in iter_jsonl(head.splitlines()[:1], str(path)):
+            if not isinstance(rec, TraceError):
+                sample.first_records.append(rec)
+    return sample
+
+
+def sample_objects(sample: Sample, limit: int = 5) -> list:
+    """The first few JSON values a detector should look at (whole-file value, its list items, or JSONL records)."""
+    out = []
+    fj = sample.first_json
+    if isinstance(fj, dict):
+        out.append(fj)
+    elif isinstance(fj, list):
+        out.extend(fj[:limit])
+    out.extend(sample.first_records[:limit])
+    if not out and sample.head:
+        # large files are only sniffed: try the first line on its own
+        first = sample.head.lstrip().split("\n", 1)[0]
+        try:
+            v = loads_strict(first)
+            if isinstance(v, dict):
+                out.append(v)
+        except (ValueError, RecursionError):
+            pass
+    return out

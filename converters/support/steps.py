@@ -1,0 +1,242 @@
+"""Building steps and traces: the one step constructor, the one place provenance goes, stable ids,
+calls paired with their results, and the text rendering of values and tool arguments.
+
+The step convention
+===================
+Every converter's output follows it; :func:`convention_problems` checks it, and
+``tests/converters/test_convention.py`` runs that check on every converter's output for every fixture.
+
+A step's top level holds only these keys:
+
+``type``
+    one of :data:`ls_trajeval.core.trace.STEP_TYPES` (thought, action, observation, code, message, error,
+    system, other).
+``content``
+    text, ``""`` where the source has none, never null. For an action: the tool's (or command's) name.
+``action_input``
+    on actions only, always there: the call's arguments as text (:func:`render_args`), ``""`` when none.
+``timestamp``
+    optional: when the step happened, exactly as the source wrote it (ISO 8601 text, or an epoch
+    number or digit string); the start time for spans and runs. Any other time (an end time), or a
+    "timestamp" that is neither text nor a number, goes to metadata.
+``metadata``
+    optional: an object, never empty, without null values, holding everything else about the step.
+
+Inside a step's ``metadata``:
+
+- ``tool_call_id``: the source's id linking a call and its result; the action and its result both
+  carry it. A pairing key a converter makes up itself (an index, a line) is not shown.
+- ``tool_name`` on a result: the tool that produced it. ``unpaired: true`` on a result whose call
+  the trace does not hold.
+- ``role`` (the source's role: user, assistant, ...) and ``agent`` (the agent or model that spoke).
+- the source's own ids for the record a step came from, under the source's name for them
+  (``span_id``, ``run_id``, ``observation_id``, ``message_id``, ``item_id``, ``uuid``, ``step_id``),
+  and its place in the tree as ``depth``; ``message_index`` is the position in a message list.
+- ``source_line`` / ``source_record``: the JSONL line / JSON list index a step came from, in formats
+  where one trace is several records (session logs, event streams).
+
+A trace's ``metadata`` starts with its provenance, written by :func:`finish` from the record's
+:class:`~.files.Origin` and nowhere else: ``source_format`` (the converter's name), ``source_file``
+(the path as given; ``archive!member`` inside an archive), ``source_line`` (the JSONL line of the
+record the trace came from) and ``source_record`` (its index in a JSON list), the last two only where
+they apply. The format's own trace-level facts follow. No null values.
+
+The trace id is the source's own id where it has one, else :func:`stable_id` of the file name and the
+record's position, so converting the same file again gives the same ids (re-import is idempotent).
+
+Text is kept exactly as the source has it: nothing here escapes, strips or normalises a string (only
+null becomes ``""``); structured values become indented JSON.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ls_trajeval.core.trace import STEP_TYPES, Step, Trace
+
+from .errors import BadRecord
+from .files import Origin
+
+#: the keys a step may have at its top level (see the module docstring)
+STEP_KEYS = frozenset({"type", "content", "action_input", "timestamp", "metadata"})
+
+
+# ---------------------------------------------------------------- text
+
+def dumps(value: Any) -> str:
+    """Readable JSON text (indented, non-ASCII kept)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
+    except TypeError:  # ints beyond 64 bits, non-str keys: let json handle them
+        return json.dumps(value, ensure_ascii=False, indent=2, default=str)
+
+
+def compact(value: Any) -> str:
+    """One-line JSON (for whole records kept as ``other`` steps)."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def text(value: Any) -> str:
+    """A value that should be text: a string as it is, null as "", anything else as indented JSON."""
+    if value is None:
+        return ""
+    if value.__class__ is str:
+        return value
+    return dumps(value)
+
+
+def render_args(args: Any) -> str:
+    """Tool arguments as readable text: JSON (structured, or a string holding JSON) indented; any
+    other string as it is. The same call reads the same whether its source wrote the arguments as
+    an object (Anthropic, MCP) or as JSON text (OpenAI)."""
+    if args is None:
+        return ""
+    if args.__class__ is str:
+        s = args.strip()
+        if not s or s[0] not in "{[":
+            return args
+        try:
+            parsed = orjson.loads(s)
+        except ValueError:
+            return args
+        return dumps(parsed)
+    return dumps(args)
+
+
+# ---------------------------------------------------------------- steps
+
+def step(type_: str, content: Any, action_input: str | None = None, metadata: dict | None = None) -> Step:
+    """The one way to make a step. ``metadata`` is a dict made for this step (it becomes the step's
+    metadata, not a copy): its null values are dropped, so a key appears only where known, and its
+    ``timestamp`` goes to the step's top level when it is text or a number."""
+    if not metadata:
+        return Step(type_, content if content.__class__ is str else text(content), action_input, {})
+    if None in metadata.values():  # most steps have no null: the dict is rebuilt only when one has (a hot path)
+        metadata = {k: v for k, v in metadata.items() if v is not None}
+    ts = metadata.get("timestamp")
+    if ts is not None and (ts.__class__ is str or ts.__class__ is int or ts.__class__ is float):
+        del metadata["timestamp"]
+        extra = {"timestamp": ts, "metadata": metadata} if metadata else {"timestamp": ts}
+    else:  # none, or not a time a reader can show (an object, a boolean): it stays in metadata
+        extra = {"metadata": metadata} if metadata else {}
+    return Step(type_, content if content.__class__ is str else text(content), action_input, extra)
+
+
+def step_metadata(s: Step) -> dict:
+    """A step's metadata object, created when it has none (to add to a step already made)."""
+    return s.extra.setdefault("metadata", {})
+
+
+class StepList:
+    """Steps in order, with each tool result moved right after its call.
+
+    Parallel calls arrive as call A, call B, result A, result B; annotators judge a call by its
+    result, so the trace shows A, result A, B, result B. ``key`` pairs a call with its result (the
+    source's call id, or one the converter makes up); the steps show an id only where the converter
+    put one in their metadata. A result whose call is unknown stays where it came, marked ``unpaired``.
+    """
+
+    def __init__(self) -> None:
+        self._slots: list[list[Step]] = []
+        self._calls: dict[str, list[Step]] = {}
+
+    def add(self, s: Step) -> None:
+        self._slots.append([s])
+
+    def call(self, key: Any, s: Step) -> None:
+        slot = [s]
+        self._slots.append(slot)
+        if key is not None and key != "":
+            self._calls[str(key)] = slot
+
+    def result(self, key: Any, s: Step) -> bool:
+        """Put a result after its call; False (and kept in place) when the call is unknown."""
+        slot = self._calls.get(str(key)) if key is not None else None
+        if slot is None:
+            if key is not None:
+                step_metadata(s)["unpaired"] = True
+            self._slots.append([s])
+            return False
+        slot.append(s)
+        return True
+
+    def has_call(self, key: Any) -> bool:
+        return key is not None and str(key) in self._calls
+
+    def steps(self) -> list[Step]:
+        return [s for slot in self._slots for s in slot]
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+
+# ---------------------------------------------------------------- traces
+
+def stable_id(*parts: Any) -> str:
+    """A trace id that is the same on every run for the same source (so re-import is idempotent)."""
+    return hashlib.sha1(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def default_id(origin: Origin, *more: Any) -> str:
+    """The id of a record that has none of its own: stable for the same file name and position."""
+    return stable_id(Path(origin.source).name, origin.position, *more)
+
+
+def finish(origin: Origin, trace_id: Any, task: str | None, steps: list[Step], metadata: dict | None = None,
+           field: str | None = None) -> Trace:
+    """The record's Trace, its metadata the origin's provenance then ``metadata`` (null values dropped).
+
+    A record that made no steps, or whose id is empty, is rejected (BadRecord naming ``field``).
+    """
+    tid = trace_id if trace_id.__class__ is str else str(trace_id)
+    if not steps:
+        raise BadRecord(field, "no steps: the record holds nothing to annotate", tid)
+    if not tid.strip():  # a converter's own fallback should have given one; never emit an empty id
+        raise BadRecord(field, "the record's trace id is empty")
+    meta = origin.provenance()
+    if metadata:
+        meta.update(metadata)
+    if None in meta.values():
+        meta = {k: v for k, v in meta.items() if v is not None}
+    return Trace(tid, task or "", steps, meta)
+
+
+def convention_problems(trace: Trace) -> list[str]:
+    """What in a converted trace breaks the step convention (see the module docstring); [] when nothing."""
+    out = []
+    meta = trace.metadata
+    for k in ("source_format", "source_file"):
+        if not isinstance(meta.get(k), str) or not meta[k]:
+            out.append(f"trace metadata.{k}: missing")
+    out += [f"trace metadata.{k}: null" for k, v in meta.items() if v is None]
+    if not isinstance(trace.trace_id, str) or not trace.trace_id.strip():
+        out.append("trace_id: empty")
+    for i, s in enumerate(trace.steps):
+        where = f"step {i} ({s.type})"
+        if s.type not in STEP_TYPES:
+            out.append(f"{where}: unknown type")
+        if not isinstance(s.content, str):
+            out.append(f"{where}: content is not text")
+        if s.type == "action":
+            if not isinstance(s.action_input, str):
+                out.append(f"{where}: action_input is not text")
+        elif s.action_input is not None:
+            out.append(f"{where}: action_input on a step that is not an action")
+        out += [f"{where}: key {k!r} at the top level" for k in s.extra if k not in STEP_KEYS]
+        ts = s.extra.get("timestamp", "")
+        if ts is None or isinstance(ts, bool) or not isinstance(ts, (str, int, float)):
+            out.append(f"{where}: timestamp is {ts!r}")
+        if "metadata" in s.extra:
+            m = s.extra["metadata"]
+            if not isinstance(m, dict) or not m:
+                out.append(f"{where}: metadata is not a non-empty object")
+            else:
+                out += [f"{where}: metadata.{k} is null" for k, v in m.items() if v is None]
+    return out

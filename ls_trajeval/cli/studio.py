@@ -1,0 +1,137 @@
+"""The commands around a Label Studio project: ``generate``, ``import``, ``layout``, ``export`` and ``demo``."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ..core.layouts import LAYOUTS, PAGED_MAX_STEPS
+from .common import (
+    EXIT_REJECTED, Command, format_option, layout_option, load_config, optional_config, project_config_option,
+    quiet_option, studio, studio_options, writing,
+)
+
+
+@click.command(cls=Command)
+@click.argument("config", required=False)
+@layout_option
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="write the XML here instead of stdout")
+def generate(config, layout, output):
+    """Compile a trajectory_eval YAML CONFIG into a Label Studio labeling config."""
+    from ..core.labelconfig import generate as generate_xml
+
+    cfg = load_config(config)
+    xml = generate_xml(cfg, layout)
+    if output:
+        with writing(output):
+            Path(output).write_text(xml, encoding="utf-8")
+        click.echo(f"wrote {output} ({layout} layout, {len(cfg.trajectory.types)} error types)", err=True)
+    else:
+        click.echo(xml, nl=False)
+    if layout == "paged":
+        click.echo(f"note: the paged layout builds every step's controls up front; traces longer than "
+                   f"{PAGED_MAX_STEPS} steps open slowly there: use the transcript layout for them", err=True)
+
+
+@click.command("import", cls=Command)
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--project", type=int, help="import into this project id")
+@click.option("--create", "create_title", metavar="TITLE", help="create a project with this title first")
+@click.option("--config", "config_path", help="YAML config, a path or a shipped config's name (default: the "
+              "project's own, or the shipped default for --create)")
+@layout_option
+@format_option(None, "convert INPUTS from this log format first (or 'auto'; `ls-trajeval formats` lists them); "
+               "default: trace JSONL")
+@click.option("--prelabels", is_flag=True, help="bring labels that come with the traces (Who&When mistake_step, "
+              "TRAIL span errors) as predictions to review")
+@click.option("--prelabels-from", "prelabel_exports", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="a previous trajectory_eval export whose labels become predictions (implies --prelabels)")
+@click.option("--batch-size", default=500, show_default=True, type=click.IntRange(1, 100000))
+@click.option("-j", "--jobs", type=click.IntRange(1), default=None, help="with --format: processes converting files at "
+              "once (default: the number of CPUs)")
+@quiet_option
+@studio_options
+def import_(inputs, project, create_title, config_path, layout, fmt, prelabels, prelabel_exports, batch_size, jobs,
+            quiet, url, api_key):
+    """Import trace JSONL INPUTS as tasks (skipping traces the project already has)."""
+    from ..flows.importer import import_files
+
+    if bool(project) == bool(create_title):
+        raise click.UsageError("give either --project ID or --create TITLE")
+    run = import_files(studio.connect(url, api_key), inputs, project_id=project or None, create_title=create_title,
+                       config=optional_config(config_path), layout=layout, fmt=fmt, prelabels=prelabels,
+                       prelabel_exports=prelabel_exports, batch_size=batch_size, jobs=jobs, progress=not quiet,
+                       on_error=lambda err: click.echo(f"rejected: {err}", err=True),
+                       on_created=lambda pid: click.echo(f"created project {pid} ({layout} layout)", err=True))
+    for w in run.warnings:
+        click.echo(f"warning: {w}", err=True)
+    if run.prelabeler is not None:
+        for p in run.prelabeler.problems:
+            click.echo(f"prelabels: {p}", err=True)
+        click.echo(f"prelabels: {run.prelabeler.count} predictions", err=True)
+    summary = run.summary
+    click.echo(f"project {run.project_id}: imported {summary.imported}, skipped {summary.skipped} "
+               f"(already there), rejected {summary.rejected}")
+    click.echo(f"annotate: {studio.label_stream_url(studio.server_url(url), run.project_id)}", err=True)
+    if summary.paged and summary.long_traces:
+        click.echo(f"warning: {summary.long_traces} traces have more than {PAGED_MAX_STEPS} steps "
+                   f"(longest {summary.max_steps}); the paged layout opens them slowly: prefer --layout transcript",
+                   err=True)
+    if not run.ok:
+        sys.exit(EXIT_REJECTED)
+
+
+@click.command(cls=Command)
+@click.argument("layout", type=click.Choice(LAYOUTS))
+@click.option("--project", type=int, required=True)
+@project_config_option
+@quiet_option
+@studio_options
+def layout(layout, project, config_path, quiet, url, api_key):
+    """Switch project PROJECT to LAYOUT (rendering the paged layout's cards where tasks lack them)."""
+    from ..flows.relayout import set_layout
+
+    summary = set_layout(studio.connect(url, api_key), project, layout, optional_config(config_path),
+                         progress=not quiet)
+    for err in summary.errors:
+        click.echo(f"rejected: {err}", err=True)
+    click.echo(f"project {project}: {layout} layout "
+               f"({'label config replaced' if summary.config_changed else 'unchanged'}), "
+               f"pages rendered for {summary.pages_added} tasks")
+    if summary.errors:
+        sys.exit(EXIT_REJECTED)
+
+
+@click.command(cls=Command)
+@click.option("--project", type=int, required=True)
+@click.option("-o", "--output", type=click.Path(), help="output file (default: the config's output.path "
+              "+ annotations.jsonl); with --per-annotator a directory")
+@click.option("--per-annotator", is_flag=True, help="one file per annotator")
+@project_config_option
+@studio_options
+def export(project, output, per_annotator, config_path, url, api_key):
+    """Export submitted annotations as trajectory_eval JSONL."""
+    from ..flows.export import export_project
+
+    summary = export_project(studio.connect(url, api_key), project, output, optional_config(config_path),
+                             per_annotator=per_annotator)
+    for w in summary.warnings:
+        click.echo(f"warning: {w}", err=True)
+    click.echo(f"wrote {summary.written} annotations of {summary.tasks} tasks to {', '.join(summary.files)}; "
+               f"left out {summary.cancelled} skipped/cancelled and {summary.drafts} drafts")
+
+
+@click.command(cls=Command)
+@click.option("--data-dir", type=click.Path(file_okay=False), help="Label Studio data dir (default: under "
+              "your user data directory)")
+@click.option("--port", type=int, default=8080, show_default=True, help="port (a free one if taken)")
+@click.option("--config", "config_path", help="YAML config, a path or a shipped config's name (default: the "
+              "shipped full taxonomy)")
+@layout_option
+@click.option("--no-wait", is_flag=True, help="set up, print, and stop instead of serving until Ctrl-C")
+def demo(data_dir, port, config_path, layout, no_wait):
+    """Run a local Label Studio with a demo project of sample traces."""
+    from ..flows.demo import run_demo  # it says which extra to install when the server is missing
+
+    run_demo(data_dir, port, load_config(config_path), layout, wait=not no_wait, echo=click.echo)

@@ -1,0 +1,91 @@
+"""The names ls-trajeval claims inside a Label Studio project: the task-data fields it writes, the task-meta key
+of a trace id, and the label config's object and control names. A config may use none of them for its own data
+or schemes (:mod:`config` checks both against this module).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+#: the transcript layout's Paragraphs: one utterance per step
+TRANSCRIPT = "te_transcript"
+#: the paged layout's rendered cards, one per step
+PAGES = "te_pages"
+N_STEPS = "n_steps"
+#: the score fields the ML backend writes back (Data Manager columns); import seeds them
+SCORE_FIELDS = ("running_score", "n_errors", "first_error_step", "worst_severity", "score_mean", "te_scores",
+                "te_curve")
+#: every task-data key ls-trajeval writes
+TASK_FIELDS = (TRANSCRIPT, PAGES, N_STEPS, *SCORE_FIELDS)
+#: where a task keeps its trace id besides ``data``: listing ``id,meta`` is a few bytes a task, where the data
+#: holds the whole trace three times over
+META_TRACE_ID = "te_trace_id"
+
+
+def initial_scores(config, n_steps: int) -> dict:
+    """The score fields of a task nobody has annotated: what import seeds (headers and Data Manager columns read
+    sensibly before any annotation; a missing field reads "undefined") and what the ML backend writes when the
+    last annotation goes. ``te_curve`` is the score after each step (the paged layout shows it on each step)."""
+    initial = config.trajectory.running_score.initial
+    return {"running_score": initial, "n_errors": 0, "first_error_step": None, "worst_severity": "",
+            "score_mean": initial, "te_scores": {}, "te_curve": [initial] * n_steps}
+
+
+def n_steps(data: Mapping[str, Any]) -> int:
+    """A task's step count: its ``n_steps``, else the length of its transcript (tasks written by older versions
+    or other tools), else 0."""
+    n = data.get(N_STEPS)
+    if isinstance(n, int) and not isinstance(n, bool) and n >= 0:
+        return n
+    transcript = data.get(TRANSCRIPT)
+    return len(transcript) if isinstance(transcript, list) else 0
+
+
+#: the label config's objects: the task text, the transcript, a paged step
+OBJECT_NAMES = ("te_task", "te_trace", "te_step")
+
+
+@dataclass(frozen=True)
+class Names:
+    """Control names of the generated label configs, derived from the trajectory scheme's name."""
+
+    scheme: str
+
+    @property
+    def marks(self) -> str:  # transcript: the ParagraphLabels that marks a wrong step
+        return self.scheme
+
+    @property
+    def correctness(self) -> str:  # paged: prefix of the per-step correctness Choices
+        return f"{self.scheme}_correctness"
+
+    @property
+    def type(self) -> str:
+        return f"{self.scheme}_type"
+
+    @property
+    def severity(self) -> str:
+        return f"{self.scheme}_severity"
+
+    @property
+    def rationale(self) -> str:
+        return f"{self.scheme}_rationale"
+
+    @property
+    def types_store(self) -> str:  # paged: the hidden Taxonomy holding the error types every step shares
+        return f"{self.scheme}_types"
+
+    @property
+    def reviewed(self) -> str:
+        return f"{self.scheme}_reviewed"
+
+    @property
+    def live_score(self) -> str:  # transcript: the TextArea the ML backend fills while the annotator works
+        return f"{self.scheme}_live_score"
+
+
+def control_names(scheme_name: str) -> list[str]:
+    """Every control and object name a label config for the trajectory scheme ``scheme_name`` uses."""
+    n = Names(scheme_name)
+    return [n.marks, n.correctness, n.type, n.severity, n.rationale, n.types_store, n.reviewed, n.live_score,
+            *OBJECT_NAMES]

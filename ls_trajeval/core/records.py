@@ -1,0 +1,328 @@
+"""The ``trajectory_eval`` export record: the one module that writes it and reads it back.
+
+One record is one (trace, submitted annotation). Its per-step list sits under the name of the config's
+trajectory scheme (named by the record's ``scheme`` key), one entry per step, correct ones included;
+whole-trace labels sit under their own scheme names; the rest are the keys in :data:`RECORD_KEYS`.
+Nothing here hard-codes ``error_localization`` or ``overall_success``.
+
+Writing: :func:`build_record` turns a Label Studio task and one of its annotations into a record,
+:func:`dumps` into one JSONL line. Reading streams: :func:`read_records` yields one :class:`AnnotationRecord`
+or one located :class:`~ls_trajeval.core.trace.TraceError` per line; a bad line never stops the read.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence, Union
+
+from .config import Config
+from .fields import n_steps as task_n_steps
+from .labels import StepLabel
+from .results import decode
+from .scoring import ScoreSummary, summarize
+from .tasks import step_text
+from .trace import Trace, TraceError, iter_jsonl, open_text, parse_trace
+
+#: The keys every record starts with, in this order: the trace, where the labels came from, the trace's metadata
+HEAD_KEYS = ("trace_id", "task", "project_id", "task_id", "annotation_id", "annotator", "annotator_id", "created_at",
+             "updated_at", "lead_time", "layout", "metadata")
+#: Top-level keys of a record besides the per-step list and the whole-trace labels: the head, the score, and the
+#: keys only some records have (``model_version`` of an exported prediction, ``gold``: how a gold label was made)
+RECORD_KEYS = frozenset({
+    *HEAD_KEYS, "scheme", "running_score", "final_score", "n_steps", "n_errors", "first_error_step",
+    "worst_severity", "severity_weights", "score_initial", "score_min", "model_version", "gold",
+})
+#: The keys of one per-step entry
+STEP_KEYS = ("step_index", "step_type", "step_text", "correctness", "error_category", "error_type", "severity",
+             "rationale", "score")
+
+
+# ---------------------------------------------------------------- writing
+def _num(x: float) -> float | int:
+    """Whole scores as integers (``95``, not ``95.0``), as the guide's own analysis computes them."""
+    return int(x) if float(x).is_integer() else x
+
+
+def _annotator(annotation: Mapping, users: Mapping[int, dict]) -> tuple[str | None, int | None]:
+    who = annotation.get("completed_by")
+    if isinstance(who, dict):
+        return who.get("email"), who.get("id")
+    user = users.get(who) if isinstance(who, int) else None
+    return (user or {}).get("email"), who if isinstance(who, int) else None
+
+
+def build_record(task: Mapping, annotation: Mapping, config: Config, *, layout: str = "",
+                 users: Mapping[int, dict] | None = None, annotator: str | None = None) -> tuple[dict, list[str]]:
+    """The record of one annotation of one task (Label Studio's JSON), and the decoder's located warnings.
+
+    A prediction is read the same way: ``annotator`` then names its author (no user completed it), and its
+    ``model_version`` is kept."""
+    data = task.get("data") or {}
+    parsed = parse_trace(data, source=f"task {task.get('id')}", id_key=config.id_key, text_key=config.text_key,
+                         trace_key=config.trace_key)
+    steps = parsed.steps if isinstance(parsed, Trace) else []
+    n_steps = len(steps) if steps else task_n_steps(data)
+    labels = decode(annotation.get("result") or [], config, n_steps)
+    for label in labels.steps:
+        step = steps[label.step_index] if label.step_index < len(steps) else None
+        if step is not None:
+            label.step_type, label.step_text = step.type, step_text(step)
+    scheme = config.trajectory
+    email, user_id = _annotator(annotation, users or {})
+    head = {
+        "trace_id": str(data.get(config.id_key)) if data.get(config.id_key) is not None else None,
+        "task": data.get(config.text_key),
+        "project_id": task.get("project"),
+        "task_id": task.get("id"),
+        "annotation_id": annotation.get("id"),
+        "annotator": annotator if annotator is not None else email,
+        "annotator_id": user_id,
+        "created_at": annotation.get("created_at"),
+        "updated_at": annotation.get("updated_at"),
+        "lead_time": annotation.get("lead_time"),
+        "layout": layout or None,
+        # the trace's own metadata (agent, model, run, ...), so reports can compare groups by it
+        "metadata": parsed.metadata if isinstance(parsed, Trace) else {},
+    }
+    if annotation.get("model_version") is not None:
+        head["model_version"] = annotation["model_version"]
+    record = assemble(head, scheme.name, labels.steps, labels.whole_trace, summarize(labels.steps, scheme), n_steps,
+                      scheme.weights, scheme.running_score.initial, scheme.running_score.min)
+    where = f"task {task.get('id')} annotation {annotation.get('id')}"
+    return record, [f"{where}: {w}" for w in labels.warnings]
+
+
+def assemble(head: Mapping, scheme_name: str, steps: Sequence[StepLabel], whole_trace: Mapping,
+             score: ScoreSummary, n_steps: int, weights: Mapping[str, float], initial: float, minimum: float) -> dict:
+    """A record from its parts: ``head`` (the keys from ``trace_id`` to ``metadata``, and any other key of
+    :data:`RECORD_KEYS` the writer sets, such as ``model_version``), one label per step (with its ``step_type`` and
+    ``step_text``), the whole-trace labels and the score. :func:`build_record` and the gold labels of the analysis
+    write through it, so every record has one shape."""
+    unknown = set(head) - RECORD_KEYS
+    if unknown:
+        raise ValueError(f"not record keys: {sorted(unknown)}")
+    entries = [{
+        "step_index": label.step_index,
+        "step_type": label.step_type,
+        "step_text": label.step_text,
+        "correctness": label.correctness,
+        "error_category": label.error_category,
+        "error_type": label.error_type,
+        "severity": label.severity,
+        "rationale": label.rationale,
+        "score": _num(running),
+    } for label, running in zip(steps, score.curve)]
+    return {
+        **{k: head.get(k) for k in HEAD_KEYS},
+        **{k: v for k, v in head.items() if k not in HEAD_KEYS},
+        "scheme": scheme_name,
+        scheme_name: entries,
+        **whole_trace,
+        "running_score": [_num(x) for x in score.curve],
+        "final_score": _num(score.final),
+        "n_steps": n_steps,
+        "n_errors": score.n_errors,
+        "first_error_step": score.first_error_step,
+        "worst_severity": score.worst_severity,
+        "severity_weights": {k: _num(v) for k, v in weights.items()},
+        "score_initial": _num(initial),
+        "score_min": _num(minimum),
+    }
+
+
+def dumps(record: Mapping) -> str:
+    """One record as one JSONL line (with its newline); text kept as written, not \\u-escaped."""
+    return json.dumps(record, ensure_ascii=False) + "\n"
+
+
+# ---------------------------------------------------------------- reading
+@dataclass
+class AnnotationRecord:
+    source: str
+    line: int
+    trace_id: str
+    task: str
+    annotator: str
+    annotation_id: Any
+    scheme: str
+    steps: list  # list[StepLabel], sorted by step_index
+    n_steps: int
+    labels: dict  # whole-trace scheme name -> label (str) or None
+    severity_weights: dict | None
+    score_initial: float | None
+    score_min: float | None
+    final_score: float | None
+    #: the line's other top-level scalars as written (project_id, task_id, annotator_id, lead_time, created_at,
+    #: flags such as ``adjudicated``)
+    fields: dict = field(default_factory=dict)
+    #: the trace's metadata (agent, model, run, ...), when the export carries it
+    metadata: dict = field(default_factory=dict)
+
+
+def _number(x: Any) -> float | None:
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+        return None
+    return float(x)
+
+
+def _find_scheme(obj: dict, wanted: str | None) -> str | None:
+    for name in (wanted, obj.get("scheme")):
+        if isinstance(name, str) and isinstance(obj.get(name), list):
+            return name
+    for k, v in obj.items():
+        if isinstance(v, list) and v and all(isinstance(e, dict) for e in v) and "step_index" in v[0]:
+            return k
+    return None
+
+
+def _opt_str(v: Any) -> str | None:
+    if v is None or v == "":
+        return None
+    return v if isinstance(v, str) else str(v)
+
+
+def parse_record(obj: Any, source: str, line: int, *, scheme: str | None = None,
+                 default_correctness: str = "correct") -> AnnotationRecord | TraceError:
+    """One decoded line as a record, or the located reason it is not one.
+
+    ``scheme`` names the per-step list when the line's own ``scheme`` key does not; a step without a
+    correctness is ``default_correctness`` (the transcript layout marks only wrong steps).
+    """
+    def bad(msg: str, field: str | None = None) -> TraceError:
+        return TraceError(source, line, field, msg)
+
+    if not isinstance(obj, dict):
+        return bad("expected a JSON object")
+    tid = obj.get("trace_id")
+    if tid is None or tid == "" or isinstance(tid, (bool, dict, list, float)):
+        return bad("missing or not a string", "trace_id")
+    found = _find_scheme(obj, scheme)
+    if found is None:
+        return bad("no per-step list found (no 'scheme' key naming a list, and no list of objects with step_index)")
+    steps: list = []
+    seen: set = set()
+    for i, e in enumerate(obj[found]):
+        if not isinstance(e, dict):
+            return bad("expected an object", f"{found}[{i}]")
+        idx = e.get("step_index")
+        if idx.__class__ is not int or idx < 0:
+            return bad("expected a non-negative integer", f"{found}[{i}].step_index")
+        if idx in seen:
+            return bad(f"step {idx} appears twice", f"{found}[{i}].step_index")
+        seen.add(idx)
+        corr = e.get("correctness")
+        if corr is None:
+            corr = default_correctness
+        elif corr.__class__ is not str:
+            return bad("expected a string", f"{found}[{i}].correctness")
+        text = e.get("step_text")
+        if text.__class__ is not str:
+            text = "" if text is None else json.dumps(text)
+        st = e.get("step_type")
+        if st is not None and st.__class__ is not str:
+            st = str(st)
+        cat, typ, sev, why = e.get("error_category"), e.get("error_type"), e.get("severity"), e.get("rationale")
+        if cat is None and typ is None and sev is None and why is None:
+            steps.append(StepLabel(idx, corr, None, None, None, None, st, text))
+        else:
+            steps.append(StepLabel(idx, corr, _opt_str(cat), _opt_str(typ), _opt_str(sev), _opt_str(why), st, text))
+    steps.sort(key=lambda s: s.step_index)
+    n_file = obj.get("n_steps")
+    n_steps = max(
+        n_file if isinstance(n_file, int) and not isinstance(n_file, bool) else 0,
+        (steps[-1].step_index + 1) if steps else 0,
+    )
+    weights = obj.get("severity_weights")
+    if weights is not None:
+        if not isinstance(weights, dict) or any(_number(v) is None for v in weights.values()):
+            return bad("expected an object of numbers", "severity_weights")
+        weights = {str(k): float(v) for k, v in weights.items()}
+    labels = {}
+    fields = {}
+    for k, v in obj.items():
+        if k == found:
+            continue
+        if v is None or isinstance(v, (str, int, float, bool)):
+            fields[k] = v
+        if k in RECORD_KEYS:
+            continue
+        if v is None or isinstance(v, str):
+            labels[k] = v
+        elif isinstance(v, list) and all(isinstance(x, str) for x in v):
+            labels[k] = ",".join(v)  # a multi-choice scheme; kept as one joined label
+    annotator = obj.get("annotator")
+    if not isinstance(annotator, str) or not annotator:
+        aid = obj.get("annotator_id")
+        annotator = f"annotator_{aid}" if aid is not None else Path(source).name.split(".")[0]
+    task = obj.get("task")
+    return AnnotationRecord(
+        source=source, line=line, trace_id=str(tid), task=task if isinstance(task, str) else "",
+        annotator=annotator, annotation_id=obj.get("annotation_id"), scheme=found, steps=steps,
+        n_steps=n_steps, labels=labels, severity_weights=weights,
+        score_initial=_number(obj.get("score_initial")), score_min=_number(obj.get("score_min")),
+        final_score=_number(obj.get("final_score")), fields=fields,
+        metadata=obj["metadata"] if isinstance(obj.get("metadata"), dict) else {},
+    )
+
+
+def expand_inputs(paths: Sequence[str | Path]) -> Iterator[Path | TraceError]:
+    """Files as given; directories as their ``*.jsonl`` / ``*.jsonl.gz`` files in name order."""
+    for p in paths:
+        path = Path(p)
+        if path.is_dir():
+            found = sorted(
+                q for q in path.iterdir()
+                if q.is_file() and (q.name.endswith(".jsonl") or q.name.endswith(".jsonl.gz"))
+            )
+            if not found:
+                yield TraceError(str(path), None, None, "directory holds no *.jsonl or *.jsonl.gz files")
+            yield from found
+        elif path.is_file():
+            yield path
+        else:
+            yield TraceError(str(path), None, None, "no such file or directory")
+
+
+def read_lines(path: str | Path) -> Iterator[tuple[int, Any] | TraceError]:
+    """(line number, decoded JSON) for each non-blank line of a (possibly gzipped) JSONL file, or a located
+    error for a line that is not JSON or a file that cannot be read."""
+    source = str(path)
+    try:
+        with open_text(path) as fh:
+            for n, value in iter_jsonl(fh, source):
+                yield value if isinstance(value, TraceError) else (n, value)
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        yield TraceError(source, None, None, f"cannot read: {exc}")
+
+
+def read_records(inputs: Sequence[str | Path], *, scheme: str | None = None,
+                 default_correctness: str = "correct") -> Iterator[Union[AnnotationRecord, TraceError]]:
+    """Every record of every input (files, or directories of ``*.jsonl[.gz]``); bad lines as located errors.
+
+    The same annotation seen twice (a file passed both directly and through its directory, or a re-export) is
+    rejected after the first, so it cannot count twice.
+    """
+    seen: dict = {}
+    for item in expand_inputs(inputs):
+        if isinstance(item, TraceError):
+            yield item
+            continue
+        source = str(item)
+        for value in read_lines(item):
+            if isinstance(value, TraceError):
+                yield value
+                continue
+            n, obj = value
+            rec = parse_record(obj, source, n, scheme=scheme, default_correctness=default_correctness)
+            if isinstance(rec, AnnotationRecord):
+                key = (rec.trace_id, rec.annotator, rec.annotation_id)
+                first = seen.get(key)
+                if first is not None:
+                    yield TraceError(source, n, None, f"duplicate annotation of trace {rec.trace_id!r} by "
+                                                      f"{rec.annotator} (first at {first})")
+                    continue
+                seen[key] = f"{source}:{n}"
+            yield rec

@@ -1,0 +1,241 @@
+"""The trace model and the trace JSONL reader.
+
+A trace is ``{"trace_id", "task", "trace": [step, ...], "metadata"?}``; a step is
+``{"type", "content", "action_input"?, ...}``. Extra keys on a trace or a step are kept
+as given: they travel into the Label Studio task unchanged.
+
+Reading never raises on bad input: it yields :class:`TraceError` values that carry the
+file, line and field, and goes on with the next line.
+"""
+from __future__ import annotations
+
+import gzip
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Union
+
+#: Step types the converters emit; the reader accepts any non-empty string.
+STEP_TYPES = {
+    "thought": "the agent's reasoning, plan or reflection",
+    "action": "a tool call: content is the tool name, action_input its arguments",
+    "observation": "what a tool or the environment returned",
+    "code": "code the agent wrote or ran",
+    "message": "a message to or from a user or another agent that is not a tool call",
+    "error": "a failed tool call, exception or environment error",
+    "system": "a system prompt or configuration message",
+    "other": "a record kind a converter does not know, kept verbatim",
+}
+
+
+@dataclass
+class Step:
+    type: str
+    content: str
+    action_input: Any = None
+    #: every other key of the step object, kept as given (timestamps, tool ids, metadata)
+    extra: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        out = {"type": self.type, "content": self.content}
+        if self.action_input is not None:
+            out["action_input"] = self.action_input
+        out.update(self.extra)
+        return out
+
+    @property
+    def action_input_text(self) -> str:
+        """The action input as readable text (JSON for structured arguments)."""
+        return format_action_input(self.action_input)
+
+
+@dataclass
+class Trace:
+    trace_id: str
+    task: str
+    steps: list[Step]
+    metadata: dict = field(default_factory=dict)
+    #: every other top-level key, kept as given
+    extra: dict = field(default_factory=dict)
+
+    def to_json(self, id_key: str = "trace_id", text_key: str = "task", trace_key: str = "trace") -> dict:
+        out = {id_key: self.trace_id, text_key: self.task, trace_key: [s.to_json() for s in self.steps]}
+        if self.metadata:
+            out["metadata"] = self.metadata
+        out.update(self.extra)
+        return out
+
+
+@dataclass(frozen=True)
+class TraceError:
+    """A rejected record: where it is and why."""
+
+    source: str
+    line: int | None
+    field: str | None
+    message: str
+    trace_id: str | None = None
+
+    @property
+    def detail(self) -> str:
+        """The field and the message, without the place: ``trace[2].type: missing``."""
+        return f"{self.field}: {self.message}" if self.field else self.message
+
+    def __str__(self) -> str:
+        where = self.source if self.line is None else f"{self.source}:{self.line}"
+        return f"{where}: {self.detail}"
+
+
+ReadResult = Union[Trace, TraceError]
+
+
+def format_action_input(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=False)
+
+
+def describe(value: Any) -> str:
+    """A value's JSON kind, for error messages ('expected a string, got a number')."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def loads_strict(text: str) -> Any:
+    """``json.loads`` that refuses NaN/Infinity (not JSON, and Label Studio would refuse them)."""
+    return json.loads(text, parse_constant=_reject_constant)
+
+
+def parse_trace(
+    obj: Any,
+    *,
+    source: str = "<input>",
+    line: int | None = None,
+    id_key: str = "trace_id",
+    text_key: str = "task",
+    trace_key: str = "trace",
+) -> ReadResult:
+    """Validate one decoded JSON value as a trace; return a Trace or the first TraceError."""
+
+    def err(fld: str | None, msg: str, tid: str | None = None) -> TraceError:
+        return TraceError(source, line, fld, msg, tid)
+
+    if not isinstance(obj, dict):
+        return err(None, f"expected a JSON object, got {describe(obj)}")
+    tid = obj.get(id_key)
+    if tid is None or tid == "":
+        return err(id_key, "missing")
+    if isinstance(tid, bool) or not isinstance(tid, (str, int)):
+        return err(id_key, f"expected a string, got {describe(tid)}")
+    tid = str(tid)
+    task = obj.get(text_key, "")
+    if task is None:
+        task = ""
+    if not isinstance(task, str):
+        return err(text_key, f"expected a string, got {describe(task)}", tid)
+    raw_steps = obj.get(trace_key)
+    if raw_steps is None:
+        return err(trace_key, "missing", tid)
+    if not isinstance(raw_steps, list):
+        return err(trace_key, f"expected a list of steps, got {describe(raw_steps)}", tid)
+    if not raw_steps:
+        return err(trace_key, "empty: a trace needs at least one step", tid)
+    steps: list[Step] = []
+    for i, raw in enumerate(raw_steps):
+        where = f"{trace_key}[{i}]"
+        if not isinstance(raw, dict):
+            return err(where, f"expected a step object, got {describe(raw)}", tid)
+        stype = raw.get("type")
+        if stype is None:
+            return err(f"{where}.type", "missing", tid)
+        if not isinstance(stype, str) or not stype.strip():
+            return err(f"{where}.type", f"expected a non-empty string, got {describe(stype)}", tid)
+        if "content" not in raw or raw["content"] is None:
+            return err(f"{where}.content", "missing", tid)
+        content = raw["content"]
+        if not isinstance(content, str):
+            return err(f"{where}.content", f"expected a string, got {describe(content)}", tid)
+        extra = {k: v for k, v in raw.items() if k not in ("type", "content", "action_input")}
+        steps.append(Step(stype, content, raw.get("action_input"), extra))
+    metadata = obj.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        return err("metadata", f"expected an object, got {describe(metadata)}", tid)
+    extra = {k: v for k, v in obj.items() if k not in (id_key, text_key, trace_key, "metadata")}
+    return Trace(tid, task, steps, metadata, extra)
+
+
+def open_text(path: str | Path) -> io.TextIOBase:
+    """Open a possibly gzipped text file; undecodable bytes become U+FFFD so a bad line stays one bad line."""
+    p = Path(path)
+    raw = gzip.open(p, "rb") if p.suffix == ".gz" else open(p, "rb")
+    return io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape", newline="")
+
+
+def iter_jsonl(lines: Iterable[str], source: str) -> Iterator[tuple[int, Any | TraceError]]:
+    """Yield (line number, decoded value or TraceError) for each non-blank line."""
+    for n, text in enumerate(lines, 1):
+        if not text.strip():
+            continue
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            yield n, TraceError(source, n, None, "invalid UTF-8")
+            continue
+        try:
+            yield n, loads_strict(text)
+        except (ValueError, RecursionError) as exc:
+            yield n, TraceError(source, n, None, f"invalid JSON: {exc}")
+
+
+def read_traces(
+    path: str | Path,
+    *,
+    id_key: str = "trace_id",
+    text_key: str = "task",
+    trace_key: str = "trace",
+    lines: Iterable[str] | None = None,
+) -> Iterator[ReadResult]:
+    """Stream a trace JSONL file: one Trace or TraceError per non-blank line.
+
+    Duplicate ``trace_id`` values inside the file are rejected (the first one wins).
+    """
+    source = str(path)
+    seen: dict[str, int] = {}
+    fh = None
+    if lines is None:
+        fh = open_text(path)
+        lines = fh
+    try:
+        for n, value in iter_jsonl(lines, source):
+            if isinstance(value, TraceError):
+                yield value
+                continue
+            result = parse_trace(value, source=source, line=n, id_key=id_key, text_key=text_key, trace_key=trace_key)
+            if isinstance(result, Trace):
+                first = seen.get(result.trace_id)
+                if first is not None:
+                    yield TraceError(source, n, id_key, f"duplicate trace_id {result.trace_id!r} (first on line {first})", result.trace_id)
+                    continue
+                seen[result.trace_id] = n
+            yield result
+    finally:
+        if fh is not None:
+            fh.close()

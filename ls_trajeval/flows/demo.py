@@ -1,0 +1,165 @@
+"""``ls-trajeval demo``: a local Label Studio on SQLite with a project of bundled sample traces, and the ML
+backend beside it (loopback, Basic auth with credentials generated once and kept in the data dir), connected
+to the project so that the samples open with its suggested steps and a live running score."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import secrets
+import signal
+import socket
+import threading
+from importlib import resources
+from pathlib import Path
+
+import platformdirs
+
+from ..core.config import Config
+from ..studio import client as studio
+from ..studio.localserver import LocalLabelStudio, free_port
+from .importer import import_traces, read_inputs
+
+
+def default_data_dir() -> Path:
+    return Path(platformdirs.user_data_dir("ls-trajeval")) / "label-studio"
+
+
+def sample_traces() -> Path:
+    return Path(str(resources.files("ls_trajeval") / "samples" / "traces.jsonl"))
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as s:
+        # as the servers bind it: a port whose last connections are still closing (TIME_WAIT) is free to them
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+#: the demo backend's Basic-auth credentials and port, kept beside Label Studio's own (``localserver.STATE_FILE``)
+BACKEND_STATE = "ml-backend.json"
+
+
+def _backend_state(data_dir: Path) -> dict:
+    """Generated on the first run, the same on every rerun (the project's backend row and webhook carry them)."""
+    path = data_dir / BACKEND_STATE
+    if path.exists():
+        return json.loads(path.read_text())
+    state = {"user": "ls-trajeval-demo", "password": secrets.token_urlsafe(24), "port": 0}
+    path.write_text(json.dumps(state))
+    path.chmod(0o600)
+    return state
+
+
+def _forget_backend(client, project_id: int, url: str) -> None:
+    """The project's ML backend row and webhook for a backend address no longer used (its port was taken)."""
+    for b in studio.call(client.ml.list, project=project_id, what="listing ML backends"):
+        b = studio._dump(b)
+        if (b.get("url") or "").rstrip("/") == url:
+            studio.call(client.ml.delete, id=b["id"], what=f"removing ML backend {b['id']}")
+    for h in studio.call(client.webhooks.list, project=str(project_id), what="listing webhooks"):
+        h = studio._dump(h)
+        if (h.get("url") or "").rstrip("/") == url + "/webhook":
+            studio.call(client.webhooks.delete, id=h["id"], what=f"removing webhook {h['id']}")
+
+
+def _start_backend(data_dir: Path, server: LocalLabelStudio, client, project_id: int, config: Config, echo=print):
+    """The ML backend, started the way ``ls-trajeval ml serve`` starts it, connected to the demo project, the
+    samples' suggestions retrieved; returns the backend and its process, or None when the ``ml`` extra is
+    missing (the demo then runs without suggestions and live score, and says so)."""
+    from ..ml.connect import connect_backend
+    from ..ml.serve import Backend, BackendError, stop
+
+    if any(importlib.util.find_spec(m) is None for m in ("flask", "gunicorn")):
+        echo("ML backend: not started (pip install 'ls-trajeval[ml]' for suggested steps and the live score)")
+        return None
+    state = _backend_state(data_dir)
+    port = state["port"] if state["port"] and _port_free(state["port"]) else free_port()
+    if state["port"] and port != state["port"]:
+        _forget_backend(client, project_id, f"http://127.0.0.1:{state['port']}")
+    if port != state["port"]:
+        state["port"] = port
+        (data_dir / BACKEND_STATE).write_text(json.dumps(state))
+    backend = Backend(config, port=port, user=state["user"], password=state["password"], studio_url=server.url,
+                      api_key=server.credentials.token)
+    echo(f"starting the ML backend on {backend.url} ...")
+    with open(data_dir / "ml-backend.log", "ab") as log:
+        proc = backend.start(log=log, own_session=True)
+    try:
+        backend.wait_ready(proc)
+        changes = connect_backend(client, project_id, backend.url, user=backend.user, password=backend.password)
+        echo("ML backend connected: " + ("; ".join(changes) if changes else "as before"))
+        studio.retrieve_predictions(client, project_id)
+    except (BackendError, studio.StudioError):
+        stop(proc)
+        raise
+    return backend, proc
+
+
+def run_demo(data_dir: str | None, port: int, config: Config, layout: str = "transcript", *, wait: bool = True,
+             echo=print) -> dict:
+    """Start (or reuse) the local instance, its demo project and the ML backend; serve until Ctrl-C when ``wait``."""
+    from ..ml.serve import BackendError, stop
+
+    data_dir = Path(data_dir) if data_dir else default_data_dir()
+    if not port or not _port_free(port):
+        port = free_port()
+    server = LocalLabelStudio(data_dir, port, log=echo)
+    echo(f"starting Label Studio from {data_dir} ...")
+    server.start()
+    ml = None
+    try:
+        client = studio.connect(server.url, server.credentials.token)
+        title = f"ls-trajeval demo ({layout} layout)"
+        project = studio.find_project(client, title)
+        if project is None:
+            project = studio.create_project(client, config, layout, title)
+            echo(f"created project {project['id']}: {title}")
+        else:
+            echo(f"reusing project {project['id']}: {title}")
+        summary = import_traces(client, project["id"], read_inputs([sample_traces()], config), config, progress=False)
+        echo(f"sample traces: imported {summary.imported}, already there {summary.skipped}")
+        try:
+            ml = _start_backend(data_dir, server, client, project["id"], config, echo)
+        except BackendError as exc:
+            echo(f"ML backend: not started ({exc}; see {data_dir / 'ml-backend.log'})")
+        creds = server.credentials
+        echo("")
+        echo(f"  Label Studio:  {server.url}/projects/{project['id']}/data")
+        echo(f"  annotate:      {studio.label_stream_url(server.url, project['id'])}")
+        echo(f"  log in as:     {creds.email}")
+        echo(f"  password:      {creds.password}")
+        if ml:
+            echo(f"  ML backend:    {ml[0].url} (suggested steps, live score, score write-back)")
+        echo("")
+        echo("  next, in another terminal:")
+        echo(f"    export LABEL_STUDIO_URL={server.url} LABEL_STUDIO_API_KEY={creds.token}")
+        echo(f"    ls-trajeval export --project {project['id']} -o output/annotations.jsonl")
+        echo(f"    ls-trajeval import my_traces.jsonl --project {project['id']}")
+        echo("    ls-trajeval report output/")
+        info = {"url": server.url, "project": project["id"], "imported": summary.imported,
+                "skipped": summary.skipped, "ml_backend": ml[0].url if ml else None, **creds.__dict__}
+        if wait:
+            echo(f"\n  Ctrl-C stops Label Studio{' and the ML backend' if ml else ''} (your data stays in the data dir).")
+            stop_event = threading.Event()
+            signal.signal(signal.SIGTERM, lambda *_: stop_event.set())
+            try:
+                while not stop_event.wait(1):
+                    if server.proc.poll() is not None:
+                        echo("Label Studio exited; see " + str(data_dir / "server.log"))
+                        break
+                    if ml and ml[1].poll() is not None:
+                        echo("the ML backend exited; see " + str(data_dir / "ml-backend.log"))
+                        break
+            except KeyboardInterrupt:
+                pass
+        return info
+    finally:
+        if ml:
+            echo("stopping the ML backend ...")
+            stop(ml[1])
+        echo("stopping Label Studio ...")
+        server.stop()

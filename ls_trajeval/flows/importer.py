@@ -1,0 +1,224 @@
+"""Traces → tasks of a Label Studio project: validated line by line, batched, idempotent by trace id."""
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+import orjson
+from tqdm import tqdm
+
+from ..converters.base import ConvertWarning
+from ..core.config import Config
+from ..core.fields import META_TRACE_ID
+from ..core.layouts import PAGED_MAX_STEPS, layout_of
+from ..core.tasks import task_data
+from ..core.trace import ReadResult, Trace, TraceError, read_traces
+from ..studio import client as studio
+from .convert import convert_inputs
+from .prelabels import Prelabeler
+from .projects import load_config, project_config
+
+
+@dataclass
+class ImportSummary:
+    imported: int = 0
+    skipped: int = 0  # already in the project
+    rejected: int = 0
+    errors: list[TraceError] = field(default_factory=list)
+    long_traces: int = 0  # longer than the paged layout handles well
+    paged: bool = False
+    max_steps: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.rejected == 0
+
+
+def read_inputs(paths: Iterable[str | Path], config: Config) -> Iterator[ReadResult]:
+    """Trace JSONL files in order; a trace id seen in an earlier file counts as a duplicate too."""
+    seen: dict[str, str] = {}
+    for path in paths:
+        for item in read_traces(path, id_key=config.id_key, text_key=config.text_key, trace_key=config.trace_key):
+            if isinstance(item, Trace):
+                if item.trace_id in seen:
+                    yield TraceError(str(path), None, config.id_key,
+                                     f"duplicate trace_id {item.trace_id!r} (first in {seen[item.trace_id]})",
+                                     item.trace_id)
+                    continue
+                seen[item.trace_id] = str(path)
+            yield item
+
+
+#: Label Studio takes at most 250 MB in one request; stay well below it (JSON grows a little on the wire).
+MAX_BATCH_BYTES = 100 * 1024 * 1024
+
+
+def sized_batches(items: Iterable[tuple[dict, int]], size: int, max_bytes: int) -> Iterator[list[dict]]:
+    """Batches of at most ``size`` tasks and about ``max_bytes`` (a task bigger than that goes alone)."""
+    batch, total = [], 0
+    for task, nbytes in items:
+        if batch and total + nbytes > max_bytes:
+            yield batch
+            batch, total = [], 0
+        batch.append(task)
+        total += nbytes
+        if len(batch) >= size:
+            yield batch
+            batch, total = [], 0
+    if batch:
+        yield batch
+
+
+def import_traces(client, project_id: int, items: Iterable[ReadResult], config: Config, *,
+                  batch_size: int = 500, progress: bool = True, max_batch_bytes: int = MAX_BATCH_BYTES,
+                  on_error: Callable[[TraceError], None] | None = None,
+                  prelabel: Callable[[Trace, dict], list[dict]] | None = None) -> ImportSummary:
+    """Import every valid trace that the project does not hold yet; report the rest.
+
+    ``prelabel`` (see :mod:`prelabels`) turns labels that came with a trace into predictions.
+    """
+    summary = ImportSummary()
+    project = studio.get_project(client, project_id)
+    layout = layout_of(project.get("label_config") or "")
+    paged = layout == "paged"
+    # an empty project (the usual first import) needs no listing at all
+    existing = studio.existing_trace_ids(client, project_id, config.id_key) if project.get("task_number") else set()
+    this_run: dict[str, str] = {}
+    bar = tqdm(desc="importing", unit=" traces", disable=not progress, leave=False)
+
+    def valid() -> Iterator[dict]:
+        for item in items:
+            if isinstance(item, TraceError):
+                reject(item)
+                continue
+            if item.trace_id in existing:
+                summary.skipped += 1
+                bar.update(1)
+                continue
+            if item.trace_id in this_run:  # converted inputs are not checked for duplicates by the reader
+                dup = TraceError(this_run[item.trace_id], None, config.id_key,
+                                 f"duplicate trace_id {item.trace_id!r} in this import", item.trace_id)
+                reject(dup)
+                continue
+            this_run[item.trace_id] = str(item.metadata.get("source_file") or "<input>")
+            n = len(item.steps)
+            summary.max_steps = max(summary.max_steps, n)
+            if n > PAGED_MAX_STEPS:
+                summary.long_traces += 1
+            task = {"data": task_data(item, config, layout), "meta": {META_TRACE_ID: item.trace_id}}
+            if prelabel is not None:
+                predictions = prelabel(item, task["data"])
+                if predictions:
+                    task["predictions"] = predictions
+            try:
+                size = len(orjson.dumps(task))
+            except TypeError as exc:  # lone surrogates (a "\\ud800" escape) cannot be sent as UTF-8
+                reject(TraceError(this_run[item.trace_id], None, None, f"trace {item.trace_id!r} cannot be sent to "
+                                  f"Label Studio: {exc}", item.trace_id))
+                continue
+            yield task, size
+
+    lock = threading.Lock()  # refusals are reported from the sending thread
+
+    def reject(err: TraceError) -> None:
+        with lock:
+            _reject(err)
+
+    def _reject(err: TraceError) -> None:
+        summary.rejected += 1
+        summary.errors.append(err)
+        if on_error:
+            with tqdm.external_write_mode():  # the bar steps aside, or the message lands on its line
+                on_error(err)
+
+    def refused(r: studio.Rejected) -> None:
+        tid = str((r.task.get("meta") or {}).get(META_TRACE_ID))
+        reject(TraceError(this_run.get(tid, "<input>"), None, None,
+                          f"Label Studio refused trace {tid!r}: {r.message}", tid))
+
+    try:
+        # tasks as {"data": ..., "meta": ..., "predictions"?: [...]}
+        # one batch on the wire while the next one is built: building tasks is CPU work here, sending is
+        # waiting on Label Studio, so the two overlap (one request at a time, in order, as exactly-once needs)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ls-import") as sender:
+            pending = None
+            for batch in sized_batches(valid(), batch_size, max_batch_bytes):
+                if pending is not None:
+                    summary.imported += pending.result()
+                pending = sender.submit(studio.import_batch, client, project_id, batch, on_rejected=refused)
+                pending.add_done_callback(lambda f, n=len(batch): bar.update(n))
+            if pending is not None:
+                summary.imported += pending.result()
+    finally:
+        bar.close()
+    summary.paged = paged
+    return summary
+
+
+@dataclass
+class ImportRun:
+    """What an import did: into which project, what it imported, and what conversion and prelabels said."""
+
+    project_id: int
+    created: bool
+    summary: ImportSummary
+    #: conversion warnings (records converted with a loss worth telling)
+    warnings: list[ConvertWarning] = field(default_factory=list)
+    #: the predictions made from labels that came with the traces, when asked for
+    prelabeler: Prelabeler | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.summary.ok and not (self.prelabeler is not None and self.prelabeler.errors)
+
+
+def import_files(client, inputs: Iterable[str | Path], *, project_id: int | None = None,
+                 create_title: str | None = None, config: Config | None = None, layout: str = "transcript",
+                 fmt: str | None = None, prelabels: bool = False, prelabel_exports: Iterable[str | Path] = (),
+                 batch_size: int = 500, jobs: int | None = None, progress: bool = True,
+                 on_error: Callable[[TraceError], None] | None = None,
+                 on_created: Callable[[int], None] | None = None) -> ImportRun:
+    """Import trace JSONL files, or agent logs converted on the fly (``fmt``: a format name or ``auto``), into
+    project ``project_id``, or into a new project ``create_title`` in ``layout``.
+
+    ``create_title`` is used when ``project_id`` is None. ``config`` defaults to the project's embedded one (the
+    shipped default for a new project). ``prelabels`` (or ``prelabel_exports``, previous exports) adds the labels
+    that came with the traces as predictions. ``jobs`` processes convert files at once (default: one per CPU).
+    Rejections go to ``on_error`` as they happen; ``on_created`` hears
+    the new project's id before anything is imported.
+    """
+    created = project_id is None
+    if created:
+        config = config or load_config()
+        project = studio.create_project(client, config, layout, create_title)
+        project_id = project["id"]
+        if on_created:
+            on_created(project_id)
+    else:
+        project = studio.get_project(client, project_id)
+        config = project_config(project, config)
+    warnings: list[ConvertWarning] = []
+    if fmt:
+        items = _without_warnings(convert_inputs(list(inputs), fmt, jobs=jobs), warnings)
+    else:
+        items = read_inputs(inputs, config)
+    prelabeler = None
+    if prelabels or prelabel_exports:
+        prelabeler = Prelabeler(config, layout_of(project.get("label_config") or ""), list(prelabel_exports))
+        for err in prelabeler.errors:
+            if on_error:
+                on_error(err)
+    summary = import_traces(client, project_id, items, config, batch_size=batch_size, progress=progress,
+                            on_error=on_error, prelabel=prelabeler)
+    return ImportRun(project_id, created, summary, warnings, prelabeler)
+
+
+def _without_warnings(items, warnings: list) -> Iterator:
+    for item in items:
+        if isinstance(item, ConvertWarning):
+            warnings.append(item)
+        else:
+            yield item

@@ -1,0 +1,418 @@
+"""A thin layer over ``label_studio_sdk``: connect, projects, batched imports, paged task iteration.
+
+Every call to Label Studio in this project goes through here. Values leave this module as plain
+dicts (task and annotation JSON as Label Studio sends it), so the pure core never sees SDK types.
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+import httpx
+# The SDK's generated client. Its subclass ``label_studio_sdk.LabelStudio`` only adds client-side export helpers,
+# and importing it loads pandas, boto3, azure-storage and smart_open: about 170 MB of RSS in every command.
+from label_studio_sdk.base_client import LabelStudioBase as LabelStudio
+from label_studio_sdk.core.api_error import ApiError
+
+from ..core import labelconfig
+from ..core.config import Config
+from ..core.errors import UserError
+from ..core.fields import META_TRACE_ID
+
+#: Retried with backoff: connection problems and the server's transient answers.
+RETRY_STATUS = {429, 502, 503, 504}
+
+
+class StudioError(UserError):
+    """A Label Studio problem with a message fit for a user (no traceback)."""
+
+
+def _describe_api_error(exc: ApiError) -> str:
+    body = exc.body
+    if isinstance(body, dict):
+        parts = [body.get("detail"), body.get("validation_errors")]
+        body = "; ".join(p if isinstance(p, str) else json.dumps(p, ensure_ascii=False) for p in parts if p) \
+            or json.dumps(body, ensure_ascii=False)
+    text = str(body)
+    return f"HTTP {exc.status_code}: {text[:500]}"
+
+
+#: How often a transient failure is retried (about 15 s of backoff at 5); $LS_TRAJEVAL_RETRIES overrides it.
+DEFAULT_RETRIES = 5
+
+
+def default_retries() -> int:
+    try:
+        return max(0, int(os.environ.get("LS_TRAJEVAL_RETRIES", DEFAULT_RETRIES)))
+    except ValueError:
+        return DEFAULT_RETRIES
+
+
+def backoff(attempt: int) -> float:
+    """Seconds to wait before retry ``attempt`` (0-based): 0.5, 1, 2, 4, 8, then 10, with jitter so that
+    many clients hitting a restarting server do not come back in step."""
+    return min(0.5 * 2 ** attempt, 10) * random.uniform(0.8, 1.2)
+
+
+def call(fn, *args, retries: int | None = None, what: str = "Label Studio request", **kwargs):
+    """Call an SDK function, retrying transient failures with exponential backoff."""
+    retries = default_retries() if retries is None else retries
+    for attempt in range(retries + 1):
+        try:
+            return fn(*args, **kwargs)
+        except ApiError as exc:
+            status = exc.status_code or 0
+            if (status in RETRY_STATUS or status >= 500) and attempt < retries:
+                time.sleep(backoff(attempt))
+                continue
+            if exc.status_code == 401:
+                raise StudioError(f"{what}: the API key was refused (HTTP 401). Use a personal access token "
+                                  "or a legacy token from Account & Settings.") from None
+            raise StudioError(f"{what} failed: {_describe_api_error(exc)}") from None
+        except (httpx.TransportError, ConnectionError) as exc:
+            if attempt < retries:
+                time.sleep(backoff(attempt))
+                continue
+            raise StudioError(f"{what}: cannot reach Label Studio ({type(exc).__name__}: {exc})") from None
+
+
+def server_url(url: str | None = None) -> str:
+    """``url`` or $LABEL_STUDIO_URL, without a trailing slash."""
+    url = url or os.environ.get("LABEL_STUDIO_URL")
+    if not url:
+        raise StudioError("no Label Studio URL: pass --url or set LABEL_STUDIO_URL")
+    return url.rstrip("/")
+
+
+def label_stream_url(url: str, project_id: int) -> str:
+    """Where annotators should label a project: the label stream ("Label All Tasks").
+
+    It opens a long trace about 1.4-2x sooner than the Data Manager's quick view (``?task=ID``), whose
+    annotation tabs serialise every annotation on each render (benchmarks/bench_browser.py).
+    """
+    return f"{url.rstrip('/')}/projects/{project_id}/data?labeling=1"
+
+
+def connect(url: str | None = None, api_key: str | None = None, timeout: float = 120) -> LabelStudio:
+    """A client for ``url`` (or $LABEL_STUDIO_URL) with ``api_key`` (or $LABEL_STUDIO_API_KEY).
+
+    Both legacy tokens and personal access tokens work (the SDK refreshes the latter).
+    """
+    url = server_url(url)
+    api_key = api_key or os.environ.get("LABEL_STUDIO_API_KEY")
+    if not api_key:
+        raise StudioError("no API key: pass --api-key or set LABEL_STUDIO_API_KEY")
+    try:
+        client = LabelStudio(base_url=url, api_key=api_key, timeout=timeout)
+    except ApiError as exc:
+        raise StudioError(f"the API key is not usable: {_describe_api_error(exc)}") from None
+    call(client.users.whoami, what=f"connecting to {url}", retries=2)
+    return client
+
+
+def _dump(obj: Any) -> dict:
+    if isinstance(obj, dict):
+        return obj
+    return obj.model_dump(mode="json", by_alias=True, exclude_unset=False)
+
+
+# ---------------------------------------------------------------- projects
+#: Label Studio's limit on a project title
+MAX_TITLE = 50
+
+
+def project_title(title: str) -> str:
+    return title if len(title) <= MAX_TITLE else title[:MAX_TITLE - 1] + "…"
+
+
+def create_project(client: LabelStudio, config: Config, layout: str = "transcript", title: str | None = None) -> dict:
+    xml = labelconfig.generate(config, layout)
+    project = call(client.projects.create, title=project_title(title or config.annotation_task_name), label_config=xml,
+                   expert_instruction=config.instructions or None, show_instruction=bool(config.instructions),
+                   show_skip_button=True, what="creating the project")
+    return _dump(project)
+
+
+def validate_label_config(client: LabelStudio, project_id: int, xml: str) -> None:
+    """Raises StudioError when Label Studio would refuse ``xml`` for this project (its annotations included)."""
+    call(client.projects.validate_label_config, id=project_id, label_config=xml,
+         what=f"checking the new label config against project {project_id}")
+
+
+def set_label_config(client: LabelStudio, project_id: int, xml: str) -> dict:
+    return _dump(call(client.projects.update, id=project_id, label_config=xml,
+                      what=f"setting the label config of project {project_id}"))
+
+
+def get_project(client: LabelStudio, project_id: int) -> dict:
+    return _dump(call(client.projects.get, id=project_id, what=f"reading project {project_id}"))
+
+
+def find_project(client: LabelStudio, title: str) -> dict | None:
+    title = project_title(title)
+    try:
+        for project in call(client.projects.list, title=title, what="listing projects"):
+            data = _dump(project)
+            if data.get("title") == title:
+                return data
+    except ApiError as exc:  # the generated pager asks for the page after the last one: a 404
+        if exc.status_code != 404:
+            raise StudioError(f"listing projects failed: {_describe_api_error(exc)}") from None
+    return None
+
+
+# ---------------------------------------------------------------- tasks
+def iter_tasks(client: LabelStudio, project_id: int, *, only_annotated: bool = False, page_size: int = 100,
+               with_annotations: bool = True, include: str | None = None) -> Iterator[dict]:
+    """Every task of a project as a dict, one page at a time (never the whole project in memory), in id order.
+
+    Pages are keyed by task id ("id > the last one seen"), not numbered: a numbered page is an OFFSET, which
+    the database walks from the start, so paging through 100,000 tasks by number costs quadratic time; and a
+    task added or deleted meanwhile cannot shift one page onto the next. ``include`` ("id,meta") asks for only
+    those fields: Label Studio's REST flex-fields parameter.
+    """
+    if include and "id" not in include.split(","):
+        include = "id," + include
+    last = None
+    while True:
+        query = {"ordering": ["tasks:id"]}
+        if last is not None:
+            query["filters"] = {"conjunction": "and", "items": [
+                {"filter": "filter:tasks:id", "operator": "greater", "type": "Number", "value": last}]}
+        pager = call(client.tasks.list, project=project_id, page=1, page_size=page_size,
+                     fields="all" if with_annotations else "task_only", only_annotated=only_annotated or None,
+                     include=include, query=json.dumps(query), what=f"listing tasks of project {project_id}")
+        items = [_dump(task) for task in (pager.items or [])]
+        yield from items
+        if len(items) < page_size:
+            return
+        last = items[-1]["id"]
+
+
+def existing_values(client: LabelStudio, project_id: int, key: str, page_size: int = 1000) -> set[str]:
+    """The values of ``data[key]`` over a project's tasks (the trace ids already imported)."""
+    out = set()
+    for task in iter_tasks(client, project_id, page_size=page_size, with_annotations=False):
+        value = (task.get("data") or {}).get(key)
+        if value is not None:
+            out.add(str(value))
+    return out
+
+
+def existing_trace_ids(client: LabelStudio, project_id: int, id_key: str, page_size: int = 5000) -> set[str]:
+    """The trace ids a project holds, read from task ``meta``; tasks imported without it (by other tools or
+    older versions) are read from their data."""
+    out, legacy = set(), False
+    for task in iter_tasks(client, project_id, page_size=page_size, with_annotations=False, include="id,meta"):
+        value = (task.get("meta") or {}).get(META_TRACE_ID)
+        if value is None:
+            legacy = True
+        else:
+            out.add(str(value))
+    if legacy:
+        out |= existing_values(client, project_id, id_key)
+    return out
+
+
+def recent_trace_ids(client: LabelStudio, project_id: int, n: int) -> set[str]:
+    """Trace ids (from ``meta``) of the project's ``n`` newest tasks."""
+    pager = call(client.tasks.list, project=project_id, page=1, page_size=max(1, n), fields="task_only",
+                 include="id,meta", query=json.dumps({"ordering": ["-tasks:id"]}),
+                 what=f"listing the newest tasks of project {project_id}")
+    return {str(v) for t in (pager.items or []) if (v := (_dump(t).get("meta") or {}).get(META_TRACE_ID)) is not None}
+
+
+@dataclass
+class Rejected:
+    task: dict
+    message: str
+
+
+#: Answers that say the request did not get through (or its outcome is unknown), worth sending again.
+TRANSIENT_STATUS = {408, 429, 502, 503, 504}
+
+
+def import_batch(client: LabelStudio, project_id: int, tasks: list[dict], *, retries: int | None = None,
+                 on_rejected: Callable[[Rejected], None] | None = None) -> int:
+    """Import a batch exactly once; returns how many of its tasks are now in the project.
+
+    A lost answer (connection reset, server killed, 5xx) leaves it unknown whether the batch was stored, so
+    before sending again the newest tasks are checked for the batch's trace ids (``meta``; tasks built by
+    the importer carry them) and those already there are not sent twice. A batch that Label Studio refuses
+    (400, or a 500 that repeats, as PostgreSQL's refusal of ``\\u0000`` in JSON is) is split in halves until
+    the refused tasks are found; they go to ``on_rejected`` and the rest is imported.
+    """
+    retries = default_retries() if retries is None else retries
+    what = f"importing {len(tasks)} tasks"
+    for attempt in range(retries + 1):
+        try:
+            # the SDK's own retries resend blindly, which can store a batch twice: only ours, which check first
+            data = _dump(client.projects.import_tasks(id=project_id, request=tasks, return_task_ids=False,
+                                                      request_options={"max_retries": 0}))
+            return int(data.get("task_count") or len(tasks))
+        except ApiError as exc:
+            status = exc.status_code or 0
+            message = " ".join(_describe_api_error(exc).split())[:300]
+            if status in (400, 413, 422):
+                return _split_rejected(client, project_id, tasks, message, retries, on_rejected)
+            if status == 500 and _healthy(client, project_id):
+                # the server is fine and still failed on this batch: its content is the cause
+                tasks, stored = _drop_stored(client, project_id, tasks)
+                return stored + _split_rejected(client, project_id, tasks, message, retries, on_rejected)
+            if status == 401:
+                raise StudioError(f"{what}: the API key was refused (HTTP 401)") from None
+            if not (status in TRANSIENT_STATUS or status >= 500) or attempt == retries:
+                raise StudioError(f"{what} failed: {message}") from None
+        except (UnicodeError, ValueError, TypeError) as exc:  # the client could not even encode the request
+            return _split_rejected(client, project_id, tasks, f"not sendable: {exc}", retries, on_rejected)
+        except (httpx.TransportError, ConnectionError) as exc:
+            if attempt == retries:
+                raise StudioError(f"{what}: cannot reach Label Studio ({type(exc).__name__}: {exc})") from None
+        time.sleep(backoff(attempt))
+        try:
+            tasks, stored = _drop_stored(client, project_id, tasks)
+        except StudioError:
+            continue  # still down: the next attempt finds out again
+        if stored:
+            return stored + (import_batch(client, project_id, tasks, retries=retries, on_rejected=on_rejected)
+                             if tasks else 0)
+    raise AssertionError("unreachable")
+
+
+def _drop_stored(client, project_id, tasks) -> tuple[list[dict], int]:
+    """The tasks of a batch whose trace ids are not among the project's newest tasks, and how many were."""
+    keys = [(t.get("meta") or {}).get(META_TRACE_ID) for t in tasks]
+    if not tasks or any(k is None for k in keys):
+        return tasks, 0
+    present = recent_trace_ids(client, project_id, len(tasks))
+    rest = [t for t, k in zip(tasks, keys) if k not in present]
+    return rest, len(tasks) - len(rest)
+
+
+def _healthy(client, project_id) -> bool:
+    try:
+        call(client.projects.get, id=project_id, retries=0, request_options={"max_retries": 0})
+        return True
+    except StudioError:
+        return False
+
+
+def _split_rejected(client, project_id, tasks, message, retries, on_rejected) -> int:
+    if not tasks:
+        return 0
+    if len(tasks) == 1:
+        if on_rejected:
+            on_rejected(Rejected(tasks[0], message))
+        return 0
+    half = len(tasks) // 2
+    return sum(import_batch(client, project_id, part, retries=retries, on_rejected=on_rejected)
+               for part in (tasks[:half], tasks[half:]))
+
+
+def users_by_id(client: LabelStudio) -> dict[int, dict]:
+    out = {}
+    for user in call(client.users.list, what="listing users"):
+        u = _dump(user)
+        out[u["id"]] = u
+    return out
+
+
+def create_annotation(client: LabelStudio, task_id: int, result: list[dict], **kwargs) -> dict:
+    return _dump(call(client.annotations.create, id=task_id, result=result, what=f"annotating task {task_id}",
+                      **kwargs))
+
+
+# ---------------------------------------------------------------- ML backend: tasks, write-back, connection
+def get_task(client: LabelStudio, task_id: int) -> dict:
+    return _dump(call(client.tasks.get, id=str(task_id), what=f"reading task {task_id}"))
+
+
+def task_annotations(client: LabelStudio, task_id: int) -> list[dict]:
+    return [_dump(a) for a in call(client.annotations.list, id=task_id, what=f"listing annotations of task {task_id}")]
+
+
+def update_task_data(client: LabelStudio, task_id: int, fields: dict, data: dict | None = None) -> dict:
+    """Set ``fields`` in a task's data. Label Studio's update REPLACES data, so merge into the current dict
+    (``data`` when the caller just read it) or the trace itself would be lost."""
+    if data is None:
+        data = get_task(client, task_id).get("data") or {}
+    merged = {**data, **fields}
+    return _dump(call(client.tasks.update, id=str(task_id), data=merged, what=f"updating task {task_id}"))
+
+
+def task_predictions(client: LabelStudio, task_id: int) -> list[dict]:
+    return [_dump(p) for p in call(client.predictions.list, task=task_id, what=f"listing predictions of task {task_id}")]
+
+
+def ensure_ml_backend(client: LabelStudio, project_id: int, url: str, *, title: str, interactive: bool = True,
+                      user: str | None = None, password: str | None = None) -> tuple[dict, list[str]]:
+    """Register (or update) the ML backend at ``url`` for a project; returns it and what changed."""
+    url = url.rstrip("/")
+    auth = {"auth_method": "BASIC_AUTH", "basic_auth_user": user, "basic_auth_pass": password} if user else \
+        {"auth_method": "NONE"}
+    existing = [_dump(b) for b in call(client.ml.list, project=project_id, what="listing ML backends")]
+    mine = [b for b in existing if (b.get("url") or "").rstrip("/") == url]
+    if not mine:
+        backend = _dump(call(client.ml.create, project=project_id, url=url, title=title, is_interactive=interactive,
+                             **auth, what=f"connecting the ML backend {url}"))
+        return backend, [f"registered ML backend {url} (id {backend.get('id')})"]
+    backend = mine[0]
+    if title == "ls-trajeval" and backend.get("title"):
+        title = backend["title"]  # keep the version title a previous connect gave it
+    changes = []
+    if bool(backend.get("is_interactive")) != interactive:
+        changes.append(f"interactive pre-annotations {'on' if interactive else 'off'}")
+    if (backend.get("auth_method") or "NONE") != auth["auth_method"] or (user and backend.get("basic_auth_user") != user):
+        changes.append(f"authentication {auth['auth_method']}")
+    # url= and project= are required alongside auth_method, or Label Studio answers 500 (facts sheet)
+    backend = _dump(call(client.ml.update, id=backend["id"], url=url, project=project_id, title=title,
+                         is_interactive=interactive, **auth, what=f"updating ML backend {backend['id']}"))
+    return backend, changes
+
+
+def ensure_webhook(client: LabelStudio, project_id: int, url: str, actions: list[str],
+                   headers: dict | None = None) -> tuple[dict, list[str]]:
+    """The project's webhook to ``url``, with these actions and headers (created or updated)."""
+    hooks = [_dump(h) for h in call(client.webhooks.list, project=str(project_id), what="listing webhooks")]
+    mine = [h for h in hooks if (h.get("url") or "").rstrip("/") == url.rstrip("/") and h.get("project") == project_id]
+    args = dict(url=url, actions=actions, headers=headers or {}, send_payload=True, send_for_all_actions=False,
+                is_active=True)
+    if not mine:
+        hook = _dump(call(client.webhooks.create, project=project_id, **args, what="creating the webhook"))
+        return hook, [f"created webhook {url} for {', '.join(actions)}"]
+    hook = mine[0]
+    changes = []
+    if sorted(hook.get("actions") or []) != sorted(actions) or hook.get("send_for_all_actions"):
+        changes.append(f"webhook sends only {', '.join(actions)}")
+    if (hook.get("headers") or {}) != (headers or {}):
+        changes.append("webhook headers set (authentication)" if headers else "webhook headers cleared")
+    call(client.webhooks.update, id=hook["id"], **args, what=f"updating webhook {hook['id']}")
+    return hook, changes
+
+
+def set_project_predictions(client: LabelStudio, project_id: int, model_version: str) -> list[str]:
+    """Retrieve predictions when a task opens, shown to annotators, under the backend's model version
+    (so "Retrieve predictions" and /next do not pile up copies)."""
+    project = get_project(client, project_id)
+    changes = []
+    if project.get("model_version") != model_version:
+        changes.append(f"project model version {project.get('model_version')!r} -> {model_version!r}")
+    if not project.get("evaluate_predictions_automatically"):
+        changes.append("retrieve predictions when a task opens: on")
+    if not project.get("show_collab_predictions"):
+        changes.append("use predictions to pre-label: on")
+    if changes:
+        call(client.projects.update, id=project_id, model_version=model_version,
+             evaluate_predictions_automatically=True, show_collab_predictions=True,
+             what=f"updating project {project_id}")
+    return changes
+
+
+def retrieve_predictions(client: LabelStudio, project_id: int) -> None:
+    """The Data Manager's "Retrieve predictions" on every task of a project."""
+    call(client.actions.create, id="retrieve_tasks_predictions", project=project_id,
+         selected_items={"all": True, "excluded": []}, what=f"retrieving predictions for project {project_id}")

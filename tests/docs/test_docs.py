@@ -1,0 +1,145 @@
+"""The commands the README and docs/ show work as written: every ``ls-trajeval ...`` they mention (in a shell block or
+inline) names a command that exists and options it has, and every command of a shell block that needs no Label
+Studio (generate, convert, formats, report, agreement, prm) runs and exits 0.
+
+They run in a scratch directory that holds what the pages name: ``label_configs/``, ``traces.jsonl`` (the demo's
+samples), ``runs/`` and ``session.jsonl`` / ``logs.json.gz`` (agent logs from the converter fixtures),
+``trajectories/`` (SWE-agent runs) and ``output/`` (an export of three annotators). A page that shows a local command
+on another file must add it here."""
+from __future__ import annotations
+
+import gzip
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+
+from ls_trajeval.cli import main_group
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = [ROOT / "README.md", *sorted(p for p in (ROOT / "docs").glob("*.md") if p.name != "cli.md")]
+#: commands that need no Label Studio, so the test runs them
+LOCAL = {"generate", "convert", "formats", "report", "agreement", "prm"}
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.M | re.S)
+
+
+def shell_commands(text: str) -> list[str]:
+    """``ls-trajeval`` command lines of the shell blocks, continuation lines joined."""
+    out = []
+    for lang, body in FENCE.findall(text):
+        if lang not in ("bash", "sh", "shell"):
+            continue
+        for line in body.replace("\\\n", " ").splitlines():
+            line = line.strip()
+            if line.startswith("ls-trajeval "):
+                out.append(line)
+    return out
+
+
+def inline_mentions(text: str) -> list[str]:
+    return re.findall(r"`(ls-trajeval [^`]+)`", FENCE.sub("", text))
+
+
+def resolve(line: str) -> tuple[click.Command, list[str], str]:
+    """The click command a line runs, the tokens after it, and its name."""
+    tokens = shlex.split(line.split(" | ")[0], comments=True)
+    assert tokens[0] == "ls-trajeval"
+    command, names, rest = main_group, [], tokens[1:]
+    while isinstance(command, click.Group) and rest and not rest[0].startswith("-"):
+        sub = command.get_command(click.Context(command), rest[0])
+        assert sub is not None, f"no command {' '.join(['ls-trajeval', *names, rest[0]])!r}"
+        command, names, rest = sub, names + [rest[0]], rest[1:]
+    return command, rest, " ".join(names)
+
+
+def options(command: click.Command) -> set[str]:
+    found = {"-h", "--help"}
+    for p in command.params:
+        if isinstance(p, click.Option):
+            found |= set(p.opts) | set(p.secondary_opts)
+    return found
+
+
+MENTIONS = sorted({(page.name, line) for page in PAGES for text in [page.read_text(encoding="utf-8")]
+                   for line in shell_commands(text) + inline_mentions(text)})
+
+
+def test_the_pages_show_commands():
+    assert {name for name, _ in MENTIONS} >= {"README.md", "annotating.md", "converters.md", "ml-backend.md",
+                                              "scale.md", "analysis.md"}
+    assert len(MENTIONS) > 20
+
+
+@pytest.mark.parametrize("page, line", MENTIONS)
+def test_every_mentioned_command_exists_with_its_options(page, line):
+    command, rest, name = resolve(line)
+    known = options(command)
+    used = [t.strip("[]").split("=")[0] for t in rest if t.strip("[]").startswith("-") and t.strip("[]") != "-"]
+    assert [u for u in used if u not in known] == [], f"{page}: `{line}`: ls-trajeval {name} has {sorted(known)}"
+
+
+@pytest.fixture
+def scratch(tmp_path) -> Path:
+    from analysis.conftest import write_export  # three annotators' export lines in the exporter's shape
+
+    fixtures = ROOT / "tests" / "fixtures"
+    (tmp_path / "label_configs").symlink_to(ROOT / "label_configs")
+    shutil.copy(ROOT / "ls_trajeval" / "samples" / "traces.jsonl", tmp_path / "traces.jsonl")
+    (tmp_path / "runs").mkdir()
+    for name in ("openai_chat.jsonl", "react.jsonl"):
+        shutil.copy(fixtures / "converters" / name, tmp_path / "runs" / name)
+    shutil.copy(fixtures / "real" / "claude_code" / "session_b.jsonl", tmp_path / "session.jsonl")
+    (tmp_path / "logs.json.gz").write_bytes(gzip.compress((fixtures / "converters" / "anthropic.json").read_bytes()))
+    shutil.copytree(fixtures / "real" / "swe_agent", tmp_path / "trajectories")
+    write_export(tmp_path / "output")
+    return tmp_path
+
+
+LOCAL_RUNS = [(page.name, line) for page in PAGES for line in shell_commands(page.read_text(encoding="utf-8"))
+              if resolve(line)[2] in LOCAL]
+
+
+def test_the_pages_show_local_commands():
+    assert {resolve(line)[2] for _, line in LOCAL_RUNS} == LOCAL
+
+
+@pytest.mark.parametrize("page, line", LOCAL_RUNS)
+def test_local_commands_run_as_written(page, line, scratch):
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    out = subprocess.run(["bash", "-o", "pipefail", "-c", line], cwd=scratch, env=env, capture_output=True,
+                         text=True, timeout=300)
+    # `| head` may close the pipe early: the converter then dies of SIGPIPE (141), which is not a failure
+    assert out.returncode == 0 or (" | head" in line and out.returncode == 141), f"{page}: {line}\n{out.stderr}"
+    assert "error:" not in out.stderr, f"{page}: {line}\n{out.stderr}"
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a heading."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def _anchors(page: Path) -> set[str]:
+    text = FENCE.sub("", page.read_text(encoding="utf-8"))
+    return {_slug(h) for h in re.findall(r"^#+ (.+)$", text, re.M)}
+
+
+@pytest.mark.parametrize("page", [*PAGES, ROOT / "docs" / "cli.md"], ids=lambda p: p.name)
+def test_links_between_the_pages_resolve(page):
+    text = FENCE.sub("", page.read_text(encoding="utf-8"))
+    broken = []
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"[a-z]+:", target):
+            continue  # a web address
+        path, _, anchor = target.partition("#")
+        resolved = (page.parent / path).resolve() if path else page
+        if not resolved.exists():
+            broken.append(target)
+        elif anchor and resolved.suffix == ".md" and anchor not in _anchors(resolved):
+            broken.append(target)
+    assert broken == []

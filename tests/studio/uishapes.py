@@ -1,0 +1,75 @@
+"""Two traces with hostile text and the results the labeling UI saves for one set of labels on them, written out
+literally (not produced by our own encoder), so decoders are checked against Label Studio's shapes and not against
+themselves. Shared by the round trips on SQLite (test_roundtrip) and PostgreSQL (tests/pg) and by the fuzzer."""
+from __future__ import annotations
+
+from ls_trajeval.core import labelconfig
+
+NASTY = "<script>alert('x')</script> & \"q\" {{idx}} $task ]]> — 東京"
+TRACES = [
+    {"trace_id": "rt-1", "task": f"Fix the discount bug {NASTY}", "trace": [
+        {"type": "thought", "content": "Look at calculate_discount first."},
+        {"type": "action", "content": "search", "action_input": "def calculate_discount"},
+        {"type": "observation", "content": "pricing.py:45: return price * pct / 100"},
+        {"type": "thought", "content": f"It must subtract the discount. {NASTY}"},
+        {"type": "action", "content": "edit_file", "action_input": {"path": "pricing.py", "line": 45}},
+        {"type": "observation", "content": "File edited successfully."},
+        {"type": "action", "content": "finish", "action_input": "Fixed."},
+    ], "metadata": {"agent": NASTY}},
+    {"trace_id": "rt-2", "task": "Weather in Munich", "trace": [
+        {"type": "action", "content": "weather", "action_input": "München"},
+        {"type": "observation", "content": "12 °C, rain"},
+        {"type": "message", "content": "It is 12 °C and raining."},
+    ]},
+]
+RATIONALE = f"assumes the edit works without running tests {NASTY}\nsecond line"
+
+
+def ui_result(layout: str, transcript: list[dict]) -> list[dict]:
+    """What the labeling UI saves for: step 3 wrong (reasoning/incorrect_assumption, major, rationale),
+    step 6 wrong (action/premature_termination, critical), outcome 'failure'."""
+    if layout == "transcript":
+        def region(rid, step, from_name, rtype, **value):
+            # as the browser showed: every per-region value repeats the step's text under "text",
+            # except the TextArea's, whose "text" is the list of what was typed
+            return {"id": rid, "from_name": from_name, "to_name": "te_trace", "type": rtype, "origin": "manual",
+                    "value": {"start": str(step), "end": str(step), "startOffset": 0,
+                              "endOffset": len(transcript[step]["text"]), "text": transcript[step]["text"],
+                              **value}}
+        steps = [
+            region("aaa111", 3, "error_localization", "paragraphlabels", paragraphlabels=["incorrect"]),
+            region("aaa111", 3, "error_localization_type", "taxonomy",
+                   taxonomy=[["reasoning", "incorrect_assumption"]]),
+            region("aaa111", 3, "error_localization_severity", "choices", choices=["major"]),
+            region("aaa111", 3, "error_localization_rationale", "textarea", text=[RATIONALE]),
+            region("bbb222", 6, "error_localization", "paragraphlabels", paragraphlabels=["incorrect"]),
+            region("bbb222", 6, "error_localization_type", "taxonomy",
+                   taxonomy=[["action", "premature_termination"]]),
+            region("bbb222", 6, "error_localization_severity", "choices", choices=["critical"]),
+            {"id": "rev", "from_name": "error_localization_reviewed", "to_name": "te_trace", "type": "choices",
+             "origin": "manual", "value": {"choices": [labelconfig.REVIEWED_TEXT]}},
+        ]
+    else:
+        # what the UI saves: a verdict only where the annotator chose one (step 0 explicitly correct, the
+        # others untouched), every control pointing at the task text
+        steps = []
+        for i in (0, 3, 6):
+            steps.append({"id": f"c{i}", "from_name": f"error_localization_correctness_{i}",
+                          "to_name": "te_task", "type": "choices", "origin": "manual",
+                          "value": {"choices": ["incorrect" if i in (3, 6) else "correct"]}})
+        steps += [
+            {"id": "t3", "from_name": "error_localization_type_3", "to_name": "te_task", "type": "taxonomy",
+             "origin": "manual", "value": {"taxonomy": [["reasoning", "incorrect_assumption"]]}},
+            {"id": "s3", "from_name": "error_localization_severity_3", "to_name": "te_task", "type": "choices",
+             "origin": "manual", "value": {"choices": ["major"]}},
+            {"id": "r3", "from_name": "error_localization_rationale_3", "to_name": "te_task", "type": "textarea",
+             "origin": "manual", "value": {"text": [RATIONALE]}},
+            {"id": "t6", "from_name": "error_localization_type_6", "to_name": "te_task", "type": "taxonomy",
+             "origin": "manual", "value": {"taxonomy": [["action", "premature_termination"]]}},
+            {"id": "s6", "from_name": "error_localization_severity_6", "to_name": "te_task", "type": "choices",
+             "origin": "manual", "value": {"choices": ["critical"]}},
+            {"id": "rev", "from_name": "error_localization_reviewed", "to_name": "te_task", "type": "choices",
+             "origin": "manual", "value": {"choices": [labelconfig.REVIEWED_TEXT]}},
+        ]
+    return steps + [{"id": "out", "from_name": "overall_success", "to_name": "te_task", "type": "choices",
+                     "origin": "manual", "value": {"choices": ["failure"]}}]

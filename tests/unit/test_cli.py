@@ -1,0 +1,129 @@
+"""The command line's contract, without a server: exit codes, every error line starting ``error:``, the extras a
+command needs, and what a fast command does not import."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from ls_trajeval.cli import main_group
+from ls_trajeval.cli.analysis import report_command
+
+
+def run(*args, **kw):
+    return CliRunner().invoke(main_group, [str(a) for a in args], **kw)
+
+
+def error_lines_only(output: str) -> bool:
+    """Every line that reports a problem starts ``error:``; click's own ``Error:`` never appears."""
+    return "Error:" not in output and any(line.startswith("error: ") for line in output.splitlines())
+
+
+@pytest.mark.parametrize("args", [
+    ["import", "--nope"],
+    ["import"],  # a required argument missing
+    ["convert", "README.md", "-o", "-", "--format", "nonsense"],
+    ["generate", "--layout", "sideways"],
+    ["no-such-command"],
+])
+def test_usage_errors_exit_2_with_an_error_line(args):
+    r = run(*args)
+    assert r.exit_code == 2 and error_lines_only(r.output), r.output
+
+
+def test_unknown_format_is_refused_before_anything_else(tmp_path):
+    r = run("import", "--create", "x", "--format", "nonsense", tmp_path)
+    assert r.exit_code == 2 and "error: Invalid value for '--format': unknown format 'nonsense'" in r.output
+    assert "claude_code" in r.output  # the known ones are listed
+
+
+def test_an_unwritable_output_exits_2(tmp_path, fixtures_dir):
+    target = tmp_path / "missing-dir" / "x.xml"
+    r = run("generate", "-o", target)
+    assert r.exit_code == 2 and r.output == f"error: cannot write {target}: No such file or directory\n"
+    r = run("convert", fixtures_dir / "converters" / "react.jsonl", "-o", target)
+    assert r.exit_code == 2 and f"error: cannot write {target}" in r.output
+
+
+def test_every_line_of_a_config_error_is_an_error_line(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("annotation_schemes:\n  - annotation_type: radio\n    name: x\n    labels: []\nnope: 1\n")
+    r = run("generate", bad)
+    assert r.exit_code == 2
+    lines = r.output.splitlines()
+    assert len(lines) >= 2 and all(line.startswith(f"error: {bad}: ") for line in lines), r.output
+
+
+def test_a_bug_is_one_error_line_not_a_traceback(monkeypatch):
+    import ls_trajeval.core.labelconfig as labelconfig
+
+    def broken(*_a, **_k):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(labelconfig, "generate", broken)
+    r = run("generate")
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert r.output.startswith("error: internal error: RuntimeError: boom (set LS_TRAJEVAL_DEBUG=1")
+
+
+@pytest.mark.parametrize("command, missing", [("report", "pandas"), ("agreement", "statsmodels"),
+                                              ("agreement", "krippendorff")])
+def test_a_command_names_the_extra_it_needs(command, missing, monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, missing, None)  # importlib finds no such module now
+    export = tmp_path / "e.jsonl"
+    export.write_text(json.dumps({"trace_id": "t", "scheme": "s", "s": [{"step_index": 0}]}) + "\n")
+    r = run(command, export, "-o", tmp_path / "out")
+    assert r.exit_code == 2
+    assert r.output == f"error: {missing} not installed: pip install 'ls-trajeval[analysis]'\n"
+
+
+def test_prm_needs_no_extra(monkeypatch, tmp_path):
+    for name in ("pandas", "numpy", "matplotlib", "statsmodels", "krippendorff"):
+        monkeypatch.setitem(sys.modules, name, None)
+    export = tmp_path / "e.jsonl"
+    export.write_text(json.dumps({"trace_id": "t", "task": "q", "scheme": "s",
+                                  "s": [{"step_index": 0, "step_text": "a", "correctness": "correct"}]}) + "\n")
+    r = run("prm", export, "-o", tmp_path / "prm.jsonl")
+    assert r.exit_code == 0, r.output
+    assert json.loads((tmp_path / "prm.jsonl").read_text()) == {"prompt": "q", "completions": ["a"], "labels": [True]}
+
+
+def test_a_command_run_on_its_own_keeps_the_contract(tmp_path):
+    r = CliRunner().invoke(report_command, [str(tmp_path / "missing.jsonl"), "-o", str(tmp_path / "r")])
+    assert r.exit_code == 2
+    assert r.output.splitlines()[-1] == "error: no valid annotation lines in the input"
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["convert", "{fixture}", "-o", "{out}"], ["formats"]])
+def test_fast_commands_load_neither_the_sdk_nor_the_config_model_nor_pandas(argv, fixtures_dir, tmp_path):
+    argv = [a.format(fixture=fixtures_dir / "converters" / "react.jsonl", out=tmp_path / "o.jsonl") for a in argv]
+    code = ("import sys\nfrom ls_trajeval.cli import main_group\n"
+            f"code = main_group.main({argv!r}, prog_name='ls-trajeval', standalone_mode=False)\n"
+            "heavy = ['label_studio_sdk', 'httpx', 'ls_trajeval.core.config', 'yaml', 'jinja2', 'pandas', 'numpy',"
+            " 'tqdm']\n"
+            "print(code, [m for m in heavy if m in sys.modules], file=sys.stderr)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stderr.splitlines()[-1] == "0 []", out.stderr
+
+
+def test_a_reader_that_goes_away_is_no_error(tmp_path):
+    """``ls-trajeval convert ... -o - | head``: the converter stops quietly when head has read enough."""
+    big = tmp_path / "big.jsonl"
+    big.write_text("".join(json.dumps({"trace_id": f"t{i}", "task": "x", "trace": [{"type": "thought",
+                                                                                    "content": "y" * 200}]}) + "\n"
+                           for i in range(3000)))
+    proc = subprocess.Popen([sys.executable, "-m", "ls_trajeval", "convert", str(big), "-o", "-"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout.read(100).startswith(b'{"trace_id":"t0"')
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(60) == 1 and "error" not in err and "Traceback" not in err, err
+
+
+def test_ml_serve_names_the_ml_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "flask", None)
+    r = run("ml", "serve", "--config", "trajectory_eval")
+    assert r.exit_code == 2 and r.output == "error: flask not installed: pip install 'ls-trajeval[ml]'\n"

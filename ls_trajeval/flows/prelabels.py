@@ -80,7 +80,8 @@ def from_metadata(trace: Trace, config: Config) -> list[Prelabel]:
     if isinstance(meta.get("mistake_step"), int) and not isinstance(meta.get("mistake_step"), bool):
         step, problems = meta["mistake_step"], []
         if 0 <= step < n:
-            etype = m.type_for(meta.get("mistake_type"))
+            # a config can map the responsible agent to a type (label_configs/who_and_when.yaml does)
+            etype = m.type_for(meta.get("mistake_type"), meta.get("mistake_agent"))
             if etype is None:
                 problems.append("Who&When names no error type: set prelabels.default_type to pre-fill one")
             reason = " — ".join(str(x) for x in (meta.get("mistake_agent"), meta.get("mistake_reason")) if x)

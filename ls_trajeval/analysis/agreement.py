@@ -13,13 +13,14 @@ import itertools
 import math
 from array import array
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
+from typing import Iterable, Optional, Sequence
 
 import numpy as np
 
 from ..core.records import AnnotationRecord
 from ..core.trace import TraceError
 from .codes import Codes
+from .disagreement import Thresholds, disagreements_in
 from .settings import AnalysisSettings, read, severity_rank_order
 from .stats import cohen_kappa, counts_table, fleiss_kappa, krippendorff_alpha
 
@@ -80,7 +81,6 @@ class AgreementCollector:
         self.a_n.append(idx[-1] + 1 if idx else 0)
         self.a_first.append(first)
 
-
     def trace_lines(self) -> dict:
         """trace_id -> valid lines read, and the ids of traces with two or more annotators: what
         ``disagreement.disagreements_in`` needs to skip its counting pass."""
@@ -105,8 +105,8 @@ class AgreementResult:
     statistics: dict
     per_annotator: list
     first_error: dict
-    #: the adjudication list (``TraceDisagreement.to_json()`` of :mod:`ls_trajeval.disagreement`), most
-    #: disputed first; filled by the caller, which holds the records grouped per trace
+    #: the adjudication list (``TraceDisagreement.to_json()`` of :mod:`.disagreement`), most disputed first;
+    #: :func:`assess` fills it
     disagreements: list = field(default_factory=list)
     notes: list = field(default_factory=list)
 
@@ -335,6 +335,20 @@ def collect(inputs: Iterable[str], settings: Optional[AnalysisSettings] = None, 
         else:
             col.add(item)
     return col
+
+
+def assess(inputs: Sequence[str], settings: Optional[AnalysisSettings] = None, *, k: int = 2, top: int = 20,
+           on_error=None) -> AgreementResult:
+    """Everything ``agreement`` reports: the statistics (:func:`compute`) and the adjudication list, the ``top``
+    traces the disagreement finder ranks most disputed (first errors more than ``k`` steps apart disputed).
+    ``n_annotations`` is 0 when the inputs hold no valid line."""
+    col = collect(inputs, settings, on_error=on_error)
+    result = compute(col, k=k)
+    if col.multi_annotator_traces():
+        result.disagreements = [d.to_json() for d in disagreements_in(
+            inputs, col.s, Thresholds(first_error_steps=k), top, lines=col.trace_lines(),
+            wanted=col.multi_annotator_traces())]
+    return result
 
 
 def _f(v) -> str:

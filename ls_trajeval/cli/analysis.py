@@ -16,7 +16,7 @@ from ..core.errors import UserError
 from .common import EXIT_REJECTED, Command, need_extra, writing
 
 #: what ``pip install 'ls-trajeval[analysis]'`` brings, by command
-REPORT_NEEDS = ("pandas", "numpy", "matplotlib")
+REPORT_NEEDS = ("pandas", "numpy", "matplotlib", "scipy", "statsmodels", "krippendorff")
 AGREEMENT_NEEDS = ("numpy", "statsmodels", "krippendorff")
 ALIGN_NEEDS = ("pandas", "numpy", "scipy", "statsmodels", "matplotlib")
 _MAX_PRINTED_ERRORS = 50
@@ -75,19 +75,35 @@ def _common(f):
 @click.option("--curve-x", type=click.Choice(["position", "step"]), default="position", show_default=True,
               help="x axis of the running-score plot: normalised position or step index.")
 @click.option("--no-plots", is_flag=True, help="Skip the PNG plots (tables and HTML only).")
+@click.option("--by", "by", metavar="KEY", default=None,
+              help="Compare groups by this trace-metadata key or record field (agent, model, annotator, ...; "
+                   "metadata.KEY for a metadata key only): error rates per category, scores and the first error, "
+                   "each with a bootstrap 95% interval.")
+@click.option("--url", envvar="LABEL_STUDIO_URL", default=None,
+              help="Label Studio's address, to link each trace to its task [env LABEL_STUDIO_URL].")
+@click.option("--resamples", default=2000, show_default=True, type=click.IntRange(0),
+              help="Bootstrap resamples for the --by intervals; 0 = no intervals.")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap.")
 @click.option("-q", "--quiet", is_flag=True, help="No terminal summary.")
-def report_command(inputs, config, correct_label, outcome_key, output, top, curve_x, no_plots, quiet):
+def report_command(inputs, config, correct_label, outcome_key, output, top, curve_x, no_plots, by, url, resamples,
+                   seed, quiet):
     """Error report (tables, plots, HTML) from trajectory_eval JSONL files or directories."""
     need_extra("analysis", *REPORT_NEEDS)
+    from ..analysis.agreement import assess
     from ..analysis.report import aggregate, terminal_summary, write_report
+    from ..studio.urls import task_url
 
     settings = _settings(config, correct_label, outcome_key)
     printer = _ErrorPrinter()
-    data = aggregate(inputs, settings, on_error=printer)
+    data = aggregate(inputs, settings, on_error=printer, by=by)
     if len(data.traces) == 0:
         raise _nothing_usable(printer)
+    several = data.traces["trace_id"].value_counts().max() >= 2
+    agreement = assess(inputs, settings) if several else None  # its rejected lines are printed already
+    link = (lambda project, task: task_url(url, project, task)) if url else None
     with writing(output):
-        out = write_report(data, output, top=top, curve_x=curve_x, plots=not no_plots, inputs=inputs)
+        out = write_report(data, output, top=top, curve_x=curve_x, plots=not no_plots, inputs=inputs,
+                           task_link=link, agreement=agreement, resamples=resamples, seed=seed)
     if not quiet:
         click.echo(terminal_summary(out))
     printer.done()
@@ -103,18 +119,12 @@ def report_command(inputs, config, correct_label, outcome_key, output, top, curv
 def agreement_command(inputs, config, correct_label, outcome_key, k, top, as_json, output):
     """Inter-annotator agreement on steps, error types, severity and first error."""
     need_extra("analysis", *AGREEMENT_NEEDS)
-    from ..analysis.agreement import collect, compute, format_table
-    from ..analysis.disagreement import Thresholds, disagreements_in
+    from ..analysis.agreement import assess, format_table
 
-    settings = _settings(config, correct_label, outcome_key)
     printer = _ErrorPrinter()
-    col = collect(inputs, settings, on_error=printer)
-    if len(col.a_trace) == 0:
+    result = assess(inputs, _settings(config, correct_label, outcome_key), k=k, top=top, on_error=printer)
+    if result.n_annotations == 0:
         raise _nothing_usable(printer)
-    result = compute(col, k=k)
-    result.disagreements = [d.to_json() for d in disagreements_in(
-        inputs, settings, Thresholds(first_error_steps=k), top, lines=col.trace_lines(),
-        wanted=col.multi_annotator_traces())]
     doc = result.to_json()
     if output:
         with writing(output):

@@ -56,6 +56,7 @@ def import_(inputs, project, create_title, config_path, layout, fmt, prelabels, 
             quiet, url, api_key):
     """Import trace JSONL INPUTS as tasks (skipping traces the project already has)."""
     from ..flows.importer import import_files
+    from ..studio.urls import label_stream_url
 
     if bool(project) == bool(create_title):
         raise click.UsageError("give either --project ID or --create TITLE")
@@ -73,7 +74,7 @@ def import_(inputs, project, create_title, config_path, layout, fmt, prelabels, 
     summary = run.summary
     click.echo(f"project {run.project_id}: imported {summary.imported}, skipped {summary.skipped} "
                f"(already there), rejected {summary.rejected}")
-    click.echo(f"annotate: {studio.label_stream_url(studio.server_url(url), run.project_id)}", err=True)
+    click.echo(f"annotate: {label_stream_url(studio.server_url(url), run.project_id)}", err=True)
     if summary.paged and summary.long_traces:
         click.echo(f"warning: {summary.long_traces} traces have more than {PAGED_MAX_STEPS} steps "
                    f"(longest {summary.max_steps}); the paged layout opens them slowly: prefer --layout transcript",

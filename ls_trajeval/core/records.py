@@ -161,6 +161,15 @@ class AnnotationRecord:
     #: the trace's metadata (agent, model, run, ...), when the export carries it
     metadata: dict = field(default_factory=dict)
 
+    def value(self, key: str) -> Any:
+        """What the record says for ``key``: a key of the trace's metadata (``metadata.KEY`` to say so), else a
+        top-level field (``annotator``, ``layout``, a whole-trace label, ...); None when it has neither."""
+        if key.startswith("metadata."):
+            return self.metadata.get(key[len("metadata."):])
+        if key in self.metadata:
+            return self.metadata[key]
+        return self.fields.get(key)
+
 
 def _number(x: Any) -> float | None:
     if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):

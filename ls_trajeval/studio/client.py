@@ -88,15 +88,6 @@ def server_url(url: str | None = None) -> str:
     return url.rstrip("/")
 
 
-def label_stream_url(url: str, project_id: int) -> str:
-    """Where annotators should label a project: the label stream ("Label All Tasks").
-
-    It opens a long trace about 1.4-2x sooner than the Data Manager's quick view (``?task=ID``), whose
-    annotation tabs serialise every annotation on each render (benchmarks/bench_browser.py).
-    """
-    return f"{url.rstrip('/')}/projects/{project_id}/data?labeling=1"
-
-
 def connect(url: str | None = None, api_key: str | None = None, timeout: float = 120) -> LabelStudio:
     """A client for ``url`` (or $LABEL_STUDIO_URL) with ``api_key`` (or $LABEL_STUDIO_API_KEY).
 

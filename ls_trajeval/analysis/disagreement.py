@@ -101,10 +101,11 @@ class TraceDisagreement:
         return sum(kind in s.kinds for s in self.steps)
 
     def summary(self) -> dict:
-        """Flat, sortable values (for Data Manager columns and tables); step numbers as the UI shows them."""
+        """Flat, sortable values, keyed by :data:`ls_trajeval.core.fields.DISPUTE_FIELDS` (a review task's Data
+        Manager columns, the adjudication tables); step numbers as the UI shows them."""
         return {
             "disputedness": round(self.score, 4),
-            "annotators": len(self.annotators),
+            "n_annotators": len(self.annotators),
             "disputed_steps": len(self.steps),
             "correctness_disputes": self.count("correctness"),
             "error_type_disputes": self.count("error_type"),

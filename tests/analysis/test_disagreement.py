@@ -100,3 +100,11 @@ def test_streaming_groups_and_latest_line_wins(hand_export, tmp_path):
 def test_one_trace_only(groups):
     with pytest.raises(ValueError):
         find_disagreements(groups["T1"] + groups["T2"], S)
+
+
+def test_the_summary_is_the_review_tasks_columns(groups):
+    from ls_trajeval.core.fields import DISPUTE_FIELDS
+
+    d = find_disagreements(groups["T1"], S)
+    assert tuple(d.summary()) == DISPUTE_FIELDS
+    assert d.to_json()["annotators"] == [r.annotator for r in groups["T1"]]  # the list, not its length

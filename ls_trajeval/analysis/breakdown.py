@@ -100,7 +100,7 @@ def trace_table(traces: pd.DataFrame, link: Optional[Callable[[int, int], str]] 
     errors as the UI numbers steps, one per annotation; ``link(project_id, task_id)`` gives each row its task's
     address in Label Studio. With ``by``, a column of that name holds the trace's groups (several when the key is
     a field of the annotation, such as ``annotator``)."""
-    has_group = by is not None and "group" in traces.columns
+    has_group = by not in (None, "trace_id") and "group" in traces.columns
     rows = []
     for tid, t in traces.groupby("trace_id", observed=True, sort=False):
         firsts = [step_number(int(v)) if not pd.isna(v) else "none" for v in t["first_error_step"]]

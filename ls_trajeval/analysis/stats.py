@@ -94,14 +94,18 @@ def bootstrap_intervals(counts: np.ndarray, figures, resamples: int = 2000, seed
     shape (..., k) to the figures, shape (m, ...). Units are resampled rather than steps because the steps of one
     trace are not independent. A figure undefined (NaN) on some resamples, such as a precision when a resample
     holds no predicted error, gets the interval of the resamples where it is defined; (NaN, NaN) when there are
-    none, or no units, or ``resamples`` is 0. Returns (low, high), arrays of length m.
+    none, or no units, or ``resamples`` is 0; one unit's interval is its value. Returns (low, high), arrays of
+    length m.
     """
     from scipy.stats import DegenerateDataWarning, bootstrap
 
     counts = np.asarray(counts, dtype=float)
-    m = len(np.atleast_1d(figures(counts.sum(axis=0))))
+    point = np.atleast_1d(np.asarray(figures(counts.sum(axis=0)), dtype=float))
+    m = len(point)
     if len(counts) == 0 or resamples <= 0:
         return np.full(m, np.nan), np.full(m, np.nan)
+    if len(counts) == 1:  # every resample is the one unit (scipy wants two)
+        return point.copy(), point.copy()
 
     def statistic(rows, axis=-1):
         with np.errstate(divide="ignore", invalid="ignore"):

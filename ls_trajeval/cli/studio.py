@@ -173,8 +173,9 @@ def export(project, output, per_annotator, gold, aggregate, review, predictions,
               help="the same for the error type, among the annotators who marked the step wrong")
 @click.option("--severity-ranks", type=click.IntRange(0), default=0, show_default=True,
               help="severities are disputed when more than this many levels apart")
-@click.option("--first-error-steps", type=click.IntRange(0), default=0, show_default=True,
-              help="first error steps are disputed when more than this many steps apart")
+@click.option("--first-error-steps", type=click.IntRange(0), default=2, show_default=True,
+              help="first error steps are disputed when more than this many steps apart (as agreement --k); a "
+              "trace one annotator finds no error in is always disputed")
 @project_config_option
 @studio_options
 def adjudicate(project, create_title, into, correctness_share, type_share, severity_ranks, first_error_steps,

@@ -64,13 +64,15 @@ class _Trace:
 
 
 def find_disputes(client, project: dict, config: Config, thresholds: Thresholds, summary: AdjudicationSummary,
-                  page_size: int = 100) -> dict[str, _Trace]:
+                  held: set[str] = frozenset(), page_size: int = 100) -> dict[str, _Trace]:
     """trace id -> the task, its disagreement and each annotator's labels, for every trace of ``project`` that two
-    or more annotators labelled."""
+    or more annotators labelled and that is disputed or in ``held`` (the others are counted in
+    ``summary.compared`` and dropped: a large project's traces are not all held in memory)."""
     settings = from_config(config)
     layout = layout_of(project.get("label_config") or "")
     users = studio.users_by_id(client)
     found: dict[str, _Trace] = {}
+    seen: dict[str, int] = {}  # trace id -> its task
     export = ExportSummary()
     for task in studio.iter_tasks(client, project["id"], only_annotated=True, page_size=page_size):
         recs, labels = [], {}
@@ -92,12 +94,15 @@ def find_disputes(client, project: dict, config: Config, thresholds: Thresholds,
         if len(recs) < 2:
             continue
         tid = recs[0].trace_id
-        if tid in found:
-            summary.warnings.append(f"task {task['id']}: trace {tid!r} is also task {found[tid].task['id']}; "
-                                    f"only that one is compared")
+        if tid in seen:
+            summary.warnings.append(f"task {task['id']}: trace {tid!r} is also task {seen[tid]}; only that one is "
+                                    f"compared")
             continue
-        found[tid] = _Trace(task, find_disagreements(recs, settings, thresholds),
-                            {r.annotator: labels[r.annotator] for r in recs})
+        seen[tid] = task["id"]
+        dispute = find_disagreements(recs, settings, thresholds)
+        if dispute.disputed or tid in held:
+            found[tid] = _Trace(task, dispute, {r.annotator: labels[r.annotator] for r in recs})
+    summary.compared = len(seen)
     summary.warnings.extend(export.warnings)
     return found
 
@@ -146,12 +151,6 @@ def adjudicate(client, project_id: int, *, create_title: str | None = None, into
     source = studio.get_project(client, project_id)
     config = project_config(source, config)
     layout = layout_of(source.get("label_config") or "")
-    traces = find_disputes(client, source, config, thresholds, summary, page_size)
-    summary.compared = len(traces)
-    disputed = sorted((t for t in traces.values() if t.dispute.disputed),
-                      key=lambda t: (-t.dispute.score, -len(t.dispute.steps), t.dispute.trace_id))
-    summary.disputed = len(disputed)
-    summary.disputes = [t.dispute for t in disputed]
     project = review_project(client, source, config, layout, create_title=create_title, into=into, summary=summary)
     summary.review_project_id = pid = project["id"]
     held = {}
@@ -160,6 +159,11 @@ def adjudicate(client, project_id: int, *, create_title: str | None = None, into
             tid = (task.get("meta") or {}).get(META_TRACE_ID) or (task.get("data") or {}).get(config.id_key)
             if tid is not None:
                 held.setdefault(str(tid), task)
+    traces = find_disputes(client, source, config, thresholds, summary, set(held), page_size)
+    disputed = sorted((t for t in traces.values() if t.dispute.disputed),
+                      key=lambda t: (-t.dispute.score, -len(t.dispute.steps), t.dispute.trace_id))
+    summary.disputed = len(disputed)
+    summary.disputes = [t.dispute for t in disputed]
     new = []
     for t in disputed:
         tid = t.dispute.trace_id

@@ -139,3 +139,9 @@ def test_cli_by_and_url(export, tmp_path):
     assert t.loc[0, "link"] == "http://ls:8080/projects/4/data?task=15"
     g = pd.read_csv(tmp_path / "r" / "groups.csv")
     assert list(g.columns[:5]) == ["agent", "annotations", "traces", "steps", "errors"]
+
+
+def test_a_group_of_one_trace_has_its_value_as_interval(export, tmp_path):
+    g = write_report(aggregate([str(export)], by="trace_id"), tmp_path / "t", plots=False).tables["groups"]
+    p1 = g.set_index("trace_id").loc["P1"]
+    assert (p1["error_rate"], p1["error_rate_low"], p1["error_rate_high"]) == (0.25, 0.25, 0.25)

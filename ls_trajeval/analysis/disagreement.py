@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterable, Optional, Sequence
 
 from ..core.labels import step_number
@@ -77,9 +77,6 @@ class StepDispute:
     def number(self) -> str:
         return step_number(self.step_index)
 
-    def describe(self) -> str:
-        return "; ".join(f"{who}: {lab}" for who, lab in self.labels.items())
-
 
 @dataclass
 class TraceDisagreement:
@@ -90,8 +87,6 @@ class TraceDisagreement:
     first_errors: dict  # annotator -> 0-based first error step or None
     first_error_disputed: bool
     score: float
-    #: where each annotator's record came from (file:line), for located messages
-    sources: dict = field(default_factory=dict)
 
     @property
     def disputed(self) -> bool:
@@ -191,8 +186,7 @@ def find_disagreements(records: Sequence[AnnotationRecord], settings: AnalysisSe
     total = sum(s.score for s in steps) + (th.weight_first_error * (1 - share) if fe_disputed else 0.0)
     return TraceDisagreement(
         trace_id=records[0].trace_id if records else "", annotators=names, n_steps=n_steps, steps=steps,
-        first_errors=firsts, first_error_disputed=fe_disputed, score=total,
-        sources={r.annotator: f"{r.source}:{r.line}" for r in records})
+        first_errors=firsts, first_error_disputed=fe_disputed, score=total)
 
 
 def rank_disagreements(groups: Iterable[tuple], settings: AnalysisSettings,

@@ -48,7 +48,7 @@ def test_t1_by_hand(groups):
     assert (s["correctness_disputes"], s["error_type_disputes"], s["severity_disputes"]) == (3, 1, 1)
     assert s["first_errors"] == "alice@example.com: #2; bob@example.com: #2; carol@example.com: #2"
     assert by[1].labels["carol@example.com"].error_type == "wrong_arguments"
-    assert "bob@example.com: incorrect action/wrong_tool critical" in by[1].describe()
+    assert str(by[1].labels["bob@example.com"]) == "incorrect action/wrong_tool critical"
 
 
 def test_ranking_and_first_error(groups):

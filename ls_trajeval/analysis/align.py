@@ -254,7 +254,9 @@ def format_text(result: AlignResult) -> str:
              + (f"; {len(result.gold_only)} only in GOLD" if result.gold_only else "")
              + (f"; {len(result.mismatches)} with different step counts (left out)" if result.mismatches else "")]
     width = max(len(k) for k in result.metrics)
-    lines.append(f"  {'figure':<{width}}  {'value':>6}  {'95% interval':<15}  over")
+    spans = {name: f"[{f(m.low)}, {f(m.high)}]" for name, m in result.metrics.items()}
+    span_width = max(len("95% interval"), *map(len, spans.values()))
+    lines.append(f"  {'figure':<{width}}  {'value':>6}  {'95% interval':<{span_width}}  over")
     for name, m in result.metrics.items():
-        lines.append(f"  {name:<{width}}  {f(m.value):>6}  [{f(m.low)}, {f(m.high)}]  {m.n} {m.unit}")
+        lines.append(f"  {name:<{width}}  {f(m.value):>6}  {spans[name]:<{span_width}}  {m.n} {m.unit}")
     return "\n".join(lines)

@@ -6,8 +6,8 @@
 1. Latency: a real ``ls-trajeval ml serve`` (gunicorn) process; 16 concurrent clients POST /predict
    with one task of 10, 200 and 1000 steps; p50/p99 per size, requests/s, errors. Anchor: the goal,
    p99 < 100 ms at 200 steps (ratio printed). With ``--baseline-python`` (an interpreter with another
-   version of ls-trajeval installed, e.g. a venv of an older checkout) both servers are measured in turn,
-   baseline first, ``--rounds`` times, and the medians of the runs are compared side by side: on a
+   version of ls-trajeval installed, e.g. a venv of an older checkout) both servers are measured in turn
+   (ABBA order), ``--rounds`` times, and the medians of the runs are compared side by side: on a
    shared machine only interleaved runs make a fair comparison. Each interpreter needs ls-trajeval[ml]
    installed (this checkout's venv has it editable); neither server is run from the checkout's folder.
 2. Precision (and recall) per detector on the hand-labelled traces in ``LABELLED`` below: every step
@@ -401,7 +401,9 @@ def main():
           f"{args.clients * args.requests} requests per size ({os.cpu_count()} CPUs)")
     runs: dict[str, list[list[dict]]] = {name: [] for name, _ in stacks}
     for round_no in range(1, args.rounds + 1):
-        for name, python in stacks:
+        # baseline first in odd rounds, last in even ones: a load that grows or fades during the run
+        # favours neither
+        for name, python in stacks if round_no % 2 else stacks[::-1]:
             load = os.getloadavg()[0]
             runs[name].append(serve_and_measure(python, args))
             print_runs(f"\n### {name}, run {round_no} (load average {load:.1f} at start)", runs[name][-1])

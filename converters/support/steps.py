@@ -141,11 +141,16 @@ class StepList:
     result, so the trace shows A, result A, B, result B. ``key`` pairs a call with its result (the
     source's call id, or one the converter makes up); the steps show an id only where the converter
     put one in their metadata. A result whose call is unknown stays where it came, marked ``unpaired``.
+
+    Some sources reuse a call id within one trace (tau-bench's recorded OpenAI ids, a retried call):
+    a result goes to the earliest call with its key that has no result yet, and only when every such
+    call is answered, after the latest one (a second result of the same call).
     """
 
     def __init__(self) -> None:
         self._slots: list[list[Step]] = []
-        self._calls: dict[str, list[Step]] = {}
+        self._open: dict[str, list[list[Step]]] = {}  # calls with no result yet, oldest first, by key
+        self._last: dict[str, list[Step]] = {}  # the latest call of each key
 
     def add(self, s: Step) -> None:
         self._slots.append([s])
@@ -154,11 +159,21 @@ class StepList:
         slot = [s]
         self._slots.append(slot)
         if key is not None and key != "":
-            self._calls[str(key)] = slot
+            k = key if key.__class__ is str else str(key)
+            self._last[k] = slot
+            waiting = self._open.get(k)
+            if waiting is None:
+                self._open[k] = [slot]
+            else:
+                waiting.append(slot)
 
     def result(self, key: Any, s: Step) -> bool:
         """Put a result after its call; False (and kept in place) when the call is unknown."""
-        slot = self._calls.get(str(key)) if key is not None else None
+        slot = None
+        if key is not None:
+            k = key if key.__class__ is str else str(key)
+            waiting = self._open.get(k)
+            slot = waiting.pop(0) if waiting else self._last.get(k)
         if slot is None:
             if key is not None:
                 step_metadata(s)["unpaired"] = True
@@ -168,7 +183,7 @@ class StepList:
         return True
 
     def has_call(self, key: Any) -> bool:
-        return key is not None and str(key) in self._calls
+        return key is not None and str(key) in self._last
 
     def steps(self) -> list[Step]:
         return [s for slot in self._slots for s in slot]

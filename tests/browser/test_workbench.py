@@ -248,6 +248,8 @@ def test_keyboard_in_the_workbench(guard, long_projects, tmp_path):
     hand.press("Control+ArrowRight")  # selects the mark in the current step
     hand.press(hotkey(a, ".te-types label", "Wrong Arguments"))
     hand.press("Enter")  # focuses the selected mark's rationale
+    # as a person waits for the cursor: keys typed before the box has the focus are hotkeys
+    a.page.wait_for_function("() => document.activeElement && document.activeElement.tagName === 'TEXTAREA'")
     hand.type(RATIONALE)
     hand.press("Enter")  # adds it and leaves the box
     assert step_values(a, STEP) == {"mark": ["incorrect"], "severity": ["major"], "type": ["wrong_arguments"],

@@ -15,6 +15,8 @@ from ls_trajeval.core.trace import Trace, TraceError, parse_trace
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "converters"
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
+#: files in the fixture folders that describe the logs beside them (where they come from) and are no logs
+NOT_LOGS = frozenset({"README.md", "PROVENANCE.md"})
 SCARY = 'Füße <script>alert("x")</script> & ünïcødé ✓'
 #: real agent logs of the formats with real fixtures; other converters must not claim them
 REAL_LOG_DIRS = ("swe_agent", "inspect_ai", "claude_code")

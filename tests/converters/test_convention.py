@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, REAL, run
+from conftest import FIXTURES, NOT_LOGS, REAL, run
 from ls_trajeval.converters.registry import all_converters
 from ls_trajeval.converters.support.files import make_sample
 from ls_trajeval.converters.support.steps import convention_problems
@@ -15,7 +15,7 @@ PASS_THROUGH = {"trace_jsonl"}
 
 
 def fixture_files() -> list[Path]:
-    return sorted(p for d in (FIXTURES, REAL) for p in d.rglob("*") if p.is_file() and p.name != "README.md")
+    return sorted(p for d in (FIXTURES, REAL) for p in d.rglob("*") if p.is_file() and p.name not in NOT_LOGS)
 
 
 def cases() -> list[tuple[str, Path]]:

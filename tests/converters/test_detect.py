@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from conftest import FIXTURES, REAL
+from conftest import FIXTURES, NOT_LOGS, REAL
 from ls_trajeval.flows.convert import FormatError, detect_format
 
 EXPECTED = {
@@ -27,6 +27,17 @@ EXPECTED = {
     "inspect_ai/log_tool_call_error.json": "inspect_ai",
     "swe_agent/function_calling_simple.traj": "swe_agent",
     "swe_agent/swe-agent__test-repo-i1.traj": "swe_agent",
+    "gemini_cli/session-2025-12-01T21-45-5b959dae.json": "gemini_cli",
+    "gemini_cli/session-2026-01-16T11-01-file-ops-37b7abef.json": "gemini_cli",
+    "gemini_cli/logs.json": "gemini_cli",
+    "openhands/trajs_basic_gui_mode.json": "openhands",
+    "openhands/multi_swe_bench_output.jsonl": "openhands",
+    "openhands/resolver_output.jsonl": "openhands",
+    "tau_bench/gpt-4o-airline.first10.json": "tau_bench",
+    "tau_bench/e2e_telecom_baseline.json": "tau_bench",
+    "cline/roo_natural-mini-uncondensed/api_conversation_history.json": "cline",
+    "cline/roo_natural-mini-uncondensed/ui_messages.json": "cline",
+    "cline/roo_natural-mini-uncondensed/task_metadata.json": "cline",
 }
 
 
@@ -40,7 +51,7 @@ def test_auto_picks_the_format(name):
 
 def test_every_fixture_is_detected():
     """All fixture files, part B's included: each gets exactly one confident format."""
-    files = [p for p in FIXTURES.rglob("*") if p.is_file()] + ([p for p in REAL.rglob("*") if p.is_file() and p.name != "README.md"] if REAL.exists() else [])
+    files = [p for d in (FIXTURES, REAL) for p in d.rglob("*") if p.is_file() and p.name not in NOT_LOGS]
     for p in files:
         detect_format(p)  # raises FormatError when unknown or ambiguous
 

@@ -31,7 +31,7 @@ def test_the_base_install_is_the_plugin_without_server_or_analysis_stack():
     assert base == BASE
     assert extras["analysis"] == ANALYSIS
     assert extras["server"] == {"label-studio"}
-    assert {"label-studio-ml", "gunicorn"} <= extras["ml"]
+    assert {"flask", "gunicorn"} <= extras["ml"] and "label-studio-ml" not in extras["ml"]
     # the test extra brings everything the suite runs against, through the extras themselves
     assert "ls-trajeval" in extras["test"]
 

@@ -141,7 +141,8 @@ def test_predict_with_the_editors_regions_gives_the_live_score(client):
     assert pred["score"] == 100 - 5 - 10
     assert pred["result"][0]["from_name"] == "error_localization_live_score"
     assert pred["result"][0]["value"]["text"][0].splitlines() == [
-        "Running score: 85 of 100", "step 2: \u22125 (Major)", "step 4: \u221210 (Critical)"]
+        "Running score now: 85 of 100", "#2 \u00b7 Action: \u22125 (Major) \u00b7 Logical Error",
+        "#4 \u00b7 Thought: \u221210 (Critical) \u00b7 Logical Error"]
     # the paged layout has no live box: nothing to fill
     paged = predict_body("paged", params=body["params"])
     assert client.post("/predict", json=paged, headers=AUTH).json["results"][0]["result"] == []

@@ -105,4 +105,4 @@ def test_label_studio_mls_server_serves_our_model(lsml_server, real_task):
     regions = marks(task["data"]["te_transcript"], (1, "major"), (3, "critical"))
     live = httpx.post(lsml_server + "/predict", timeout=60,
                       json={**body, "params": {**body["params"], "context": {"result": regions}}}).json()["results"][0]
-    assert live["score"] == 85 and live["result"][0]["value"]["text"][0].startswith("Running score: 85 of 100")
+    assert live["score"] == 85 and live["result"][0]["value"]["text"][0].startswith("Running score now: 85 of 100")

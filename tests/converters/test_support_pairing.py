@@ -1,0 +1,42 @@
+"""StepList pairing when a source reuses call ids (tau-bench's recorded OpenAI ids, providers that give
+parallel calls one id): each result goes to the earliest call of its id still waiting for one."""
+from ls_trajeval.converters.support.steps import StepList, step
+
+
+def _contents(out):
+    return [s.content for s in out.steps()]
+
+
+def test_an_id_reused_in_a_later_turn_pairs_with_the_later_call():
+    out = StepList()
+    out.call("c1", step("action", "get_user", ""))
+    out.result("c1", step("observation", "user"))
+    out.call("c1", step("action", "calculate", ""))
+    out.result("c1", step("observation", "42"))
+    assert _contents(out) == ["get_user", "user", "calculate", "42"]
+
+
+def test_parallel_calls_sharing_an_id_take_their_results_in_order():
+    out = StepList()
+    out.call("same", step("action", "a", ""))
+    out.call("same", step("action", "b", ""))
+    out.result("same", step("observation", "ra"))
+    out.result("same", step("observation", "rb"))
+    assert _contents(out) == ["a", "ra", "b", "rb"]
+
+
+def test_a_second_result_of_an_answered_call_follows_the_latest_call():
+    out = StepList()
+    out.call("k", step("action", "a", ""))
+    out.result("k", step("observation", "r1"))
+    out.result("k", step("observation", "r2"))
+    assert _contents(out) == ["a", "r1", "r2"]
+    assert out.has_call("k") and not out.has_call("other")
+
+
+def test_an_unknown_id_stays_in_place_marked_unpaired():
+    out = StepList()
+    out.call("k", step("action", "a", ""))
+    assert out.result("x", step("observation", "orphan")) is False
+    assert _contents(out) == ["a", "orphan"]
+    assert out.steps()[1].extra["metadata"] == {"unpaired": True}

@@ -13,14 +13,15 @@ import itertools
 import math
 from array import array
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
+from typing import Iterable, Optional, Sequence
 
 import numpy as np
 
 from ..core.records import AnnotationRecord
 from ..core.trace import TraceError
 from .codes import Codes
-from .settings import AnalysisSettings, read, running_curve, severity_rank_order
+from .disagreement import Thresholds, disagreements_in
+from .settings import AnalysisSettings, read, severity_rank_order
 from .stats import cohen_kappa, counts_table, fleiss_kappa, krippendorff_alpha
 
 
@@ -42,7 +43,6 @@ class AgreementCollector:
         self.a_annot = array("i")
         self.a_n = array("i")
         self.a_first = array("i")
-        self.a_final = array("d")
         self.gaps: dict = {}  # row -> explicit step indices, for the rare annotation not covering 0..n-1
         self.e_row = array("i")
         self.e_step = array("i")
@@ -80,8 +80,16 @@ class AgreementCollector:
         # only the steps listed count as rated: a step missing from the list is missing data
         self.a_n.append(idx[-1] + 1 if idx else 0)
         self.a_first.append(first)
-        curve = running_curve(rec, s)
-        self.a_final.append(curve[-1] if curve else s.initial_for(rec))
+
+    def trace_lines(self) -> dict:
+        """trace_id -> valid lines read, and the ids of traces with two or more annotators: what
+        ``disagreement.disagreements_in`` needs to skip its counting pass."""
+        counts = np.bincount(_np(self.a_trace, np.int32), minlength=len(self.traces.values))
+        return {t: int(n) for t, n in zip(self.traces.values, counts)}
+
+    def multi_annotator_traces(self) -> set:
+        per_trace = np.bincount([t for t, _ in self.latest], minlength=len(self.traces.values))
+        return {self.traces.values[i] for i in np.flatnonzero(per_trace >= 2)}
 
 
 def _np(a: array, dtype) -> np.ndarray:
@@ -97,7 +105,9 @@ class AgreementResult:
     statistics: dict
     per_annotator: list
     first_error: dict
-    disagreements: list
+    #: the adjudication list (``TraceDisagreement.to_json()`` of :mod:`.disagreement`), most disputed first;
+    #: :func:`assess` fills it
+    disagreements: list = field(default_factory=list)
     notes: list = field(default_factory=list)
 
     def to_json(self) -> dict:
@@ -122,14 +132,13 @@ class AgreementResult:
         })
 
 
-def compute(c: AgreementCollector, k: int = 2, top: int = 20) -> AgreementResult:
+def compute(c: AgreementCollector, k: int = 2) -> AgreementResult:
     """All agreement statistics over traces that have two or more annotators."""
     keep_rows = np.array(sorted(c.latest.values()), dtype=np.int64)
     a_trace = _np(c.a_trace, np.int32)[keep_rows]
     a_annot = _np(c.a_annot, np.int32)[keep_rows]
     a_n = _np(c.a_n, np.int32)[keep_rows]
     a_first = _np(c.a_first, np.int32)[keep_rows]
-    a_final = np.frombuffer(c.a_final, np.float64)[keep_rows] if len(c.a_final) else np.zeros(0)
     n_ann_total = len(c.a_trace)
     raters_per_trace = np.bincount(a_trace, minlength=len(c.traces.values))
     multi = raters_per_trace[a_trace] >= 2
@@ -143,10 +152,10 @@ def compute(c: AgreementCollector, k: int = 2, top: int = 20) -> AgreementResult
                 annotators=annotators)
     if not multi.any():
         notes.append("no trace has two or more annotators: nothing to compare")
-        return AgreementResult(**base, statistics=stats, per_annotator=[], first_error={}, disagreements=[], notes=notes)
+        return AgreementResult(**base, statistics=stats, per_annotator=[], first_error={}, notes=notes)
 
     rows = keep_rows[multi]
-    tr, an, nn, fe, fs = a_trace[multi], a_annot[multi], a_n[multi], a_first[multi], a_final[multi]
+    tr, an, nn, fe = a_trace[multi], a_annot[multi], a_n[multi], a_first[multi]
     # Step units: trace t's steps get ids base[t] .. base[t] + max_n(t) - 1.
     n_trace = len(c.traces.values)
     max_n = np.zeros(n_trace, np.int64)
@@ -228,9 +237,7 @@ def compute(c: AgreementCollector, k: int = 2, top: int = 20) -> AgreementResult
 
     first = _first_error_agreement(tr, an, fe, k, annotators)
     per_annot = _vs_majority(err_u, annotators, an, tr)
-    dis = _disagreements(corr, units, unit_base, max_n, tr, an, fe, fs, c, annotators, top)
-    return AgreementResult(**base, statistics=stats, per_annotator=per_annot, first_error=first,
-                           disagreements=dis, notes=notes)
+    return AgreementResult(**base, statistics=stats, per_annotator=per_annot, first_error=first, notes=notes)
 
 
 def _pairwise_agreement(m: np.ndarray) -> float:
@@ -318,43 +325,6 @@ def _vs_majority(err_u: np.ndarray, annotators: list, an, tr) -> list:
     return out
 
 
-def _disagreements(corr, units, unit_base, max_n, tr, an, fe, fs, c, annotators, top) -> list:
-    """Traces ranked by steps whose labels are not unanimous, then by first-error spread."""
-    rated = corr >= 0
-    non_unan = np.zeros(corr.shape[0], dtype=bool)
-    m = corr[units]
-    lo = np.where(m >= 0, m, np.iinfo(np.int16).max).min(axis=1)
-    hi = m.max(axis=1)
-    non_unan[np.flatnonzero(units)] = lo != hi
-    trace_of_unit = np.repeat(np.arange(len(max_n)), max_n)
-    dis_steps = np.bincount(trace_of_unit[non_unan], minlength=len(max_n))
-    n_cmp = np.bincount(trace_of_unit[units], minlength=len(max_n))
-    del rated
-    spread = {}
-    by_trace: dict = {}
-    for i in range(len(tr)):
-        by_trace.setdefault(int(tr[i]), []).append(i)
-    for t, idx in by_trace.items():
-        f = [int(fe[i]) for i in idx]
-        known = [x for x in f if x >= 0]
-        spread[t] = (max(known) - min(known) if known else 0) + (1 if 0 < len(known) < len(f) else 0)
-    cand = sorted(by_trace, key=lambda t: (-int(dis_steps[t]), -spread[t], c.traces.values[t]))
-    out = []
-    for t in cand[:top]:
-        if dis_steps[t] == 0 and spread[t] == 0:
-            break
-        idx = by_trace[t]
-        steps = np.flatnonzero(non_unan[unit_base[t]:unit_base[t] + max_n[t]]).tolist()
-        out.append({
-            "trace_id": c.traces.values[t], "annotators": [annotators[an[i]] for i in idx],
-            "steps": int(max_n[t]), "steps_compared": int(n_cmp[t]), "disagreeing_steps": int(dis_steps[t]),
-            "disagreeing_step_indices": steps[:50],
-            "first_error_steps": [None if fe[i] < 0 else int(fe[i]) for i in idx],
-            "final_scores": [float(fs[i]) for i in idx],
-        })
-    return out
-
-
 def collect(inputs: Iterable[str], settings: Optional[AnalysisSettings] = None, on_error=None) -> AgreementCollector:
     col = AgreementCollector(settings)
     for item in read(list(inputs), col.s):
@@ -365,6 +335,20 @@ def collect(inputs: Iterable[str], settings: Optional[AnalysisSettings] = None, 
         else:
             col.add(item)
     return col
+
+
+def assess(inputs: Sequence[str], settings: Optional[AnalysisSettings] = None, *, k: int = 2, top: int = 20,
+           on_error=None) -> AgreementResult:
+    """Everything ``agreement`` reports: the statistics (:func:`compute`) and the adjudication list, the ``top``
+    traces the disagreement finder ranks most disputed (first errors more than ``k`` steps apart disputed).
+    ``n_annotations`` is 0 when the inputs hold no valid line."""
+    col = collect(inputs, settings, on_error=on_error)
+    result = compute(col, k=k)
+    if col.multi_annotator_traces():
+        result.disagreements = [d.to_json() for d in disagreements_in(
+            inputs, col.s, Thresholds(first_error_steps=k), top, lines=col.trace_lines(),
+            wanted=col.multi_annotator_traces())]
+    return result
 
 
 def _f(v) -> str:
@@ -406,8 +390,8 @@ def format_table(r: AgreementResult) -> str:
                          f"{_f(p['kappa_with_majority']):>7} {(_f(er * 100) if er == er else '–'):>6}")
         lines.append("  (against the majority of the other annotators of each step; ties left out)")
     if r.disagreements:
-        lines += ["", "  most disagreement (for adjudication):"]
+        lines += ["", "  most disagreement (for adjudication; steps as the UI numbers them):"]
         for d in r.disagreements[:10]:
-            lines.append(f"    {d['trace_id']}: {d['disagreeing_steps']}/{d['steps_compared']} steps, "
-                         f"first errors {d['first_error_steps']}")
+            lines.append(f"    {d['trace_id']}: disputedness {d['disputedness']:.2f}, steps {d['steps_in_dispute'] or '–'}, "
+                         f"first errors {d['first_errors']}")
     return "\n".join(lines)

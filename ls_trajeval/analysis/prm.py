@@ -1,26 +1,37 @@
-"""Process-reward training data in TRL's stepwise-supervision shape.
+"""Process-reward training data from one export, in several shapes.
 
-Each output line is ``{"prompt": task, "completions": [step text, ...], "labels": [bool, ...]}``
-(one label per step, True = the step is good), optionally with ``trace_id`` / ``annotators``.
+Each output line is ``{"prompt": task, "completions": [step text, ...], "labels": [...]}`` (one label per
+completion), optionally with ``trace_id`` / ``annotators``. The shape decides the labels:
+
+- ``trl`` — TRL's stepwise supervision: ``True`` = a good step;
+- ``prm800k`` — PRM800K-style ratings: ``1`` a correct step, ``0`` a partially correct one, ``-1`` an error;
+- ``soft`` — severity-weighted soft labels in [0, 1]: ``1`` a correct step, an error
+  ``1 - |weight(severity)| / max |weight|`` (minor 0.9, major 0.5, critical 0 with the default weights);
+  an error without a severity is ``0``, a partial one without a severity ``0.5``.
+
+**Steps.** By default only the agent's own steps (``thought``, ``action``, ``code``, ``message``; a step without
+a type counts as the agent's) become completions. The other steps — tool observations, errors, system prompts
+— are context: those before the first agent step are appended to the prompt, those between two agent steps
+lead the next completion (``[observation]`` and its text, then the step), those after the last one are
+dropped. Their labels are not used. ``agent_steps=None`` keeps every step as a completion (the shape before
+this option existed).
 
 Label rules, in the order they are applied:
 
-1. Per annotation, each step's vote: a correct label is True, an error label False, except the
-   partial labels (``partially_correct``), which follow ``partial``: ``true``, ``false`` or
-   ``drop`` (the annotator abstains on that step; a step nobody votes on is removed from the
-   example, so its text is gone from the prefix too).
-2. Annotators are merged per step (``merge``):
-   ``majority`` - True if more True than False votes; **a tie is False** (an error that half
-   of the annotators saw is not a step to reward);
-   ``any-error`` - False if any annotator voted False;
-   ``per-annotator`` - no merging, one example per annotation.
-3. After the first False step (``after_error``): ``keep`` the labels as they are, mark every
-   later step ``false``, or ``truncate`` the example after the first error (the usual PRM
-   convention: a step that follows a mistake is not evidence about a sound prefix).
+1. Per annotation, each step's vote. For ``trl``, a partial label (``partially_correct``) follows
+   ``partial``: ``true``, ``false`` or ``drop`` (the annotator abstains; a step nobody votes on is removed,
+   its text too). ``prm800k`` and ``soft`` keep partial steps as such.
+2. Annotators are merged per step (``merge``): ``majority`` — the most common vote; **a tie goes to the
+   worse label** (an error that half of the annotators saw is not a step to reward); for ``soft`` the mean;
+   ``any-error`` — the worst vote; ``per-annotator`` — one example per annotation.
+3. After the first error (``after_error``): ``keep`` the labels, ``cascade`` (alias ``false``) — every later
+   step gets the shape's negative label (``False``, ``-1``, ``0.0``), or ``truncate`` the example after the
+   first error. The first error is a ``False`` (``trl``), a ``-1`` (``prm800k``), or for ``soft`` the step whose
+   ``trl`` label would be ``False``.
 
-Merged output needs every annotation of a trace, which may sit in different files, so it reads
-the inputs twice: once for the votes (a few bytes per step), once for the step texts, writing each
-trace as soon as its text is read. Output follows first appearance in the inputs.
+Merged output needs every annotation of a trace, which may sit in different files, so it reads the inputs
+twice: once for the votes (a few bytes per step and annotator), once for the step texts, writing each trace
+as soon as its text is read. Output follows first appearance in the inputs.
 """
 from __future__ import annotations
 
@@ -33,156 +44,175 @@ from ..core.records import AnnotationRecord
 from ..core.trace import TraceError
 from .settings import AnalysisSettings, read
 
+SHAPES = ("trl", "prm800k", "soft")
 PARTIAL_CHOICES = ("true", "false", "drop")
-AFTER_ERROR_CHOICES = ("keep", "false", "truncate")
+AFTER_ERROR_CHOICES = ("keep", "cascade", "false", "truncate")
 MERGE_CHOICES = ("majority", "any-error", "per-annotator")
+AGENT_STEPS = ("thought", "action", "code", "message")
+_NEGATIVE = {"trl": False, "prm800k": -1, "soft": 0.0}
 
 
 @dataclass
 class PrmStats:
     examples: int = 0
     steps: int = 0
-    true_labels: int = 0
+    true_labels: int = 0  # steps labelled as fully good (True, 1, 1.0)
     dropped_steps: int = 0
+    context_steps: int = 0  # steps folded into the prompt or the next completion
     empty_examples: int = 0  # traces left with no step (all dropped), not written
 
 
-def step_votes(rec: AnnotationRecord, settings: AnalysisSettings, partial: str) -> list:
-    """(step_index, vote) per step: True, False, or None for an abstention."""
-    out = []
-    for st in rec.steps:
-        if not settings.is_error(st.correctness):
-            out.append((st.step_index, True))
-        elif st.correctness in settings.partial_labels:
-            out.append((st.step_index, None if partial == "drop" else partial == "true"))
+class _Votes:
+    """One annotation's votes: a code per step (1 correct, 0 partial, -1 error, or abstain) and a soft value."""
+
+    __slots__ = ("code", "soft")
+
+    def __init__(self, rec: AnnotationRecord, settings: AnalysisSettings) -> None:
+        weights = settings.weights_for(rec)
+        top = max((abs(w) for w in weights.values()), default=0.0) or 1.0
+        self.code = array("b", [1]) * rec.n_steps  # a step the record does not list is the default label
+        self.soft = array("f", [1.0]) * rec.n_steps
+        for st in rec.steps:
+            if not settings.is_error(st.correctness):
+                continue
+            partial = st.correctness in settings.partial_labels
+            self.code[st.step_index] = 0 if partial else -1
+            w = weights.get(st.severity) if st.severity is not None else None
+            self.soft[st.step_index] = 1 - abs(w) / top if w is not None else (0.5 if partial else 0.0)
+
+
+def _trl_vote(code: int, partial: str) -> Optional[bool]:
+    if code == 0:
+        return None if partial == "drop" else partial == "true"
+    return code == 1
+
+
+def _merge(votes: list, i: int, shape: str, merge: str, partial: str) -> tuple:
+    """(label, is_error) of step ``i`` from the annotations' votes, or (None, None) when nobody votes."""
+    codes = [v.code[i] for v in votes if i < len(v.code)]
+    trl = [x for x in (_trl_vote(c, partial) for c in codes) if x is not None]
+    if merge == "any-error":
+        flag = False in trl
+    else:
+        flag = sum(trl) <= len(trl) / 2  # a tie is an error
+    if shape == "trl":
+        return (not flag, flag) if trl else (None, None)
+    if not codes:
+        return None, None
+    if shape == "prm800k":
+        if merge == "any-error":
+            rating = min(codes)
         else:
-            out.append((st.step_index, False))
-    return out
+            counts = {r: codes.count(r) for r in (-1, 0, 1)}
+            rating = max((-1, 0, 1), key=lambda r: (counts[r], -r))  # ties go to the lower rating
+        return rating, rating == -1
+    softs = [v.soft[i] for v in votes if i < len(v.soft)]
+    value = min(softs) if merge == "any-error" else sum(softs) / len(softs)
+    return round(value, 6), bool(trl) and flag
 
 
-def apply_after_error(labels: list, after_error: str) -> int:
+def apply_after_error(labels: list, errors: list, after_error: str, shape: str) -> int:
     """Change ``labels`` in place; return how many leading steps to keep."""
     try:
-        first = labels.index(False)
+        first = errors.index(True)
     except ValueError:
         return len(labels)
-    if after_error == "false":
+    if after_error in ("cascade", "false"):
         for i in range(first + 1, len(labels)):
-            labels[i] = False
+            labels[i] = _NEGATIVE[shape]
+            errors[i] = True
     elif after_error == "truncate":
         return first + 1
     return len(labels)
 
 
-def _example(task: str, texts: list, labels: list, after_error: str, meta: Optional[dict], stats: PrmStats) -> Optional[dict]:
-    keep = apply_after_error(labels, after_error)
-    texts, labels = texts[:keep], labels[:keep]
-    if not labels:
+def _example(task: str, steps: list, labels: list, errors: list, *, shape: str, after_error: str,
+             agent_steps: Optional[tuple], meta: Optional[dict], stats: PrmStats) -> Optional[dict]:
+    """``steps``: (step_type, text) per step; ``labels``/``errors``: per step, None for a step nobody voted on."""
+    prompt, completions, out, flags, context = [task], [], [], [], []
+    for (stype, text), label, err in zip(steps, labels, errors):
+        if agent_steps is not None and stype is not None and stype not in agent_steps:
+            context.append(f"[{stype}]\n{text}")
+            stats.context_steps += 1
+            continue
+        if label is None:
+            stats.dropped_steps += 1
+            continue
+        if completions:
+            text = "\n\n".join(context + [text])
+        else:
+            prompt += context
+        context = []
+        completions.append(text)
+        out.append(label)
+        flags.append(err)
+    keep = apply_after_error(out, flags, after_error, shape)
+    completions, out = completions[:keep], out[:keep]
+    if not out:
         stats.empty_examples += 1
         return None
-    ex = {"prompt": task, "completions": texts, "labels": labels}
+    ex = {"prompt": "\n\n".join(p for p in prompt if p), "completions": completions, "labels": out}
     if meta:
         ex.update(meta)
     stats.examples += 1
-    stats.steps += len(labels)
-    stats.true_labels += sum(labels)
+    stats.steps += len(out)
+    stats.true_labels += sum(1 for x in out if x == 1)
     return ex
 
 
-class _Tally:
-    """Per-trace vote counts: two small unsigned arrays per trace, indexed by step."""
-
-    __slots__ = ("true", "false", "annotators", "written", "n")
-
-    def __init__(self) -> None:
-        self.true = array("H")
-        self.false = array("H")
-        self.annotators: list = []
-        self.written = False
-        self.n = 0
-
-    def add(self, votes: list, n_steps: int, annotator: str) -> None:
-        size = max([n_steps] + [i + 1 for i, _ in votes])
-        if size > len(self.true):
-            grow = size - len(self.true)
-            self.true.extend([0] * grow)
-            self.false.extend([0] * grow)
-        for i, v in votes:
-            if v is True:
-                self.true[i] += 1
-            elif v is False:
-                self.false[i] += 1
-        self.n = max(self.n, n_steps)
-        self.annotators.append(annotator)
-
-    def label(self, i: int, merge: str) -> Optional[bool]:
-        if i >= len(self.true):
-            return None
-        t, f = self.true[i], self.false[i]
-        if t == 0 and f == 0:
-            return None
-        if merge == "any-error":
-            return f == 0
-        return t > f  # a tie goes to False
-
-
 def build_prm(
-    inputs: Iterable[str], out: IO[str], *, settings: Optional[AnalysisSettings] = None,
+    inputs: Iterable[str], out: IO[str], *, settings: Optional[AnalysisSettings] = None, shape: str = "trl",
     partial: str = "false", after_error: str = "keep", merge: str = "majority",
-    with_meta: bool = False, on_error=None,
+    agent_steps: Optional[tuple] = AGENT_STEPS, with_meta: bool = False, on_error=None,
 ) -> PrmStats:
     settings = settings or AnalysisSettings()
     inputs = list(inputs)
     stats = PrmStats()
+    shape_kw = dict(shape=shape, after_error=after_error, agent_steps=agent_steps)
 
     def write(ex: Optional[dict]) -> None:
         if ex is not None:
             out.write(json.dumps(ex, ensure_ascii=False))
             out.write("\n")
 
+    def texts(rec: AnnotationRecord, n: int) -> list:
+        by_index = {st.step_index: (st.step_type, st.step_text) for st in rec.steps}
+        return [by_index.get(i, (None, "")) for i in range(n)]
+
+    def merged(votes: list, n: int) -> tuple:
+        pairs = [_merge(votes, i, shape, merge, partial) for i in range(n)]
+        return [p[0] for p in pairs], [p[1] for p in pairs]
+
     if merge == "per-annotator":
         for rec in read(inputs, settings):
             if isinstance(rec, TraceError):
                 on_error and on_error(rec)
                 continue
-            texts, labels = [], []
-            for (i, v), st in zip(step_votes(rec, settings, partial), rec.steps):
-                if v is None:
-                    stats.dropped_steps += 1
-                    continue
-                texts.append(st.step_text)
-                labels.append(v)
+            labels, errors = merged([_Votes(rec, settings)], rec.n_steps)
             meta = {"trace_id": rec.trace_id, "annotators": [rec.annotator]} if with_meta else None
-            write(_example(rec.task, texts, labels, after_error, meta, stats))
+            write(_example(rec.task, texts(rec, rec.n_steps), labels, errors, meta=meta, stats=stats, **shape_kw))
         return stats
 
-    tallies: dict = {}
+    tallies: dict = {}  # trace_id -> [annotators, votes, written]
     for rec in read(inputs, settings):
         if isinstance(rec, TraceError):
             on_error and on_error(rec)
             continue
-        tallies.setdefault(rec.trace_id, _Tally()).add(step_votes(rec, settings, partial), rec.n_steps, rec.annotator)
+        t = tallies.setdefault(rec.trace_id, [[], [], False])
+        t[0].append(rec.annotator)
+        t[1].append(_Votes(rec, settings))
     # Second pass: errors were reported already, so they are skipped silently this time.
     for rec in read(inputs, settings):
         if isinstance(rec, TraceError):
             continue
-        tally = tallies.get(rec.trace_id)
+        t = tallies.get(rec.trace_id)
+        n = max((len(v.code) for v in t[1]), default=0) if t else 0
         # wait for an annotation that covers every step, so no step text is missing
-        if tally is None or tally.written or rec.n_steps < tally.n:
+        if t is None or t[2] or rec.n_steps < n:
             continue
-        tally.written = True
-        texts, labels = [], []
-        by_index = {st.step_index: st.step_text for st in rec.steps}
-        for i in range(len(tally.true)):
-            v = tally.label(i, merge)
-            if v is None or i not in by_index:
-                stats.dropped_steps += 1
-                continue
-            texts.append(by_index[i])
-            labels.append(v)
-        meta = {"trace_id": rec.trace_id, "annotators": tally.annotators} if with_meta else None
-        write(_example(rec.task, texts, labels, after_error, meta, stats))
+        labels, errors = merged(t[1], n)
+        meta = {"trace_id": rec.trace_id, "annotators": t[0]} if with_meta else None
+        write(_example(rec.task, texts(rec, n), labels, errors, meta=meta, stats=stats, **shape_kw))
         # free the votes as soon as the trace is out
-        tally.true = tally.false = array("H")
-        tally.annotators = []
+        tallies[rec.trace_id] = [[], [], True]
     return stats

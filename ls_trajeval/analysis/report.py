@@ -12,18 +12,21 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 import math
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Optional, Union
+from typing import Callable, Iterable, Optional, Union
 
 import numpy as np
 import pandas as pd
 
+from ..core.labels import step_number
 from ..core.records import AnnotationRecord
 from ..core.trace import TraceError
+from . import breakdown
 from .codes import Codes
 from .settings import MISSING, AnalysisSettings, read, running_curve, severity_rank_order
 
@@ -59,11 +62,22 @@ class ReportData:
     errors_input: list = field(default_factory=list)
     score_mismatches: int = 0
     annotators: int = 0
+    #: the record field or trace-metadata key the traces are grouped by (``report --by``), their column "group"
+    by: Optional[str] = None
+
+
+def group_value(value) -> str:
+    """A metadata or field value as a group's name: text as is, other values as JSON, none as "(missing)"."""
+    if value is None or value == "":
+        return MISSING
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
 class ReportAggregator:
-    def __init__(self, settings: Optional[AnalysisSettings] = None) -> None:
+    def __init__(self, settings: Optional[AnalysisSettings] = None, by: Optional[str] = None) -> None:
         self.s = settings or AnalysisSettings()
+        self.by = by
+        self.groups = Codes()
         self.trace_ids = Codes()
         self.annotators = Codes()
         self.outcomes = Codes()
@@ -81,6 +95,10 @@ class ReportAggregator:
         self.t_first = array("i")
         self.t_outcome = array("i")
         self.t_worst = array("d")
+        self.t_group = array("i")
+        self.t_lead = array("d")
+        self.t_project = array("q")
+        self.t_task = array("q")
         # per error step
         self.e_row = array("i")
         self.e_step = array("i")
@@ -149,6 +167,12 @@ class ReportAggregator:
         self.t_first.append(first)
         self.t_outcome.append(self.outcomes.code(rec.labels.get(s.outcome_key)))
         self.t_worst.append(worst)
+        if self.by is not None:
+            self.t_group.append(self.groups.code(group_value(rec.value(self.by))))
+        f = rec.fields
+        self.t_lead.append(_float(f.get("lead_time")))
+        self.t_project.append(_int(f.get("project_id")))
+        self.t_task.append(_int(f.get("task_id")))
         self._add_curves(rec, curve, s.initial_for(rec))
 
     def _add_curves(self, rec: AnnotationRecord, curve: list, initial: float) -> None:
@@ -190,7 +214,12 @@ class ReportAggregator:
                 [None if v < 0 else v for v in self.t_first], dtype="Int32"),
             "outcome": _categorical(self.outcomes, self.t_outcome, missing=MISSING),
             "worst_severity_weight": np.frombuffer(self.t_worst, np.float64) if len(self.t_worst) else np.zeros(0),
+            "lead_time": np.frombuffer(self.t_lead, np.float64) if len(self.t_lead) else np.zeros(0),
+            "project_id": _ids(self.t_project),
+            "task_id": _ids(self.t_task),
         })
+        if self.by is not None:
+            traces["group"] = _categorical(self.groups, self.t_group)
         n_err = len(self.e_row)
         f64 = (lambda a: np.frombuffer(a, np.float64) if len(a) else np.zeros(0))
         i32 = (lambda a: np.frombuffer(a, np.int32) if len(a) else np.zeros(0, np.int32))
@@ -233,13 +262,27 @@ class ReportAggregator:
             errors=errors, traces=traces, step_types=step_types, curves_pos=cp, curves_step=cs,
             severity_order=sev_order, outcome_key=s.outcome_key, outcome_order=outcome_order,
             errors_input=list(self.input_errors), score_mismatches=self.score_mismatches,
-            annotators=len(self.annotators.values),
+            annotators=len(self.annotators.values), by=self.by,
         )
 
 
+def _float(v) -> float:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else math.nan
+
+
+def _int(v) -> int:
+    return v if isinstance(v, int) and not isinstance(v, bool) else -1
+
+
+def _ids(a: array) -> pd.array:
+    return pd.array([None if v < 0 else v for v in a], dtype="Int64")
+
+
 def aggregate(inputs: Iterable[str], settings: Optional[AnalysisSettings] = None,
-              on_error=None) -> ReportData:
-    agg = ReportAggregator(settings)
+              on_error=None, by: Optional[str] = None) -> ReportData:
+    """Everything the report shows, in one pass over the inputs; with ``by``, each annotation's group: the
+    value of that trace-metadata key or record field (:meth:`AnnotationRecord.value`)."""
+    agg = ReportAggregator(settings, by)
     for item in read(list(inputs), agg.s):
         if isinstance(item, TraceError):
             agg.add_error(item)
@@ -319,13 +362,15 @@ def build_tables(d: ReportData, top: int = 10) -> dict:
         {"metric": "annotations", "value": n},
         {"metric": "annotations with an error", "value": int(has.sum())},
         {"metric": "share with an error", "value": (has.sum() / n) if n else math.nan},
-        {"metric": "mean first error step", "value": fe.mean() if len(fe) else math.nan},
-        {"metric": "median first error step", "value": fe.median() if len(fe) else math.nan},
+        # as the UI numbers steps (#1 is step_index 0)
+        {"metric": "mean first error step (#N)", "value": fe.mean() + 1 if len(fe) else math.nan},
+        {"metric": "median first error step (#N)", "value": fe.median() + 1 if len(fe) else math.nan},
         {"metric": "mean first error position (0-1)", "value": pos.mean() if len(pos) else math.nan},
         {"metric": "median first error position (0-1)", "value": pos.median() if len(pos) else math.nan},
     ])
     dist = fe.value_counts().sort_index()
-    fed = pd.DataFrame({"first_error_step": dist.index.astype(int), "count": dist.to_numpy()})
+    fed = pd.DataFrame({"first_error_step": [step_number(int(i)) for i in dist.index],
+                        "step_index": dist.index.astype(int), "count": dist.to_numpy()})
     fed["share"] = _share(fed["count"])
     tables["first_error_position"] = fed
     tables["errors_by_step_type"] = d.step_types
@@ -341,7 +386,7 @@ def build_tables(d: ReportData, top: int = 10) -> dict:
 
 # ---------------------------------------------------------------- plots
 
-def _figure(w: float = 8, h: float = 4):
+def figure(w: float = 8, h: float = 4):
     # The object API with an explicit Agg canvas: no pyplot global state, no backend switch.
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -351,7 +396,7 @@ def _figure(w: float = 8, h: float = 4):
     return fig
 
 
-def _png(fig) -> bytes:
+def png(fig) -> bytes:
     buf = io.BytesIO()
     fig.tight_layout()
     fig.savefig(buf, format="png")
@@ -363,7 +408,7 @@ def _empty(ax, msg: str = "no data") -> None:
 
 
 def plot_error_positions(d: ReportData) -> bytes:
-    fig = _figure()
+    fig = figure()
     ax = fig.add_subplot()
     pos = d.errors["position"].to_numpy()
     if len(pos):
@@ -374,11 +419,11 @@ def plot_error_positions(d: ReportData) -> bytes:
     ax.set_xlabel("position in trace (0 = first step, 1 = last step)")
     ax.set_ylabel("errors")
     ax.set_title("Where errors occur")
-    return _png(fig)
+    return png(fig)
 
 
 def plot_final_scores(d: ReportData) -> bytes:
-    fig = _figure()
+    fig = figure()
     ax = fig.add_subplot()
     t = d.traces
     if len(t):
@@ -393,11 +438,11 @@ def plot_final_scores(d: ReportData) -> bytes:
     ax.set_xlabel("final score")
     ax.set_ylabel("annotations")
     ax.set_title("Final-score distribution")
-    return _png(fig)
+    return png(fig)
 
 
 def plot_running_scores(d: ReportData, x: str = "position") -> bytes:
-    fig = _figure(8, 4.5)
+    fig = figure(8, 4.5)
     ax = fig.add_subplot()
     t = d.traces
     curves = d.curves_pos if x == "position" else d.curves_step
@@ -424,11 +469,11 @@ def plot_running_scores(d: ReportData, x: str = "position") -> bytes:
     ax.set_xlabel("position in trace (0 = start, 1 = end)" if x == "position" else "step index")
     ax.set_ylabel("running score")
     ax.set_title("Running score across traces")
-    return _png(fig)
+    return png(fig)
 
 
 def plot_heatmap(d: ReportData, table: pd.DataFrame) -> bytes:
-    fig = _figure(7, 0.5 + 0.45 * max(len(table), 3))
+    fig = figure(7, 0.5 + 0.45 * max(len(table), 3))
     ax = fig.add_subplot()
     if len(table) and table.shape[1] > 1:
         m = table.set_index("category")
@@ -444,7 +489,7 @@ def plot_heatmap(d: ReportData, table: pd.DataFrame) -> bytes:
     else:
         _empty(ax, "no errors with a severity")
     ax.set_title("Errors by category and severity")
-    return _png(fig)
+    return png(fig)
 
 
 # ---------------------------------------------------------------- output
@@ -460,7 +505,77 @@ TABLE_TITLES = {
     "first_error_position": "First-error step",
     "errors_by_step_type": "Errors by step type",
     "category_by_severity": "Category × severity",
+    "groups": "By {by}: errors, scores and the first error",
+    "group_error_rates": "By {by}: error rate per category",
+    "traces_worst_first": "Traces, worst first",
+    "annotators": "Annotators",
+    "agreement": "Agreement between annotators",
+    "first_error_agreement": "Agreement on the first error step",
+    "agreement_per_annotator": "Each annotator against the majority of the others",
+    "adjudication": "Adjudication list: the most disputed traces",
 }
+#: what a table's HTML view says under its title
+TABLE_NOTES = {
+    "groups": breakdown.INTERVAL_NOTE + ". first_error_position: 0 = first step, 1 = last; first_error_step: mean, "
+              "as the UI numbers steps.",
+    "group_error_rates": breakdown.INTERVAL_NOTE + "; error steps of the category per step.",
+    "traces_worst_first": "Lowest mean final score first, then the most errors; first errors as the UI numbers steps.",
+    "annotators": "Time from Label Studio's lead_time (opening the task to submitting), in seconds.",
+    "agreement": "Traces with two or more annotators; one unit is one step of one trace. kappa: Cohen's for two "
+                 "annotators, Fleiss' for more; the severity's alpha is ordinal.",
+    "agreement_per_annotator": "Against the majority of the other annotators of each step; ties left out.",
+    "adjudication": "Most disputed first (see docs/analysis.md); steps as the UI numbers them.",
+}
+#: tables whose HTML view shows only the first --top rows (the CSV holds all)
+LIMITED = {"error_types", "failure_modes_by_frequency", "failure_modes_by_impact", "traces_worst_first"}
+
+
+def comparison_tables(d: ReportData, *, task_link: Optional[Callable[[int, int], str]] = None,
+                      agreement=None, resamples: int = 2000, seed: int = 0) -> dict:
+    """The tables that compare: groups (with ``d.by``), traces worst first, annotators, and with an
+    :class:`~.agreement.AgreementResult` the agreement and the adjudication list."""
+    tables: dict = {}
+    if d.by is not None:
+        tables["groups"], tables["group_error_rates"] = breakdown.group_tables(
+            d.traces, d.errors, d.by, resamples=resamples, seed=seed)
+    tables["traces_worst_first"] = breakdown.trace_table(d.traces, task_link, d.by)
+    tables["annotators"] = breakdown.annotator_table(d.traces)
+    if agreement is not None and agreement.statistics:
+        tables.update(_agreement_tables(agreement, d, task_link))
+    return tables
+
+
+def _agreement_tables(r, d: ReportData, task_link) -> dict:
+    rows = []
+    for key in ("correctness", "is_error", "error_category", "error_type", "severity"):
+        b = r.statistics.get(key)
+        if b:
+            rows.append({"what": key, "units": b["units"],
+                         "krippendorff_alpha": b.get("krippendorff_alpha", b.get("krippendorff_alpha_ordinal")),
+                         "kappa": b.get("cohen_kappa", b.get("fleiss_kappa")),
+                         "percent_agreement": b.get("percent_agreement")})
+    fe = r.first_error
+    first = pd.DataFrame([{"annotator_pairs": fe["pairs"], "exact": fe["exact"], f"within_{fe['k']}": fe[f"within_{fe['k']}"],
+                           "both_no_error": fe["both_no_error"], "only_one_found_an_error": fe["only_one_found_an_error"]}])
+    per = pd.DataFrame(r.per_annotator, columns=["annotator", "annotations", "steps_compared", "agreement_with_majority",
+                                                 "kappa_with_majority", "error_rate", "majority_error_rate"])
+    where = d.traces.drop_duplicates("trace_id").set_index("trace_id")[["project_id", "task_id"]] if len(d.traces) \
+        else pd.DataFrame(columns=["project_id", "task_id"])
+
+    def link(tid: str):
+        if task_link is None or tid not in where.index:
+            return None
+        pid, task = where.at[tid, "project_id"], where.at[tid, "task_id"]
+        return None if pd.isna(pid) or pd.isna(task) else task_link(int(pid), int(task))
+
+    adj = pd.DataFrame([{k: x[k] for k in ("trace_id", "disputedness", "steps_in_dispute", "correctness_disputes",
+                                           "error_type_disputes", "severity_disputes", "first_errors")}
+                        | {"link": link(x["trace_id"])} for x in r.disagreements],
+                       columns=["trace_id", "disputedness", "steps_in_dispute", "correctness_disputes",
+                                "error_type_disputes", "severity_disputes", "first_errors", "link"])
+    return {"agreement": pd.DataFrame(rows, columns=["what", "units", "krippendorff_alpha", "kappa",
+                                                     "percent_agreement"]),
+            "first_error_agreement": first, "agreement_per_annotator": per, "adjudication": adj}
 
 
 def _fmt(v) -> str:
@@ -476,10 +591,33 @@ def _fmt(v) -> str:
     return str(v)
 
 
+def _with_intervals(df: pd.DataFrame) -> pd.DataFrame:
+    """A figure and its ``_low``/``_high`` bounds as one column: "0.25 [0.1, 0.4]"."""
+    out = pd.DataFrame(index=df.index)
+    for c in df.columns:
+        if c.endswith(("_low", "_high")) and c.rsplit("_", 1)[0] in df.columns:
+            continue
+        if f"{c}_low" in df.columns and f"{c}_high" in df.columns:
+            out[c] = [f"{_fmt(v)} [{_fmt(lo)}, {_fmt(hi)}]" if not pd.isna(v) else "–"
+                      for v, lo, hi in zip(df[c], df[f"{c}_low"], df[f"{c}_high"])]
+        else:
+            out[c] = df[c]
+    return out
+
+
 def _table_view(df: pd.DataFrame, limit: Optional[int] = None) -> dict:
+    """Cells for the HTML template: ``{"text"}``, and ``{"text", "href"}`` for a ``link`` column's addresses."""
+    df = _with_intervals(df)
     rows = df.head(limit) if limit else df
+    link = list(df.columns).index("link") if "link" in df.columns else -1
+
+    def cell(i: int, v) -> dict:
+        if i == link:
+            return {"text": "open", "href": v} if isinstance(v, str) else {"text": "–"}
+        return {"text": _fmt(v)}
+
     return {"columns": [str(c) for c in df.columns],
-            "rows": [[_fmt(v) for v in r] for r in rows.itertuples(index=False, name=None)],
+            "rows": [[cell(i, v) for i, v in enumerate(r)] for r in rows.itertuples(index=False, name=None)],
             "more": max(len(df) - len(rows), 0)}
 
 
@@ -492,13 +630,23 @@ class ReportOutput:
 
 
 def write_report(d: ReportData, out_dir: Union[str, Path], *, top: int = 10, curve_x: str = "position",
-                 plots: bool = True, inputs: Iterable[str] = ()) -> ReportOutput:
+                 plots: bool = True, inputs: Iterable[str] = (), task_link: Optional[Callable[[int, int], str]] = None,
+                 agreement=None, resamples: int = 2000, seed: int = 0) -> ReportOutput:
+    """The tables (CSV, Parquet when pyarrow is there), the plots and report.html in ``out_dir``. ``task_link``
+    (project id, task id -> address) links each trace to its Label Studio task; ``agreement`` (an
+    :class:`~.agreement.AgreementResult`) adds the agreement and the adjudication list; ``resamples`` and ``seed``
+    are the bootstrap's, for the group figures."""
     from jinja2 import Environment, PackageLoader
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tables = build_tables(d, top)
     top = tables.pop("_top")
+    compare = comparison_tables(d, task_link=task_link, agreement=agreement, resamples=resamples, seed=seed)
+    # what answers "which agent fails where" comes first; agreement after the error tables
+    front = ("groups", "group_error_rates", "traces_worst_first", "annotators")
+    tables = {**{k: compare[k] for k in front if k in compare}, **tables,
+              **{k: v for k, v in compare.items() if k not in front}}
     files = []
     try:
         import pyarrow  # noqa: F401
@@ -527,9 +675,9 @@ def write_report(d: ReportData, out_dir: Union[str, Path], *, top: int = 10, cur
             files.append(p)
             images[key] = {"title": title, "uri": "data:image/png;base64," + base64.b64encode(data).decode("ascii")}
     env = Environment(loader=PackageLoader("ls_trajeval", "templates"), autoescape=True)
-    limited = {"error_types", "failure_modes_by_frequency", "failure_modes_by_impact"}
     views = [
-        {"key": k, "title": TABLE_TITLES.get(k, k), **_table_view(df, top if k in limited else None)}
+        {"key": k, "title": TABLE_TITLES.get(k, k).format(by=d.by), "note": TABLE_NOTES.get(k, ""),
+         **_table_view(df, top if k in LIMITED else None)}
         for k, df in tables.items()
     ]
     html = env.get_template("report.html.j2").render(
@@ -584,5 +732,10 @@ def terminal_summary(out: ReportOutput, top: int = 5) -> str:
     block("Top failure modes by impact", tables["failure_modes_by_impact"],
           ["category", "error_type", "count", "mean_severity_weight", "impact"], top)
     block("Final score", tables["final_score_stats"], ["group", "n", "mean", "median"], 20)
+    if "groups" in tables:
+        block(f"By {d.by} (95% intervals)", _with_intervals(tables["groups"]),
+              [d.by, "annotations", "error_rate", "mean_final_score", "first_error_position"], 20)
+    if len(tables.get("adjudication", ())):
+        block("Most disputed traces", tables["adjudication"], ["trace_id", "disputedness", "steps_in_dispute"], top)
     lines += ["", f"Wrote {out.directory / 'report.html'} and {len(out.files) - 1} more files"]
     return "\n".join(lines)

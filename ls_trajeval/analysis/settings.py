@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator, Optional, Sequence, Union
 
-from ..core.config import DEFAULT_SEVERITIES, load as load_config
+from ..core.config import DEFAULT_SEVERITIES, Config, load as load_config
 from ..core.records import AnnotationRecord, read_records
 from ..core.scoring import running_scores
 from ..core.trace import TraceError
@@ -61,28 +61,32 @@ def load_settings(config_path: Optional[str], **overrides: Any) -> AnalysisSetti
     """What the analysis needs from a trajectory_eval config (either dialect), loaded and validated by
     :mod:`ls_trajeval.core.config` (a ConfigError names every problem); ``overrides`` (command-line options)
     win over it."""
-    s = AnalysisSettings()
-    if config_path:
-        c = load_config(config_path)
-        t = c.trajectory
-        s.scheme = t.name
-        s.correct_labels = (t.correctness_default,)
-        # partially_correct stays a partial label even when the config omits it: data may still carry it
-        s.partial_labels = tuple(dict.fromkeys(
-            [lab for lab in t.correctness_labels if lab.startswith("partial")] + list(DEFAULT_PARTIAL_LABELS)))
-        s.severity_weights = dict(t.weights)
-        s.severity_order = tuple(t.weights)
-        s.score_initial, s.score_min = t.running_score.initial, t.running_score.min
-        s.categories = tuple(cat.category for cat in t.categories)
-        outcome = next((r for r in c.whole_trace if r.name == DEFAULT_OUTCOME_KEY),
-                       c.whole_trace[0] if c.whole_trace else None)
-        if outcome is not None:
-            s.outcome_key = outcome.name
-            s.outcome_order = tuple(lb.name for lb in outcome.labels)
-        s.source = str(config_path)
+    s = from_config(load_config(config_path), source=str(config_path)) if config_path else AnalysisSettings()
     for k, v in overrides.items():
         if v is not None and v != ():
             setattr(s, k, v)
+    return s
+
+
+def from_config(c: Config, source: Optional[str] = None) -> AnalysisSettings:
+    """What the analysis needs from a loaded config (a project's embedded one, for the commands that read Label
+    Studio)."""
+    s = AnalysisSettings(source=source)
+    t = c.trajectory
+    s.scheme = t.name
+    s.correct_labels = (t.correctness_default,)
+    # partially_correct stays a partial label even when the config omits it: data may still carry it
+    s.partial_labels = tuple(dict.fromkeys(
+        [lab for lab in t.correctness_labels if lab.startswith("partial")] + list(DEFAULT_PARTIAL_LABELS)))
+    s.severity_weights = dict(t.weights)
+    s.severity_order = tuple(t.weights)
+    s.score_initial, s.score_min = t.running_score.initial, t.running_score.min
+    s.categories = tuple(cat.category for cat in t.categories)
+    outcome = next((r for r in c.whole_trace if r.name == DEFAULT_OUTCOME_KEY),
+                   c.whole_trace[0] if c.whole_trace else None)
+    if outcome is not None:
+        s.outcome_key = outcome.name
+        s.outcome_order = tuple(lb.name for lb in outcome.labels)
     return s
 
 

@@ -1,10 +1,12 @@
-"""Agreement statistics from maintained libraries (statsmodels for Cohen's and Fleiss' kappa, krippendorff for
-alpha), as small functions over label arrays and count tables; undefined values come back as NaN. Anything
-that compares raters or judges (``agreement`` today) builds its tables and calls these.
+"""Statistics from maintained libraries (statsmodels for Cohen's and Fleiss' kappa, krippendorff for alpha, scipy
+for bootstrap intervals), as small functions over label arrays and count tables; undefined values come back as
+NaN. Anything that compares raters or judges (``agreement``, ``align``) or puts an interval on a figure
+(``align``, ``report --by``) builds its tables and calls these.
 """
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -78,3 +80,56 @@ def counts_table(matrix: np.ndarray, n_values: int) -> np.ndarray:
     out = np.zeros((matrix.shape[0], max(n_values, 1)))
     np.add.at(out, (units[ok], vals[ok]), 1)
     return out
+
+
+#: the confidence level of every interval the analysis prints
+LEVEL = 0.95
+
+
+def bootstrap_intervals(counts: np.ndarray, figures, resamples: int = 2000, seed: int = 0,
+                        level: float = LEVEL) -> tuple:
+    """Percentile bootstrap intervals of figures computed from column sums, resampling the units (rows).
+
+    ``counts`` is units x k (one row per trace: its steps, errors, matches, ...); ``figures(sums)`` maps sums of
+    shape (..., k) to the figures, shape (m, ...). Units are resampled rather than steps because the steps of one
+    trace are not independent. A figure undefined (NaN) on some resamples, such as a precision when a resample
+    holds no predicted error, gets the interval of the resamples where it is defined; (NaN, NaN) when there are
+    none, or no units, or ``resamples`` is 0; one unit's interval is its value. Returns (low, high), arrays of
+    length m.
+    """
+    from scipy.stats import DegenerateDataWarning, bootstrap
+
+    counts = np.asarray(counts, dtype=float)
+    point = np.atleast_1d(np.asarray(figures(counts.sum(axis=0)), dtype=float))
+    m = len(point)
+    if len(counts) == 0 or resamples <= 0:
+        return np.full(m, np.nan), np.full(m, np.nan)
+    if len(counts) == 1:  # every resample is the one unit (scipy wants two)
+        return point.copy(), point.copy()
+
+    def statistic(rows, axis=-1):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.asarray(figures(counts[rows].sum(axis=-2)), dtype=float)
+
+    # the distribution only: scipy's own percentile interval turns NaN as soon as one resample is undefined
+    # resamples in batches of about a million cells (a batch holds its resampled rows)
+    batch = max(1, 1_000_000 // counts.size)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DegenerateDataWarning)  # NaN resamples: handled below
+        result = bootstrap((np.arange(len(counts)),), statistic, n_resamples=resamples, batch=batch, vectorized=True,
+                           method="percentile", confidence_level=level, rng=np.random.default_rng(seed))
+    dist = result.bootstrap_distribution.reshape(m, -1)
+    tail = (1 - level) / 2 * 100
+    low, high = np.full(m, np.nan), np.full(m, np.nan)
+    for i, row in enumerate(dist):
+        ok = row[np.isfinite(row)]
+        if len(ok):
+            low[i], high[i] = np.percentile(ok, [tail, 100 - tail])
+    return low, high
+
+
+def ratio(num, den) -> np.ndarray:
+    """num / den, NaN where den is 0 (the figure is undefined there)."""
+    num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)

@@ -1,8 +1,8 @@
-"""The analysis commands over trajectory_eval exports: ``report``, ``agreement`` and ``prm``.
+"""The analysis commands over trajectory_eval exports: ``report``, ``agreement``, ``prm`` and ``align``.
 
 Exit codes as everywhere (:mod:`.common`): 1 when some input lines were rejected (each printed to stderr as
-file:line: reason), 2 when nothing was usable (no valid annotation at all). ``report`` and ``agreement`` need the
-``analysis`` extra and say so when it is missing.
+file:line: reason), 2 when nothing was usable (no valid annotation at all). ``report``, ``agreement`` and ``align``
+need the ``analysis`` extra and say so when it is missing.
 """
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ from ..core.errors import UserError
 from .common import EXIT_REJECTED, Command, need_extra, writing
 
 #: what ``pip install 'ls-trajeval[analysis]'`` brings, by command
-REPORT_NEEDS = ("pandas", "numpy", "matplotlib")
+REPORT_NEEDS = ("pandas", "numpy", "matplotlib", "scipy", "statsmodels", "krippendorff")
 AGREEMENT_NEEDS = ("numpy", "statsmodels", "krippendorff")
+ALIGN_NEEDS = ("pandas", "numpy", "scipy", "statsmodels", "matplotlib")
 _MAX_PRINTED_ERRORS = 50
 
 
@@ -74,19 +75,35 @@ def _common(f):
 @click.option("--curve-x", type=click.Choice(["position", "step"]), default="position", show_default=True,
               help="x axis of the running-score plot: normalised position or step index.")
 @click.option("--no-plots", is_flag=True, help="Skip the PNG plots (tables and HTML only).")
+@click.option("--by", "by", metavar="KEY", default=None,
+              help="Compare groups by this trace-metadata key or record field (agent, model, annotator, ...; "
+                   "metadata.KEY for a metadata key only): error rates per category, scores and the first error, "
+                   "each with a bootstrap 95% interval.")
+@click.option("--url", envvar="LABEL_STUDIO_URL", default=None,
+              help="Label Studio's address, to link each trace to its task [env LABEL_STUDIO_URL].")
+@click.option("--resamples", default=2000, show_default=True, type=click.IntRange(0),
+              help="Bootstrap resamples for the --by intervals; 0 = no intervals.")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap.")
 @click.option("-q", "--quiet", is_flag=True, help="No terminal summary.")
-def report_command(inputs, config, correct_label, outcome_key, output, top, curve_x, no_plots, quiet):
+def report_command(inputs, config, correct_label, outcome_key, output, top, curve_x, no_plots, by, url, resamples,
+                   seed, quiet):
     """Error report (tables, plots, HTML) from trajectory_eval JSONL files or directories."""
     need_extra("analysis", *REPORT_NEEDS)
+    from ..analysis.agreement import assess
     from ..analysis.report import aggregate, terminal_summary, write_report
+    from ..studio.urls import task_url
 
     settings = _settings(config, correct_label, outcome_key)
     printer = _ErrorPrinter()
-    data = aggregate(inputs, settings, on_error=printer)
+    data = aggregate(inputs, settings, on_error=printer, by=by)
     if len(data.traces) == 0:
         raise _nothing_usable(printer)
+    several = data.traces["trace_id"].value_counts().max() >= 2
+    agreement = assess(inputs, settings) if several else None  # its rejected lines are printed already
+    link = (lambda project, task: task_url(url, project, task)) if url else None
     with writing(output):
-        out = write_report(data, output, top=top, curve_x=curve_x, plots=not no_plots, inputs=inputs)
+        out = write_report(data, output, top=top, curve_x=curve_x, plots=not no_plots, inputs=inputs,
+                           task_link=link, agreement=agreement, resamples=resamples, seed=seed)
     if not quiet:
         click.echo(terminal_summary(out))
     printer.done()
@@ -102,14 +119,12 @@ def report_command(inputs, config, correct_label, outcome_key, output, top, curv
 def agreement_command(inputs, config, correct_label, outcome_key, k, top, as_json, output):
     """Inter-annotator agreement on steps, error types, severity and first error."""
     need_extra("analysis", *AGREEMENT_NEEDS)
-    from ..analysis.agreement import collect, compute, format_table
+    from ..analysis.agreement import assess, format_table
 
-    settings = _settings(config, correct_label, outcome_key)
     printer = _ErrorPrinter()
-    col = collect(inputs, settings, on_error=printer)
-    if len(col.a_trace) == 0:
+    result = assess(inputs, _settings(config, correct_label, outcome_key), k=k, top=top, on_error=printer)
+    if result.n_annotations == 0:
         raise _nothing_usable(printer)
-    result = compute(col, k=k, top=top)
     doc = result.to_json()
     if output:
         with writing(output):
@@ -121,26 +136,34 @@ def agreement_command(inputs, config, correct_label, outcome_key, k, top, as_jso
 @click.command("prm", cls=Command)
 @_common
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Output JSONL ('-' for stdout).")
+@click.option("--shape", type=click.Choice(["trl", "prm800k", "soft"]), default="trl", show_default=True,
+              help="Labels: TRL booleans, PRM800K ratings (1 / 0 partial / -1), or severity-weighted soft labels.")
 @click.option("--partial", type=click.Choice(["true", "false", "drop"]), default="false", show_default=True,
-              help="Label for partially correct steps; drop = leave such steps out.")
-@click.option("--after-error", type=click.Choice(["keep", "false", "truncate"]), default="keep", show_default=True,
-              help="Steps after the first error: keep their labels, label them false, or cut the example there.")
+              help="trl: label for partially correct steps; drop = leave such steps out.")
+@click.option("--after-error", type=click.Choice(["keep", "cascade", "false", "truncate"]), default="keep",
+              show_default=True, help="Steps after the first error: keep their labels, make them all negative "
+                                      "(cascade; 'false' is the same), or cut the example there.")
 @click.option("--merge", type=click.Choice(["majority", "any-error", "per-annotator"]), default="majority",
               show_default=True, help="Several annotators: majority vote (ties are errors), any error, or one example each.")
+@click.option("--agent-steps", default="thought,action,code,message", show_default=True,
+              help="Step types that become completions; other steps are context (prompt / next completion).")
+@click.option("--all-steps", is_flag=True, help="Every step is a completion (no context folding).")
 @click.option("--with-meta", is_flag=True, help="Add trace_id and annotators columns.")
-def prm_command(inputs, config, correct_label, outcome_key, output, partial, after_error, merge, with_meta):
-    """Process-reward data in TRL's stepwise-supervision shape (prompt, completions, labels)."""
+def prm_command(inputs, config, correct_label, outcome_key, output, shape, partial, after_error, merge, agent_steps,
+                all_steps, with_meta):
+    """Process-reward data (prompt, completions, labels): TRL stepwise, PRM800K ratings or soft labels."""
     from ..analysis.prm import build_prm
 
     settings = _settings(config, correct_label, outcome_key)
     printer = _ErrorPrinter()
     target = Path(output)
     tmp = target.with_name(target.name + ".partial") if output != "-" else None
+    types = None if all_steps else tuple(t.strip() for t in agent_steps.split(",") if t.strip())
     with writing(output):
         fh = sys.stdout if tmp is None else open(tmp, "w", encoding="utf-8")
     try:
-        stats = build_prm(inputs, fh, settings=settings, partial=partial, after_error=after_error,
-                          merge=merge, with_meta=with_meta, on_error=printer)
+        stats = build_prm(inputs, fh, settings=settings, shape=shape, partial=partial, after_error=after_error,
+                          merge=merge, agent_steps=types, with_meta=with_meta, on_error=printer)
     finally:
         if tmp is not None:
             fh.close()
@@ -149,6 +172,63 @@ def prm_command(inputs, config, correct_label, outcome_key, output, partial, aft
         tmp.replace(target)
     if stats.examples == 0 and printer.count:
         raise _nothing_usable(printer)
-    click.echo(f"wrote {stats.examples} examples ({stats.steps} steps, {stats.true_labels} labelled true, "
-               f"{stats.dropped_steps} dropped) to {output}", err=tmp is None)
+    click.echo(f"wrote {stats.examples} {shape} examples ({stats.steps} steps, {stats.true_labels} labelled good, "
+               f"{stats.context_steps} context steps folded, {stats.dropped_steps} dropped) to {output}",
+               err=tmp is None)
+    printer.done()
+
+
+@click.command("align", cls=Command)
+@click.argument("pred", type=click.Path())
+@click.argument("gold", type=click.Path())
+@click.option("--within", "within", default=1, show_default=True, type=click.IntRange(0),
+              help="Tolerance in steps for first_error_within_K.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
+              help="Also write confusion_categories.csv/.png, per_trace.csv and align.json here.")
+@click.option("--resamples", default=2000, show_default=True, type=click.IntRange(0),
+              help="Bootstrap resamples (of traces) for the 95% intervals; 0 = no intervals.")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap.")
+@click.option("--config", type=click.Path(dir_okay=False), default=None,
+              help="trajectory_eval YAML config: which correctness label means 'no error'.")
+@click.option("--correct-label", multiple=True,
+              help="Correctness label(s) that mean 'no error' (default: from --config, else 'correct').")
+def align_command(pred, gold, within, as_json, out_dir, resamples, seed, config, correct_label):
+    """Measure PRED labels (a judge, a detector, an annotator) against GOLD labels, both trajectory_eval JSONL.
+
+    Traces are paired by trace_id. Exit code 1 when input lines were rejected or paired traces differ in
+    their step counts (they are left out and listed), 2 when no trace could be paired.
+    """
+    need_extra("analysis", *ALIGN_NEEDS)
+    from ..analysis.align import align, format_text, write_outputs
+    from ..analysis.settings import read
+    from ..core.records import AnnotationRecord
+
+    settings = _settings(config, correct_label, None)
+    printer = _ErrorPrinter()
+
+    def valid(path):
+        for item in read([path], settings):
+            if isinstance(item, AnnotationRecord):
+                yield item
+            else:
+                printer(item)
+
+    result = align(valid(pred), valid(gold), settings, within=within, resamples=resamples, seed=seed)
+    for msg in result.duplicates:
+        click.echo(f"warning: {msg}", err=True)
+    for tid, where in result.pred_only:
+        click.echo(f"warning: {where}: trace {tid!r} is only in PRED", err=True)
+    for tid, where in result.gold_only:
+        click.echo(f"warning: {where}: trace {tid!r} is only in GOLD", err=True)
+    for m in result.mismatches:
+        printer(f"{m['pred_at']}: trace {m['trace_id']!r} has {m['pred_steps']} steps in PRED but "
+                f"{m['gold_steps']} in GOLD ({m['gold_at']}); left out")
+    if result.traces == 0:
+        printer.finish()
+        raise UserError("no trace of PRED is in GOLD with the same number of steps")
+    if out_dir:
+        with writing(out_dir):
+            write_outputs(result, out_dir)
+    click.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False) if as_json else format_text(result))
     printer.done()

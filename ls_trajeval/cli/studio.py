@@ -1,4 +1,5 @@
-"""The commands around a Label Studio project: ``generate``, ``import``, ``layout``, ``export`` and ``demo``."""
+"""The commands around a Label Studio project: ``generate``, ``import``, ``layout``, ``export``, ``adjudicate`` and
+``demo``."""
 from __future__ import annotations
 
 import sys
@@ -8,8 +9,8 @@ import click
 
 from ..core.layouts import LAYOUTS, PAGED_MAX_STEPS
 from .common import (
-    EXIT_REJECTED, Command, format_option, layout_option, load_config, optional_config, project_config_option,
-    quiet_option, studio, studio_options, writing,
+    EXIT_REJECTED, Command, format_option, layout_option, load_config, need_extra, optional_config,
+    project_config_option, quiet_option, studio, studio_options, writing,
 )
 
 
@@ -56,6 +57,7 @@ def import_(inputs, project, create_title, config_path, layout, fmt, prelabels, 
             quiet, url, api_key):
     """Import trace JSONL INPUTS as tasks (skipping traces the project already has)."""
     from ..flows.importer import import_files
+    from ..studio.urls import label_stream_url
 
     if bool(project) == bool(create_title):
         raise click.UsageError("give either --project ID or --create TITLE")
@@ -73,7 +75,7 @@ def import_(inputs, project, create_title, config_path, layout, fmt, prelabels, 
     summary = run.summary
     click.echo(f"project {run.project_id}: imported {summary.imported}, skipped {summary.skipped} "
                f"(already there), rejected {summary.rejected}")
-    click.echo(f"annotate: {studio.label_stream_url(studio.server_url(url), run.project_id)}", err=True)
+    click.echo(f"annotate: {label_stream_url(studio.server_url(url), run.project_id)}", err=True)
     if summary.paged and summary.long_traces:
         click.echo(f"warning: {summary.long_traces} traces have more than {PAGED_MAX_STEPS} steps "
                    f"(longest {summary.max_steps}); the paged layout opens them slowly: prefer --layout transcript",
@@ -106,20 +108,99 @@ def layout(layout, project, config_path, quiet, url, api_key):
 @click.command(cls=Command)
 @click.option("--project", type=int, required=True)
 @click.option("-o", "--output", type=click.Path(), help="output file (default: the config's output.path "
-              "+ annotations.jsonl); with --per-annotator a directory")
+              "+ annotations.jsonl, gold.jsonl or predictions.jsonl); with --per-annotator a directory")
 @click.option("--per-annotator", is_flag=True, help="one file per annotator")
+@click.option("--gold", is_flag=True, help="one line per trace: the adjudication (from the review projects), else "
+              "the unanimous labels, else the --aggregate of the annotators' labels")
+@click.option("--aggregate", type=click.Choice(["majority", "dawid-skene"]), default="majority", show_default=True,
+              help="with --gold: how disagreeing annotators become one label per step (dawid-skene needs the "
+              "analysis extra)")
+@click.option("--review", "review", type=int, multiple=True, help="with --gold: a review project whose annotations "
+              "are adjudications (default: those `adjudicate` made for --project)")
+@click.option("--predictions", is_flag=True, help="the project's predictions instead of its annotations (annotator: "
+              "the model version), to measure them with `align`")
+@click.option("--model-version", help="with --predictions: only this model version's")
 @project_config_option
 @studio_options
-def export(project, output, per_annotator, config_path, url, api_key):
-    """Export submitted annotations as trajectory_eval JSONL."""
-    from ..flows.export import export_project
+def export(project, output, per_annotator, gold, aggregate, review, predictions, model_version, config_path, url,
+           api_key):
+    """Export submitted annotations (or gold labels, or predictions) as trajectory_eval JSONL."""
+    from ..flows import export as flow
 
-    summary = export_project(studio.connect(url, api_key), project, output, optional_config(config_path),
-                             per_annotator=per_annotator)
+    if per_annotator + gold + predictions > 1:
+        raise click.UsageError("--per-annotator, --gold and --predictions are exclusive")
+    if (review or aggregate != "majority") and not gold:
+        raise click.UsageError("--aggregate and --review go with --gold")
+    if model_version and not predictions:
+        raise click.UsageError("--model-version goes with --predictions")
+    if aggregate == "dawid-skene":
+        need_extra("analysis", "crowdkit", "pandas")
+    client = studio.connect(url, api_key)
+    if gold:
+        summary = flow.export_gold(client, project, output, optional_config(config_path), method=aggregate,
+                                   review=list(review) or None)
+        for w in summary.warnings:
+            click.echo(f"warning: {w}", err=True)
+        how = ", ".join(f"{n} {m}" for m, n in sorted(summary.methods.items()))
+        reviews = ", ".join(map(str, summary.review_projects)) or "none"
+        click.echo(f"wrote {summary.written} gold traces ({how or 'none'}) to {', '.join(summary.files)}; "
+                   f"review projects: {reviews}")
+        return
+    if predictions:
+        summary = flow.export_predictions(client, project, output, optional_config(config_path),
+                                          model_version=model_version)
+        what = "predictions"
+    else:
+        summary = flow.export_project(client, project, output, optional_config(config_path),
+                                      per_annotator=per_annotator)
+        what = "annotations"
     for w in summary.warnings:
         click.echo(f"warning: {w}", err=True)
-    click.echo(f"wrote {summary.written} annotations of {summary.tasks} tasks to {', '.join(summary.files)}; "
-               f"left out {summary.cancelled} skipped/cancelled and {summary.drafts} drafts")
+    click.echo(f"wrote {summary.written} {what} of {summary.tasks} tasks to {', '.join(summary.files)}"
+               + ("" if predictions else f"; left out {summary.cancelled} skipped/cancelled and {summary.drafts} "
+                                         f"drafts"))
+
+
+@click.command(cls=Command)
+@click.option("--project", type=int, required=True, help="the project whose annotators disagree")
+@click.option("--create", "create_title", metavar="TITLE", help="the review project's title: made when no project "
+              "has it, updated when one does")
+@click.option("--into", type=int, help="update this review project")
+@click.option("--correctness-share", type=click.FloatRange(0, 1), default=1.0, show_default=True,
+              help="a step's correctness is disputed when its most common label has less than this share of the "
+              "annotators (1: any dissent)")
+@click.option("--type-share", type=click.FloatRange(0, 1), default=1.0, show_default=True,
+              help="the same for the error type, among the annotators who marked the step wrong")
+@click.option("--severity-ranks", type=click.IntRange(0), default=0, show_default=True,
+              help="severities are disputed when more than this many levels apart")
+@click.option("--first-error-steps", type=click.IntRange(0), default=2, show_default=True,
+              help="first error steps are disputed when more than this many steps apart (as agreement --k); a "
+              "trace one annotator finds no error in is always disputed")
+@project_config_option
+@studio_options
+def adjudicate(project, create_title, into, correctness_share, type_share, severity_ranks, first_error_steps,
+               config_path, url, api_key):
+    """Put the traces whose annotators disagree in a review project, each annotator's labels as a prediction."""
+    from ..analysis.disagreement import Thresholds
+    from ..flows.adjudicate import adjudicate as run
+    from ..studio.urls import label_stream_url
+
+    thresholds = Thresholds(correctness=correctness_share, error_type=type_share, severity_ranks=severity_ranks,
+                            first_error_steps=first_error_steps)
+    summary = run(studio.connect(url, api_key), project, create_title=create_title, into=into, thresholds=thresholds,
+                  config=optional_config(config_path))
+    for w in summary.warnings:
+        click.echo(f"warning: {w}", err=True)
+    pid = summary.review_project_id
+    click.echo(f"project {project}: {summary.compared} traces with 2+ annotators, {summary.disputed} disputed")
+    click.echo(f"review project {pid}{' (created)' if summary.created else ''}: added {summary.tasks_added} tasks "
+               f"and {summary.predictions_added} predictions, updated {summary.tasks_updated} summaries and "
+               f"{summary.predictions_updated} predictions; {len(summary.settled)} held traces no longer disputed")
+    for d in summary.disputes[:10]:
+        s = d.summary()
+        click.echo(f"  {d.trace_id}: disputedness {s['disputedness']:g}, steps {s['steps_in_dispute'] or '–'}, "
+                   f"first errors {s['first_errors']}")
+    click.echo(f"adjudicate: {label_stream_url(studio.server_url(url), pid)}", err=True)
 
 
 @click.command(cls=Command)

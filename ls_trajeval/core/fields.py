@@ -16,11 +16,23 @@ N_STEPS = "n_steps"
 #: the score fields the ML backend writes back (Data Manager columns); import seeds them
 SCORE_FIELDS = ("running_score", "n_errors", "first_error_step", "worst_severity", "score_mean", "te_scores",
                 "te_curve")
+#: a review project's summary of what its annotators dispute (``ls-trajeval adjudicate``): Data Manager columns,
+#: ``disputedness`` sorts most disputed first
+DISPUTE_FIELDS = ("disputedness", "n_annotators", "disputed_steps", "correctness_disputes", "error_type_disputes",
+                  "severity_disputes", "first_error_disputed", "steps_in_dispute", "first_errors")
 #: every task-data key ls-trajeval writes
-TASK_FIELDS = (TRANSCRIPT, PAGES, N_STEPS, *SCORE_FIELDS)
+TASK_FIELDS = (TRANSCRIPT, PAGES, N_STEPS, *SCORE_FIELDS, *DISPUTE_FIELDS)
 #: where a task keeps its trace id besides ``data``: listing ``id,meta`` is a few bytes a task, where the data
 #: holds the whole trace three times over
 META_TRACE_ID = "te_trace_id"
+#: a review task's source: ``{"project": id, "task": id}`` of the task whose annotators it adjudicates
+META_SOURCE = "te_source"
+
+
+def review_mark(project_id: int) -> str:
+    """The line of a review project's description that names the project it adjudicates (``export --gold``
+    finds its review projects by it)."""
+    return f"ls-trajeval: adjudication of project {project_id}"
 
 
 def initial_scores(config, n_steps: int) -> dict:

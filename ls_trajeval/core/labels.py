@@ -4,6 +4,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
+def step_number(step_index: int) -> str:
+    """A step as people see it in Label Studio (the transcript's and the live score's ``#N``): ``#1`` for index 0.
+    Everything shown to people numbers steps this way; files keep the 0-based ``step_index``."""
+    return f"#{step_index + 1}"
+
+
 @dataclass(slots=True)
 class StepLabel:
     """One step's label. Slotted: the analysis of a large export makes millions, one at a time."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Mapping
 from typing import Any, Iterator, Sequence, Union
@@ -23,17 +23,18 @@ from .config import Config
 from .fields import n_steps as task_n_steps
 from .labels import StepLabel
 from .results import decode
-from .scoring import summarize
+from .scoring import ScoreSummary, summarize
 from .tasks import step_text
 from .trace import Trace, TraceError, iter_jsonl, open_text, parse_trace
 
-#: Top-level keys of a record besides the per-step list and the whole-trace labels (``metadata`` is written by
-#: other tools' exports and is no label either).
+#: The keys every record starts with, in this order: the trace, where the labels came from, the trace's metadata
+HEAD_KEYS = ("trace_id", "task", "project_id", "task_id", "annotation_id", "annotator", "annotator_id", "created_at",
+             "updated_at", "lead_time", "layout", "metadata")
+#: Top-level keys of a record besides the per-step list and the whole-trace labels: the head, the score, and the
+#: keys only some records have (``model_version`` of an exported prediction, ``gold``: how a gold label was made)
 RECORD_KEYS = frozenset({
-    "trace_id", "task", "project_id", "task_id", "annotation_id", "annotator", "annotator_id",
-    "created_at", "updated_at", "lead_time", "layout", "scheme", "running_score", "final_score", "n_steps",
-    "n_errors", "first_error_step", "worst_severity", "severity_weights", "score_initial", "score_min",
-    "metadata",
+    *HEAD_KEYS, "scheme", "running_score", "final_score", "n_steps", "n_errors", "first_error_step",
+    "worst_severity", "severity_weights", "score_initial", "score_min", "model_version", "gold",
 })
 #: The keys of one per-step entry
 STEP_KEYS = ("step_index", "step_type", "step_text", "correctness", "error_category", "error_type", "severity",
@@ -55,58 +56,82 @@ def _annotator(annotation: Mapping, users: Mapping[int, dict]) -> tuple[str | No
 
 
 def build_record(task: Mapping, annotation: Mapping, config: Config, *, layout: str = "",
-                 users: Mapping[int, dict] | None = None) -> tuple[dict, list[str]]:
-    """The record of one annotation of one task (Label Studio's JSON), and the decoder's located warnings."""
+                 users: Mapping[int, dict] | None = None, annotator: str | None = None) -> tuple[dict, list[str]]:
+    """The record of one annotation of one task (Label Studio's JSON), and the decoder's located warnings.
+
+    A prediction is read the same way: ``annotator`` then names its author (no user completed it), and its
+    ``model_version`` is kept."""
     data = task.get("data") or {}
     parsed = parse_trace(data, source=f"task {task.get('id')}", id_key=config.id_key, text_key=config.text_key,
                          trace_key=config.trace_key)
     steps = parsed.steps if isinstance(parsed, Trace) else []
     n_steps = len(steps) if steps else task_n_steps(data)
     labels = decode(annotation.get("result") or [], config, n_steps)
-    scheme = config.trajectory
-    score = summarize(labels.steps, scheme)
-    email, user_id = _annotator(annotation, users or {})
-    entries = []
-    for label, running in zip(labels.steps, score.curve):
+    for label in labels.steps:
         step = steps[label.step_index] if label.step_index < len(steps) else None
-        entries.append({
-            "step_index": label.step_index,
-            "step_type": step.type if step else None,
-            "step_text": step_text(step) if step else None,
-            "correctness": label.correctness,
-            "error_category": label.error_category,
-            "error_type": label.error_type,
-            "severity": label.severity,
-            "rationale": label.rationale,
-            "score": _num(running),
-        })
-    record = {
+        if step is not None:
+            label.step_type, label.step_text = step.type, step_text(step)
+    scheme = config.trajectory
+    email, user_id = _annotator(annotation, users or {})
+    head = {
         "trace_id": str(data.get(config.id_key)) if data.get(config.id_key) is not None else None,
         "task": data.get(config.text_key),
         "project_id": task.get("project"),
         "task_id": task.get("id"),
         "annotation_id": annotation.get("id"),
-        "annotator": email,
+        "annotator": annotator if annotator is not None else email,
         "annotator_id": user_id,
         "created_at": annotation.get("created_at"),
         "updated_at": annotation.get("updated_at"),
         "lead_time": annotation.get("lead_time"),
         "layout": layout or None,
-        "scheme": scheme.name,
-        scheme.name: entries,
-        **labels.whole_trace,
+        # the trace's own metadata (agent, model, run, ...), so reports can compare groups by it
+        "metadata": parsed.metadata if isinstance(parsed, Trace) else {},
+    }
+    if annotation.get("model_version") is not None:
+        head["model_version"] = annotation["model_version"]
+    record = assemble(head, scheme.name, labels.steps, labels.whole_trace, summarize(labels.steps, scheme), n_steps,
+                      scheme.weights, scheme.running_score.initial, scheme.running_score.min)
+    where = f"task {task.get('id')} annotation {annotation.get('id')}"
+    return record, [f"{where}: {w}" for w in labels.warnings]
+
+
+def assemble(head: Mapping, scheme_name: str, steps: Sequence[StepLabel], whole_trace: Mapping,
+             score: ScoreSummary, n_steps: int, weights: Mapping[str, float], initial: float, minimum: float) -> dict:
+    """A record from its parts: ``head`` (the keys from ``trace_id`` to ``metadata``, and any other key of
+    :data:`RECORD_KEYS` the writer sets, such as ``model_version``), one label per step (with its ``step_type`` and
+    ``step_text``), the whole-trace labels and the score. :func:`build_record` and the gold labels of the analysis
+    write through it, so every record has one shape."""
+    unknown = set(head) - RECORD_KEYS
+    if unknown:
+        raise ValueError(f"not record keys: {sorted(unknown)}")
+    entries = [{
+        "step_index": label.step_index,
+        "step_type": label.step_type,
+        "step_text": label.step_text,
+        "correctness": label.correctness,
+        "error_category": label.error_category,
+        "error_type": label.error_type,
+        "severity": label.severity,
+        "rationale": label.rationale,
+        "score": _num(running),
+    } for label, running in zip(steps, score.curve)]
+    return {
+        **{k: head.get(k) for k in HEAD_KEYS},
+        **{k: v for k, v in head.items() if k not in HEAD_KEYS},
+        "scheme": scheme_name,
+        scheme_name: entries,
+        **whole_trace,
         "running_score": [_num(x) for x in score.curve],
         "final_score": _num(score.final),
         "n_steps": n_steps,
         "n_errors": score.n_errors,
         "first_error_step": score.first_error_step,
         "worst_severity": score.worst_severity,
-        "severity_weights": {k: _num(v) for k, v in scheme.weights.items()},
-        "score_initial": _num(scheme.running_score.initial),
-        "score_min": _num(scheme.running_score.min),
+        "severity_weights": {k: _num(v) for k, v in weights.items()},
+        "score_initial": _num(initial),
+        "score_min": _num(minimum),
     }
-    where = f"task {task.get('id')} annotation {annotation.get('id')}"
-    return record, [f"{where}: {w}" for w in labels.warnings]
 
 
 def dumps(record: Mapping) -> str:
@@ -131,6 +156,20 @@ class AnnotationRecord:
     score_initial: float | None
     score_min: float | None
     final_score: float | None
+    #: the line's other top-level scalars as written (project_id, task_id, annotator_id, lead_time, created_at,
+    #: flags such as ``adjudicated``)
+    fields: dict = field(default_factory=dict)
+    #: the trace's metadata (agent, model, run, ...), when the export carries it
+    metadata: dict = field(default_factory=dict)
+
+    def value(self, key: str) -> Any:
+        """What the record says for ``key``: a key of the trace's metadata (``metadata.KEY`` to say so), else a
+        top-level field (``annotator``, ``layout``, a whole-trace label, ...); None when it has neither."""
+        if key.startswith("metadata."):
+            return self.metadata.get(key[len("metadata."):])
+        if key in self.metadata:
+            return self.metadata[key]
+        return self.fields.get(key)
 
 
 def _number(x: Any) -> float | None:
@@ -212,8 +251,13 @@ def parse_record(obj: Any, source: str, line: int, *, scheme: str | None = None,
             return bad("expected an object of numbers", "severity_weights")
         weights = {str(k): float(v) for k, v in weights.items()}
     labels = {}
+    fields = {}
     for k, v in obj.items():
-        if k in RECORD_KEYS or k == found:
+        if k == found:
+            continue
+        if v is None or isinstance(v, (str, int, float, bool)):
+            fields[k] = v
+        if k in RECORD_KEYS:
             continue
         if v is None or isinstance(v, str):
             labels[k] = v
@@ -229,7 +273,8 @@ def parse_record(obj: Any, source: str, line: int, *, scheme: str | None = None,
         annotator=annotator, annotation_id=obj.get("annotation_id"), scheme=found, steps=steps,
         n_steps=n_steps, labels=labels, severity_weights=weights,
         score_initial=_number(obj.get("score_initial")), score_min=_number(obj.get("score_min")),
-        final_score=_number(obj.get("final_score")),
+        final_score=_number(obj.get("final_score")), fields=fields,
+        metadata=obj["metadata"] if isinstance(obj.get("metadata"), dict) else {},
     )
 
 

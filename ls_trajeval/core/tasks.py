@@ -16,6 +16,7 @@ from functools import lru_cache
 from .config import Config
 from .fields import N_STEPS, PAGES, TRANSCRIPT, initial_scores
 from .labelconfig import _env
+from .labels import step_number
 from .trace import Step, Trace
 
 #: Lines shown before a long block is folded behind "show N more lines".
@@ -124,7 +125,7 @@ def step_text(step: Step) -> str:
 def transcript_entry(step: Step, index: int, config: Config) -> dict:
     prefix = []
     if config.show_step_numbers:
-        prefix.append(f"#{index + 1}")
+        prefix.append(step_number(index))
     if config.show_timestamps and _timestamp(step):
         prefix.append(f"[{_timestamp(step)}]")
     text = step_text(step)

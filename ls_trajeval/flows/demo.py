@@ -17,6 +17,7 @@ import platformdirs
 from ..core.config import Config
 from ..studio import client as studio
 from ..studio.localserver import LocalLabelStudio, free_port
+from ..studio.urls import label_stream_url
 from .importer import import_traces, read_inputs
 
 
@@ -129,7 +130,7 @@ def run_demo(data_dir: str | None, port: int, config: Config, layout: str = "tra
         creds = server.credentials
         echo("")
         echo(f"  Label Studio:  {server.url}/projects/{project['id']}/data")
-        echo(f"  annotate:      {studio.label_stream_url(server.url, project['id'])}")
+        echo(f"  annotate:      {label_stream_url(server.url, project['id'])}")
         echo(f"  log in as:     {creds.email}")
         echo(f"  password:      {creds.password}")
         if ml:

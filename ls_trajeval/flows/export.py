@@ -1,4 +1,6 @@
-"""Label Studio annotations → ``trajectory_eval`` JSONL, one line per (trace, submitted annotation)."""
+"""Label Studio annotations → ``trajectory_eval`` JSONL, one line per (trace, submitted annotation); or one line per
+trace of gold labels (``--gold``: the adjudication, else the unanimous labels, else an aggregate), or a project's
+predictions (``--predictions``: what a detector or judge said, for ``align``)."""
 from __future__ import annotations
 
 import os
@@ -9,8 +11,10 @@ from pathlib import Path
 from typing import Iterator
 
 from ..core.config import Config
+from ..core.fields import review_mark
 from ..core.layouts import layout_of
-from ..core.records import build_record, dumps
+from ..core.records import AnnotationRecord, build_record, dumps, parse_record
+from ..core.trace import TraceError
 from ..studio import client as studio
 from .projects import project_config
 
@@ -27,18 +31,25 @@ class ExportSummary:
 
 
 def readable_record(task: dict, annotation: dict, config: Config, *, layout: str, users: dict,
-                    summary: ExportSummary) -> dict | None:
+                    summary: ExportSummary, annotator: str | None = None, what: str = "annotation") -> dict | None:
     """The annotation's record, or None and a located warning when its result cannot be decoded (a result
-    written through the API by another tool): it costs that one annotation, not the whole export."""
+    written through the API by another tool): it costs that one annotation, not the whole export. A prediction
+    is read the same way (``what``), its ``annotator`` given."""
     try:
-        record, warnings = build_record(task, annotation, config, layout=layout, users=users)
+        record, warnings = build_record(task, annotation, config, layout=layout, users=users, annotator=annotator)
     except (TypeError, ValueError, AttributeError, KeyError, IndexError, RecursionError) as exc:
         summary.unreadable += 1
-        summary.warnings.append(f"task {task.get('id')} annotation {annotation.get('id')}: left out, its result "
+        summary.warnings.append(f"task {task.get('id')} {what} {annotation.get('id')}: left out, its result "
                                 f"cannot be read ({type(exc).__name__}: {str(exc)[:200]})")
         return None
     summary.warnings.extend(warnings)
     return record
+
+
+def read_back(record: dict, config: Config) -> AnnotationRecord | TraceError:
+    """An export record as the analysis reads it (located by project and task)."""
+    return parse_record(record, f"project {record.get('project_id')}", record.get("task_id") or 0,
+                        scheme=config.trajectory.name, default_correctness=config.trajectory.correctness_default)
 
 
 def iter_records(client, project_id: int, config: Config | None = None, page_size: int = 100,
@@ -90,6 +101,15 @@ class _AtomicWriter:
         self.fh.close()
         self.tmp.unlink(missing_ok=True)
 
+    def __enter__(self) -> "_AtomicWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort()
+
 
 def export_project(client, project_id: int, out: str | Path | None = None, config: Config | None = None, *,
                    per_annotator: bool = False, page_size: int = 100) -> ExportSummary:
@@ -117,4 +137,88 @@ def export_project(client, project_id: int, out: str | Path | None = None, confi
         for w in writers.values():
             w.abort()
         raise
+    return summary
+
+
+@dataclass
+class GoldSummary:
+    written: int = 0
+    methods: dict[str, int] = field(default_factory=dict)  # adjudicated | unanimous | single | majority | ...
+    review_projects: list[int] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+
+
+def _analysis_records(client, project: dict, config: Config, page_size: int, summary: ExportSummary,
+                      warnings: list) -> list[AnnotationRecord]:
+    out = []
+    for record in _records(client, project, config, page_size, summary):
+        rec = read_back(record, config)
+        if isinstance(rec, TraceError):
+            warnings.append(f"left out: {rec}")
+        else:
+            out.append(rec)
+    return out
+
+
+def export_gold(client, project_id: int, out: str | Path | None = None, config: Config | None = None, *,
+                method: str = "majority", review: list[int] | None = None, page_size: int = 100) -> GoldSummary:
+    """One gold line per annotated trace of the project (see :mod:`ls_trajeval.analysis.gold`): the adjudicator's
+    annotation from a review project where there is one, else the unanimous labels, else the ``method``'s
+    aggregate. ``review`` lists the review projects; by default those ``ls-trajeval adjudicate`` made for this
+    project (marked in their description). Traces are linked by trace id; each line points at its task here."""
+    from ..analysis.gold import Adjudicator, build_gold, gold_line
+    from ..analysis.settings import from_config
+    from ..analysis.trace_groups import group_by_trace
+
+    gold = GoldSummary()
+    project = studio.get_project(client, project_id)
+    config = project_config(project, config)
+    settings = from_config(config)
+    exported = ExportSummary()
+    groups = group_by_trace(_analysis_records(client, project, config, page_size, exported, gold.warnings))
+    reviews = [studio.get_project(client, r) for r in review] if review is not None else \
+        studio.projects_described(client, review_mark(project_id))
+    for rp in reviews:
+        gold.review_projects.append(rp["id"])
+        adjudicated = _analysis_records(client, rp, project_config(rp, config), page_size, exported, gold.warnings)
+        # the latest adjudication of a trace last: the gold takes it
+        for tid, recs in group_by_trace(sorted(adjudicated, key=lambda r: r.annotation_id or 0)).items():
+            groups.setdefault(tid, []).extend(recs)
+    gold.warnings.extend(exported.warnings)
+    out = Path(out or Path(config.output_path) / "gold.jsonl")
+    judged = build_gold(groups.items(), settings, method=method,
+                        adjudicator=Adjudicator(project_ids=frozenset(gold.review_projects)))
+    with _AtomicWriter(out) as writer:
+        for g in judged:
+            writer.write(gold_line(g, settings))
+            gold.written += 1
+            gold.methods[g.method] = gold.methods.get(g.method, 0) + 1
+    gold.files.append(str(out))
+    return gold
+
+
+def export_predictions(client, project_id: int, out: str | Path | None = None, config: Config | None = None, *,
+                       model_version: str | None = None, page_size: int = 100) -> ExportSummary:
+    """The project's predictions as trajectory_eval lines, their ``annotator`` the model version: per task the
+    latest prediction of each model version (of ``model_version`` only, when given)."""
+    summary = ExportSummary()
+    project = studio.get_project(client, project_id)
+    config = project_config(project, config)
+    layout = layout_of(project.get("label_config") or "")
+    out = Path(out or Path(config.output_path) / "predictions.jsonl")
+    with _AtomicWriter(out) as writer:
+        for task in studio.iter_tasks(client, project_id, page_size=page_size):
+            summary.tasks += 1
+            latest = {}
+            for p in sorted(task.get("predictions") or [], key=lambda p: p.get("id") or 0):
+                if model_version is None or p.get("model_version") == model_version:
+                    latest[p.get("model_version")] = p
+            for version, p in latest.items():
+                record = readable_record(task, p, config, layout=layout, users={}, summary=summary,
+                                         annotator=str(version) if version else "prediction", what="prediction")
+                if record is not None:
+                    writer.write(record)
+                    summary.written += 1
+    summary.files.append(str(out))
     return summary

@@ -80,7 +80,8 @@ def from_metadata(trace: Trace, config: Config) -> list[Prelabel]:
     if isinstance(meta.get("mistake_step"), int) and not isinstance(meta.get("mistake_step"), bool):
         step, problems = meta["mistake_step"], []
         if 0 <= step < n:
-            etype = m.type_for(meta.get("mistake_type"))
+            # a config can map the responsible agent to a type (label_configs/who_and_when.yaml does)
+            etype = m.type_for(meta.get("mistake_type"), meta.get("mistake_agent"))
             if etype is None:
                 problems.append("Who&When names no error type: set prelabels.default_type to pre-fill one")
             reason = " — ".join(str(x) for x in (meta.get("mistake_agent"), meta.get("mistake_reason")) if x)
@@ -156,12 +157,18 @@ def read_export(path: str | Path, config: Config) -> Iterator[tuple[str, Prelabe
 
 def prediction(pre: Prelabel, config: Config, layout: str, task_data: dict) -> dict:
     """A Label Studio prediction in the project's layout; its score is the running score it implies."""
+    return as_prediction(pre.labels, f"prelabels-{pre.source}", config, layout, task_data)
+
+
+def as_prediction(labels: TraceLabels, model_version: str, config: Config, layout: str, task_data: dict) -> dict:
+    """Labels as a Label Studio prediction of ``model_version`` in the project's layout (the shapes the UI saves,
+    the review box left to the annotator); its score is the running score the labels imply."""
     n = task_data[N_STEPS]
-    steps = pre.labels.steps[:n]
+    steps = labels.steps[:n]
     labels = TraceLabels(steps + [StepLabel(i, config.trajectory.correctness_default)
-                                  for i in range(len(steps), n)], pre.labels.whole_trace)
+                                  for i in range(len(steps), n)], labels.whole_trace)
     return {
-        "model_version": f"prelabels-{pre.source}",
+        "model_version": model_version,
         "score": summarize(labels.steps, config.trajectory).final,
         "result": results.encode(labels, config, layout, task_data.get(TRANSCRIPT), origin="prediction",
                                  confirm_review=False),

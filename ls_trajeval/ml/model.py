@@ -18,7 +18,7 @@ from ..core import results, scoring
 from ..core.config import Config, humanize
 from ..core.fields import Names, n_steps
 from ..core.layouts import layout_of
-from ..core.labels import StepLabel, TraceLabels
+from ..core.labels import StepLabel, TraceLabels, step_number
 from ..core.trace import Trace, parse_trace
 from . import detectors
 
@@ -99,7 +99,7 @@ class Predictor:
             if step.correctness not in scheme.error_labels:
                 continue
             i = step.step_index
-            where = f"#{i + 1} · {authors[i]}" if i < len(authors) else f"#{i + 1}"
+            where = f"{step_number(i)} · {authors[i]}" if i < len(authors) else step_number(i)
             label = humanize(step.severity) if step.severity in sev else "no severity yet"
             kind = self.types[step.error_type].label if step.error_type in self.types else "no error type yet"
             delta = f"{after - before:+g}".replace("-", "\u2212")  # a real minus sign; labels keep their hyphens

@@ -88,15 +88,6 @@ def server_url(url: str | None = None) -> str:
     return url.rstrip("/")
 
 
-def label_stream_url(url: str, project_id: int) -> str:
-    """Where annotators should label a project: the label stream ("Label All Tasks").
-
-    It opens a long trace about 1.4-2x sooner than the Data Manager's quick view (``?task=ID``), whose
-    annotation tabs serialise every annotation on each render (benchmarks/bench_browser.py).
-    """
-    return f"{url.rstrip('/')}/projects/{project_id}/data?labeling=1"
-
-
 def connect(url: str | None = None, api_key: str | None = None, timeout: float = 120) -> LabelStudio:
     """A client for ``url`` (or $LABEL_STUDIO_URL) with ``api_key`` (or $LABEL_STUDIO_API_KEY).
 
@@ -152,17 +143,39 @@ def get_project(client: LabelStudio, project_id: int) -> dict:
     return _dump(call(client.projects.get, id=project_id, what=f"reading project {project_id}"))
 
 
-def find_project(client: LabelStudio, title: str) -> dict | None:
-    title = project_title(title)
+def _projects(client: LabelStudio, **filters) -> Iterator[dict]:
     try:
-        for project in call(client.projects.list, title=title, what="listing projects"):
-            data = _dump(project)
-            if data.get("title") == title:
-                return data
+        for project in call(client.projects.list, **filters, what="listing projects"):
+            yield _dump(project)
     except ApiError as exc:  # the generated pager asks for the page after the last one: a 404
         if exc.status_code != 404:
             raise StudioError(f"listing projects failed: {_describe_api_error(exc)}") from None
-    return None
+
+
+def find_project(client: LabelStudio, title: str) -> dict | None:
+    title = project_title(title)
+    return next((p for p in _projects(client, title=title) if p.get("title") == title), None)
+
+
+def update_project(client: LabelStudio, project_id: int, **settings: Any) -> dict:
+    """Set project settings (``description``, ``show_collab_predictions``, ...)."""
+    return _dump(call(client.projects.update, id=project_id, **settings, what=f"updating project {project_id}"))
+
+
+def projects_described(client: LabelStudio, text: str) -> list[dict]:
+    """The projects whose description holds ``text`` as one of its lines."""
+    return [p for p in _projects(client) if text in (p.get("description") or "").splitlines()]
+
+
+def ensure_view(client: LabelStudio, project_id: int, title: str, ordering: list[str]) -> bool:
+    """A Data Manager tab of the project called ``title``, sorted by ``ordering`` (``["-tasks:data.KEY"]``);
+    True when it had to be made."""
+    for view in call(client.views.list, project=project_id, what=f"listing the tabs of project {project_id}"):
+        if ((_dump(view).get("data") or {}).get("title")) == title:
+            return False
+    call(client.views.create, project=project_id, data={"title": title, "ordering": ordering},
+         what=f"adding the tab {title!r} to project {project_id}")
+    return True
 
 
 # ---------------------------------------------------------------- tasks
@@ -342,6 +355,16 @@ def update_task_data(client: LabelStudio, task_id: int, fields: dict, data: dict
         data = get_task(client, task_id).get("data") or {}
     merged = {**data, **fields}
     return _dump(call(client.tasks.update, id=str(task_id), data=merged, what=f"updating task {task_id}"))
+
+
+def create_prediction(client: LabelStudio, task_id: int, prediction: dict) -> dict:
+    """``prediction``: ``{"model_version", "score", "result"}`` (as an import carries it)."""
+    return _dump(call(client.predictions.create, task=task_id, **prediction, what=f"adding a prediction to task {task_id}"))
+
+
+def update_prediction(client: LabelStudio, prediction_id: int, prediction: dict) -> dict:
+    return _dump(call(client.predictions.update, id=prediction_id, **prediction,
+                      what=f"updating prediction {prediction_id}"))
 
 
 def task_predictions(client: LabelStudio, task_id: int) -> list[dict]:

@@ -10,6 +10,8 @@ from click.testing import CliRunner
 
 from ls_trajeval.analysis.agreement import collect, compute
 from ls_trajeval.analysis.stats import cohen_kappa, cohen_kappa_table, fleiss_kappa, krippendorff_alpha
+from ls_trajeval.analysis.disagreement import Thresholds, disagreements_in
+from ls_trajeval.analysis.settings import AnalysisSettings
 from ls_trajeval.cli.analysis import agreement_command
 
 from .conftest import export_line
@@ -77,7 +79,8 @@ def _binary_export(tmp_path):
 
 
 def test_two_annotators_end_to_end(tmp_path):
-    r = compute(collect([str(_binary_export(tmp_path))]))
+    path = str(_binary_export(tmp_path))
+    r = compute(collect([path]))
     s = r.statistics
     assert s["is_error"]["units"] == 10
     assert s["is_error"]["krippendorff_alpha"] == pytest.approx(0.095, abs=5e-4)
@@ -92,9 +95,11 @@ def test_two_annotators_end_to_end(tmp_path):
     assert s["error_category"]["percent_agreement"] == 1
     # with one other annotator, "the majority" is that annotator: agreement is the pairwise 0.6
     assert [p["agreement_with_majority"] for p in r.per_annotator] == [pytest.approx(0.6)] * 2
-    # 2 differing steps in each trace; Y ranks first because its first errors lie further apart (3 vs 1)
-    assert [d["trace_id"] for d in r.disagreements] == ["Y", "X"]
-    assert r.disagreements[0]["disagreeing_steps"] == 2
+    # 2 differing steps in each trace (1/2 each); Y also disputes its first error: 3 vs 0 is more than
+    # k = 2 apart (+1/2), while X's 1 vs 0 is within it
+    dis = disagreements_in([path], AnalysisSettings(), Thresholds(first_error_steps=2))
+    assert [(d.trace_id, d.score) for d in dis] == [("Y", 1.5), ("X", 1.0)]
+    assert [d.summary()["steps_in_dispute"] for d in dis] == ["#1, #4", "#1, #3"]
 
 
 def _k2011_export(tmp_path, all_wrong: bool):
@@ -184,5 +189,9 @@ def test_cli_agreement(hand_export, tmp_path):
     # T1: alice/bob/carol all first err at 1; T2: alice none vs bob 0; T3: alice 0 vs carol 4
     assert doc["first_error_step"]["pairs"] == 5
     assert doc["first_error_step"]["exact"] == pytest.approx(3 / 5)
+    # the adjudication list (disagreement finder, first errors within k = 1): T3 1.625, T1 4/3, T2 1
+    assert [(d["trace_id"], d["steps_in_dispute"]) for d in doc["most_disagreement"]] == [
+        ("T3", "#1, #3, #5"), ("T1", "#2, #3, #4"), ("T2", "#1")]
+    assert "T3: disputedness 1.62, steps #1, #3, #5" in res.output
     res = CliRunner().invoke(agreement_command, [str(hand_export), "--json"])
     assert json.loads(res.stdout)["annotators"]

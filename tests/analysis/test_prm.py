@@ -125,8 +125,72 @@ def test_cli_rejects_bad_lines_and_still_writes(hand_export, tmp_path):
 
 def test_hand_export_majority(hand_export):
     rows, _ = run(hand_export, with_meta=True)
-    by = {r["trace_id"]: r["labels"] for r in rows}
-    # T1 step1: all three wrong; step2 only carol; step3 only alice
-    assert by["T1"] == [T, F, T, T]
-    assert by["T4"] == [F]
+    by = {r["trace_id"]: r for r in rows}
+    # T1 (thought action observation thought): step1 all three wrong; step2 (the observation) is context now,
+    # its text leading step 3; step3 only alice
+    assert by["T1"]["labels"] == [T, F, T]
+    assert by["T1"]["completions"][2] == "[observation]\nT1 step 2 (observation)\n\nT1 step 3 (thought)"
+    assert by["T4"]["labels"] == [F]
     assert len(ANNOTATIONS) == 8
+    rows, _ = run(hand_export, with_meta=True, agent_steps=None)  # every step a completion, as before
+    assert {r["trace_id"]: r["labels"] for r in rows}["T1"] == [T, F, T, T]
+
+
+# ---------------------------------------------------------------- the other shapes, worked out from the votes
+# codes per step (1 correct, 0 partial, -1 error):
+#   P1 alice 1 -1 1 -1 | bob 1 -1 1 1 | carol 1 0 -1 1      P2 alice 1 1 1 | bob 0 1 1
+#   P3 alice -1 1 -1 1 -1 | carol 1 1 1 1 -1                  P4 bob -1
+# incorrect steps are "major" (1 - 5/10 = 0.5), partial ones "minor" (1 - 1/10 = 0.9)
+
+def test_prm800k_ratings(prm_export):
+    rows, _ = run(prm_export, shape="prm800k")
+    # P1 step1 -1 -1 0 -> -1; P2 step0 1 vs 0 ties -> the lower, 0; P3 steps 0 and 2 tie -> -1
+    assert labels(rows) == [[1, -1, 1, 1], [0, 1, 1], [-1, 1, -1, 1, -1], [-1]]
+    rows, _ = run(prm_export, shape="prm800k", after_error="cascade")
+    assert labels(rows)[0] == [1, -1, -1, -1] and labels(rows)[1] == [0, 1, 1]  # a 0 is no error
+    rows, _ = run(prm_export, shape="prm800k", merge="any-error")
+    assert labels(rows)[0] == [1, -1, -1, -1]
+
+
+def test_soft_labels(prm_export):
+    rows, _ = run(prm_export, shape="soft")
+    got = labels(rows)
+    assert got[0] == pytest.approx([1, (0.5 + 0.5 + 0.9) / 3, (1 + 1 + 0.5) / 3, (0.5 + 1 + 1) / 3])
+    assert got[1] == pytest.approx([0.95, 1, 1])
+    rows, _ = run(prm_export, shape="soft", after_error="cascade")
+    assert labels(rows)[0] == pytest.approx([1, 1.9 / 3, 0, 0])  # the first error is step 1 (trl: F)
+
+
+def test_context_steps_fold_into_prompt_and_next_step(tmp_path):
+    from .conftest import write_export
+
+    types = {"C": ["system", "thought", "action", "observation", "thought", "observation"]}
+    write_export(tmp_path / "c", [("C", "alice", {2: I}, "failure", 0)], types)
+    rows, stats = run(tmp_path / "c")
+    (r,) = rows
+    assert r["prompt"] == "task of C\n\n[system]\nC step 0 (system)"
+    assert r["completions"] == ["C step 1 (thought)", "C step 2 (action)",
+                                "[observation]\nC step 3 (observation)\n\nC step 4 (thought)"]
+    assert r["labels"] == [T, F, T]
+    assert stats.context_steps == 3  # the trailing observation judges nothing and is left out
+    rows, _ = run(tmp_path / "c", agent_steps=("thought",))
+    assert rows[0]["labels"] == [T, T]  # the wrong action is context now: its label is not used
+
+
+@pytest.mark.parametrize("shape, dtype, first", [("trl", "bool", [T, F, T, T]), ("prm800k", "int64", [1, -1, 1, 1]),
+                                                 ("soft", "float64", None)])
+def test_every_shape_loads_with_datasets(prm_export, tmp_path, monkeypatch, shape, dtype, first):
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    out = tmp_path / f"{shape}.jsonl"
+    res = CliRunner().invoke(prm_command, [str(prm_export), "-o", str(out), "--shape", shape])
+    assert res.exit_code == 0, res.output
+    import datasets
+
+    ds = datasets.load_dataset("json", data_files=str(out), split="train", cache_dir=str(tmp_path / "hf"))
+    assert ds.column_names == ["prompt", "completions", "labels"] and ds.num_rows == 4
+    assert ds.features["labels"].feature.dtype == dtype
+    if first is not None:
+        assert ds[0]["labels"] == first
+    else:
+        assert ds[1]["labels"] == pytest.approx([0.95, 1, 1])

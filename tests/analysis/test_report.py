@@ -92,11 +92,13 @@ def test_first_error(tables):
     s = _as_dict(tables["first_error_summary"], "metric", "value")
     assert s["annotations"] == 8
     assert s["annotations with an error"] == 7
-    assert s["mean first error step"] == pytest.approx(1.0)
-    assert s["median first error step"] == 1
+    # steps as the UI numbers them: first errors at indices 0, 0, 0, 1, 1, 1, 4 are #1 #1 #1 #2 #2 #2 #5
+    assert s["mean first error step (#N)"] == pytest.approx(2.0)
+    assert s["median first error step (#N)"] == 2
     assert s["mean first error position (0-1)"] == pytest.approx(2 / 7)
     assert s["median first error position (0-1)"] == pytest.approx(1 / 3)
-    assert _as_dict(tables["first_error_position"], "first_error_step", "count") == {0: 3, 1: 3, 4: 1}
+    assert _as_dict(tables["first_error_position"], "first_error_step", "count") == {"#1": 3, "#2": 3, "#5": 1}
+    assert tables["first_error_position"]["step_index"].tolist() == [0, 1, 4]
 
 
 def test_errors_by_step_type(tables):

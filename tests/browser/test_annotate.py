@@ -55,7 +55,8 @@ def expected_record(t: dict, layout: str, wrong: bool = True) -> dict:
         steps[3] = step_entry(3, t, correctness="incorrect", error_category="reasoning",
                               error_type="incorrect_assumption", severity="major", rationale=RATIONALE, score=95)
         steps[4]["score"] = steps[5]["score"] = 95
-    return {"trace_id": t["trace_id"], "task": t["task"], "layout": layout, "scheme": "error_localization",
+    return {"trace_id": t["trace_id"], "task": t["task"], "layout": layout, "metadata": t.get("metadata", {}),
+            "scheme": "error_localization",
             "annotator": "admin@example.com", "error_localization": steps, "overall_success": "failure",
             "running_score": [s["score"] for s in steps], "final_score": steps[-1]["score"], "n_steps": 6,
             "n_errors": 1 if wrong else 0, "first_error_step": 3 if wrong else None,

@@ -1,11 +1,12 @@
 """The commands the README and docs/ show work as written: every ``ls-trajeval ...`` they mention (in a shell block or
 inline) names a command that exists and options it has, and every command of a shell block that needs no Label
-Studio (generate, convert, formats, report, agreement, prm) runs and exits 0.
+Studio (generate, convert, formats, report, agreement, prm, align) runs and exits 0.
 
 They run in a scratch directory that holds what the pages name: ``label_configs/``, ``traces.jsonl`` (the demo's
 samples), ``runs/`` and ``session.jsonl`` / ``logs.json.gz`` (agent logs from the converter fixtures),
-``trajectories/`` (SWE-agent runs) and ``output/`` (an export of three annotators). A page that shows a local command
-on another file must add it here."""
+``trajectories/`` (SWE-agent runs), ``output/`` (an export of three annotators), and the same export as one
+``annotations.jsonl`` with its ``gold.jsonl`` and one annotator's lines as ``detectors.jsonl``. A page that shows a
+local command on another file must add it here."""
 from __future__ import annotations
 
 import gzip
@@ -25,7 +26,7 @@ from ls_trajeval.cli import main_group
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted(p for p in (ROOT / "docs").glob("*.md") if p.name != "cli.md")]
 #: commands that need no Label Studio, so the test runs them
-LOCAL = {"generate", "convert", "formats", "report", "agreement", "prm"}
+LOCAL = {"generate", "convert", "formats", "report", "agreement", "prm", "align"}
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.M | re.S)
 
 
@@ -98,7 +99,29 @@ def scratch(tmp_path) -> Path:
     (tmp_path / "logs.json.gz").write_bytes(gzip.compress((fixtures / "converters" / "anthropic.json").read_bytes()))
     shutil.copytree(fixtures / "real" / "swe_agent", tmp_path / "trajectories")
     write_export(tmp_path / "output")
+    _gold_files(tmp_path)
     return tmp_path
+
+
+def _gold_files(scratch: Path) -> None:
+    """What `export`, `export --gold` and `export --predictions` would write for the export in ``output/`` (they need
+    Label Studio): every line in one file, the gold lines, and bob's lines standing in for a detector's."""
+    from ls_trajeval.analysis.gold import build_gold, gold_line
+    from ls_trajeval.analysis.settings import AnalysisSettings, read
+    from ls_trajeval.analysis.trace_groups import group_by_trace
+    from ls_trajeval.core.records import dumps
+
+    records = list(read([scratch / "output"], AnalysisSettings()))
+    lines = []
+    for path in sorted((scratch / "output").iterdir()):
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rt", encoding="utf-8") as fh:
+            lines += fh.read().splitlines()
+    (scratch / "annotations.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (scratch / "detectors.jsonl").write_text((scratch / "output" / "bob.jsonl").read_text(encoding="utf-8"))
+    golds = build_gold(group_by_trace(records).items(), AnalysisSettings())
+    (scratch / "gold.jsonl").write_text("".join(dumps(gold_line(g, AnalysisSettings())) for g in golds),
+                                        encoding="utf-8")
 
 
 LOCAL_RUNS = [(page.name, line) for page in PAGES for line in shell_commands(page.read_text(encoding="utf-8"))

@@ -11,7 +11,7 @@ from packaging.requirements import Requirement
 ROOT = Path(__file__).resolve().parents[2]
 #: what the plugin itself needs: the Label Studio client, templates, config, CLI, progress, converters' JSON
 BASE = {"label-studio-sdk", "jinja2", "pyyaml", "click", "tqdm", "platformdirs", "ijson", "orjson", "httpx"}
-ANALYSIS = {"pandas", "numpy", "matplotlib", "statsmodels", "krippendorff"}
+ANALYSIS = {"pandas", "numpy", "matplotlib", "statsmodels", "krippendorff", "scipy", "crowd-kit"}
 
 
 def _requirements():

@@ -44,7 +44,7 @@ def run_cli(*args):
     return CliRunner().invoke(main_group, [str(a) for a in args], catch_exceptions=False)
 
 
-@pytest.mark.parametrize("name", ["trajectory_eval", "coding_agent"])
+@pytest.mark.parametrize("name", ["trajectory_eval", "coding_agent", "mast", "trail", "who_and_when"])
 @pytest.mark.parametrize("layout", labelconfig.LAYOUTS)
 def test_every_shipped_config_is_accepted_by_label_studio(ls_client, name, layout):
     c = cfg.load(label_configs.path(name))

@@ -73,3 +73,45 @@ def ui_result(layout: str, transcript: list[dict]) -> list[dict]:
         ]
     return steps + [{"id": "out", "from_name": "overall_success", "to_name": "te_task", "type": "choices",
                      "origin": "manual", "value": {"choices": ["failure"]}}]
+
+
+def ui_marks(layout: str, transcript: list[dict], marks: dict, outcome: str = "failure") -> list[dict]:
+    """What the labeling UI saves when an annotator marks ``marks`` ({step: (category, type, severity, rationale)},
+    each step "incorrect"), ticks the review box and picks ``outcome``: the workbench's shapes (a ParagraphLabels
+    mark, its severity as a second label on the same region, the type as per-region Choices, the rationale as a
+    per-region TextArea; aliases saved, as tests/browser/test_workbench.py reads them from the editor) or the paged
+    layout's (Repeater-expanded Choices, Taxonomy path, TextArea)."""
+    out = []
+    for step, (category, etype, severity, rationale) in sorted(marks.items()):
+        if layout == "transcript":
+            text = transcript[step]["text"]
+            span = {"start": str(step), "end": str(step), "startOffset": 0, "endOffset": len(text)}
+            rid = f"m{step}"
+            out += [
+                {"id": rid, "from_name": "error_localization", "to_name": "te_trace", "type": "paragraphlabels",
+                 "origin": "manual", "value": {**span, "text": text, "paragraphlabels": ["incorrect"]}},
+                {"id": rid, "from_name": "error_localization_severity", "to_name": "te_trace",
+                 "type": "paragraphlabels", "origin": "manual",
+                 "value": {**span, "text": text, "paragraphlabels": [severity]}},
+                {"id": rid, "from_name": "error_localization_type", "to_name": "te_trace", "type": "choices",
+                 "origin": "manual", "value": {**span, "text": text, "choices": [etype]}},
+                {"id": rid, "from_name": "error_localization_rationale", "to_name": "te_trace", "type": "textarea",
+                 "origin": "manual", "value": {**span, "text": [rationale]}},
+            ]
+        else:
+            out += [
+                {"id": f"c{step}", "from_name": f"error_localization_correctness_{step}", "to_name": "te_task",
+                 "type": "choices", "origin": "manual", "value": {"choices": ["incorrect"]}},
+                {"id": f"t{step}", "from_name": f"error_localization_type_{step}", "to_name": "te_task",
+                 "type": "taxonomy", "origin": "manual", "value": {"taxonomy": [[category, etype]]}},
+                {"id": f"s{step}", "from_name": f"error_localization_severity_{step}", "to_name": "te_task",
+                 "type": "choices", "origin": "manual", "value": {"choices": [severity]}},
+                {"id": f"r{step}", "from_name": f"error_localization_rationale_{step}", "to_name": "te_task",
+                 "type": "textarea", "origin": "manual", "value": {"text": [rationale]}},
+            ]
+    to_name = "te_trace" if layout == "transcript" else "te_task"
+    return out + [
+        {"id": "rev", "from_name": "error_localization_reviewed", "to_name": to_name, "type": "choices",
+         "origin": "manual", "value": {"choices": [labelconfig.REVIEWED_TEXT]}},
+        {"id": "out", "from_name": "overall_success", "to_name": "te_task", "type": "choices", "origin": "manual",
+         "value": {"choices": [outcome]}}]

@@ -28,6 +28,10 @@ def error_lines_only(output: str) -> bool:
     ["convert", "README.md", "-o", "-", "--format", "nonsense"],
     ["generate", "--layout", "sideways"],
     ["no-such-command"],
+    ["export", "--project", "1", "--gold", "--predictions"],
+    ["export", "--project", "1", "--aggregate", "dawid-skene"],
+    ["export", "--project", "1", "--model-version", "v1"],
+    ["adjudicate", "--project", "1", "--correctness-share", "2"],
 ])
 def test_usage_errors_exit_2_with_an_error_line(args):
     r = run(*args)

@@ -6,7 +6,7 @@ import pytest
 
 from ls_trajeval import label_configs
 from ls_trajeval.core import config as cfg
-from ls_trajeval.core.fields import SCORE_FIELDS, TASK_FIELDS, n_steps
+from ls_trajeval.core.fields import DISPUTE_FIELDS, SCORE_FIELDS, TASK_FIELDS, n_steps
 from ls_trajeval.core.tasks import task_data
 from ls_trajeval.core.trace import parse_trace
 
@@ -14,7 +14,7 @@ BASE = cfg.load(label_configs.path("trajectory_eval")).to_dict()
 
 
 @pytest.mark.parametrize("key", ["te_transcript", "te_pages", "n_steps", "running_score", "n_errors",
-                                 "first_error_step", "worst_severity", "score_mean", "te_scores"])
+                                 "first_error_step", "worst_severity", "score_mean", "te_scores", "disputedness"])
 def test_a_config_may_not_claim_a_field_ls_trajeval_writes(key):
     spec = {**BASE, "item_properties": {"id_key": key, "text_key": "task"}}
     with pytest.raises(cfg.ConfigError, match=f"item_properties.id_key: '{key}' is reserved"):
@@ -24,10 +24,11 @@ def test_a_config_may_not_claim_a_field_ls_trajeval_writes(key):
 def test_import_writes_the_listed_fields_and_nothing_else_of_its_own():
     c = cfg.load_dict(BASE)
     trace = {"trace_id": "t", "task": "x", "trace": [{"type": "thought", "content": "y"}], "extra": 1}
-    for layout, expected in (("transcript", set(TASK_FIELDS) - {"te_pages"}), ("paged", set(TASK_FIELDS))):
+    imported = set(TASK_FIELDS) - set(DISPUTE_FIELDS)  # those only `adjudicate` writes, on its review tasks
+    for layout, expected in (("transcript", imported - {"te_pages"}), ("paged", imported)):
         data = task_data(parse_trace(trace), c, layout)
         assert set(data) - {"trace_id", "task", "trace", "extra"} == expected
-    assert set(SCORE_FIELDS) <= set(TASK_FIELDS)
+    assert set(SCORE_FIELDS) <= set(TASK_FIELDS) and set(DISPUTE_FIELDS) <= set(TASK_FIELDS)
 
 
 @pytest.mark.parametrize("data, expected", [

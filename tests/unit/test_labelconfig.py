@@ -129,7 +129,7 @@ annotation_schemes:
         assert "TextArea" not in xml and "$running_score" not in xml
 
 
-@pytest.mark.parametrize("name", ["trajectory_eval", "coding_agent"])
+@pytest.mark.parametrize("name", ["trajectory_eval", "coding_agent", "mast", "trail", "who_and_when"])
 @pytest.mark.parametrize("layout", labelconfig.LAYOUTS)
 def test_shipped_xml_equals_what_the_generator_prints(name, layout):
     from click.testing import CliRunner

@@ -90,3 +90,54 @@ def test_prediction_decodes_back_to_the_prelabels(layout):
     assert [s.correctness for s in decoded.steps] == ["incorrect", "correct", "correct", "correct", "incorrect",
                                                       "correct"]
     assert all(r.get("from_name") != "error_localization_reviewed" for r in pred["result"])
+
+
+# ---------------------------------------------------------------- the shipped presets, out of the box
+
+def _marks(pre):
+    return {s.step_index: s for s in pre.labels.steps if s.correctness != "correct"}
+
+
+def test_trail_labels_onto_the_trail_preset():
+    (trace,) = traces(TRAIL)
+    (pre,) = from_metadata(trace, cfg.load(label_configs.path("trail")))
+    wrong = _marks(pre)
+    # trail_trace.labels.json: Tool-related/HIGH on s-tool2 (first step 4), Goal Deviation/LOW on s-llm1 (step 0)
+    assert (wrong[4].error_category, wrong[4].error_type, wrong[4].severity) == (
+        "reasoning_errors", "tool_related_hallucination", "high")
+    assert (wrong[0].error_category, wrong[0].error_type, wrong[0].severity) == (
+        "planning_and_coordination_errors", "goal_deviation", "low")
+    assert pre.problems == []
+
+
+def test_trail_labels_onto_the_mast_preset():
+    (trace,) = traces(TRAIL)
+    (pre,) = from_metadata(trace, cfg.load(label_configs.path("mast")))
+    wrong = _marks(pre)
+    assert wrong[0].error_type == "task_derailment" and wrong[0].severity == "minor"
+    # a fabricated tool output has no MAST mode: the step is marked, the type left to the annotator, and said so
+    assert wrong[4].error_type is None and wrong[4].severity == "critical"
+    assert pre.problems == ["unmapped category 'Tool-related': add it to prelabels.type_map"]
+
+
+@pytest.mark.parametrize("name, agent, step", [("hand_crafted_1.json", "web_surfer", 12),
+                                               ("hand_crafted_12.json", "assistant", 16)])
+def test_who_and_when_onto_its_preset(fixtures_dir, name, agent, step):
+    path = fixtures_dir / "real" / "who_and_when" / name
+    record = json.loads(path.read_text())
+    assert int(record["mistake_step"]) == step  # read from the file, not assumed
+    (trace,) = traces(path)
+    (pre,) = from_metadata(trace, cfg.load(label_configs.path("who_and_when")))
+    (mark,) = _marks(pre).values()
+    assert (mark.step_index, mark.correctness, mark.error_category, mark.error_type, mark.severity) == (
+        step, "decisive_error", "responsible_agent", agent, "decisive")
+    assert record["mistake_reason"] in mark.rationale and pre.problems == []
+
+
+def test_who_and_when_onto_mast_marks_the_step_and_leaves_the_mode(fixtures_dir):
+    path = fixtures_dir / "real" / "who_and_when" / "hand_crafted_1.json"
+    (trace,) = traces(path)
+    (pre,) = from_metadata(trace, cfg.load(label_configs.path("mast")))
+    (mark,) = _marks(pre).values()
+    assert mark.step_index == 12 and mark.error_type is None and mark.severity == "major"
+    assert any("names no error type" in p for p in pre.problems)

@@ -34,7 +34,7 @@ def record(**kw) -> dict:
 def test_the_writer_writes_exactly_the_keys_the_reader_knows():
     rec = record()
     whole = {r.name for r in CONFIG.whole_trace}
-    assert set(rec) == (RECORD_KEYS - {"metadata"}) | {"error_localization"} | whole
+    assert set(rec) == (RECORD_KEYS - {"model_version", "gold"}) | {"error_localization"} | whole
     assert all(tuple(e) == STEP_KEYS for e in rec["error_localization"])
 
 
@@ -80,3 +80,24 @@ def test_an_unmarked_step_is_the_default_label_given():
 
     rec = parse_record({"trace_id": "t", "scheme": "s", "s": [{"step_index": 0}]}, "f", 1, default_correctness="ok")
     assert rec.steps[0].correctness == "ok" and rec.scheme == "s"
+
+
+def test_trace_metadata_and_scalar_fields_travel_with_the_record(tmp_path):
+    trace = {**TRACE, "metadata": {"agent": "planner-v2", "model": "m-7b", "run": 3}}
+    task = {"id": 9, "project": 2, "data": task_data(parse_trace(trace), CONFIG)}
+    rec, _ = build_record(task, {**annotation(), "lead_time": 41.5}, CONFIG, layout="paged", users={3: {"email": "c@x"}})
+    assert rec["metadata"] == {"agent": "planner-v2", "model": "m-7b", "run": 3}
+    path = tmp_path / "a.jsonl"
+    path.write_text(dumps(rec), encoding="utf-8")
+    (back,) = read_records([path])
+    assert back.metadata == {"agent": "planner-v2", "model": "m-7b", "run": 3}
+    assert (back.fields["project_id"], back.fields["task_id"], back.fields["lead_time"]) == (2, 9, 41.5)
+    assert "metadata" not in back.labels and "lead_time" not in back.labels
+
+
+def test_a_prediction_is_read_as_a_record_of_its_model_version():
+    task = {"id": 9, "project": 2, "data": task_data(parse_trace(TRACE), CONFIG)}
+    pred = {"id": 77, "model_version": "detectors-1", "result": annotation()["result"]}
+    rec, _ = build_record(task, pred, CONFIG, annotator="detectors-1")
+    assert (rec["annotator"], rec["annotation_id"], rec["model_version"]) == ("detectors-1", 77, "detectors-1")
+    assert [e["correctness"] for e in rec["error_localization"]] == ["correct", "incorrect"]

@@ -38,6 +38,11 @@ EXPECTED = {
     "cline/roo_natural-mini-uncondensed/api_conversation_history.json": "cline",
     "cline/roo_natural-mini-uncondensed/ui_messages.json": "cline",
     "cline/roo_natural-mini-uncondensed/task_metadata.json": "cline",
+    "openai_agents/test_music_composer_handoff_hierarchy.ingest1.json": "openai_agents",
+    "openai_agents/test_music_composer_handoff_hierarchy.ingest2.json": "openai_agents",
+    "openai_agents/test_generate_metrics.ingest1.json": "openai_agents",
+    "openai_agents/test_cache_read_input_tokens_recorded.ingest1.json": "openai_agents",
+    "openai_agents/test_generate_metrics.watsonx_sdk0.0.16.ingest1.json": "openai_agents",
 }
 
 

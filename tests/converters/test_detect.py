@@ -43,6 +43,7 @@ EXPECTED = {
     "openai_agents/test_generate_metrics.ingest1.json": "openai_agents",
     "openai_agents/test_cache_read_input_tokens_recorded.ingest1.json": "openai_agents",
     "openai_agents/test_generate_metrics.watsonx_sdk0.0.16.ingest1.json": "openai_agents",
+    "pydantic_ai/pydantic_ai_v1_message_history.json": "pydantic_ai",
 }
 
 

@@ -44,6 +44,9 @@ EXPECTED = {
     "openai_agents/test_cache_read_input_tokens_recorded.ingest1.json": "openai_agents",
     "openai_agents/test_generate_metrics.watsonx_sdk0.0.16.ingest1.json": "openai_agents",
     "pydantic_ai/pydantic_ai_v1_message_history.json": "pydantic_ai",
+    "langsmith/langsmith_py_wrap_openai_.json": "langsmith",
+    "langsmith/langsmith_js_wrap_openai_default.json": "langsmith",
+    "langsmith/run_ops_1efb27a4-5264-6908-9ab5-23fc3c60ae2d.first14lines.jsonl": "langsmith",
 }
 
 

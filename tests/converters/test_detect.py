@@ -47,6 +47,9 @@ EXPECTED = {
     "langsmith/langsmith_py_wrap_openai_.json": "langsmith",
     "langsmith/langsmith_js_wrap_openai_default.json": "langsmith",
     "langsmith/run_ops_1efb27a4-5264-6908-9ab5-23fc3c60ae2d.first14lines.jsonl": "langsmith",
+    "crewai/deadlift_close_wrist_front.mp4_A1_json.md": "crewai",
+    "crewai/deadlift_ankle_wide_front.mp4_A3_json.md": "crewai",
+    "crewai/deadlift_good_form_side.mp4_A1_json.md": "crewai",
 }
 
 

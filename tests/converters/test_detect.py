@@ -50,6 +50,7 @@ EXPECTED = {
     "crewai/deadlift_close_wrist_front.mp4_A1_json.md": "crewai",
     "crewai/deadlift_ankle_wide_front.mp4_A3_json.md": "crewai",
     "crewai/deadlift_good_form_side.mp4_A1_json.md": "crewai",
+    "autogen/history-wile_e_coyote_1.json": "autogen",
 }
 
 

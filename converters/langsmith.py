@@ -24,7 +24,6 @@ from .support.files import Origin, documents, sample_objects
 from .support.trees import tree_id
 
 NAME = "langsmith"
-_CREATE_ONLY = ("run_type", "start_time")
 _UPDATE_KEYS = ("end_time", "outputs", "error")
 
 
@@ -39,10 +38,13 @@ def _is_update_op(o: Any) -> bool:
 
 
 def _is_body(o: Any) -> bool:
-    if not isinstance(o, dict) or not (set(o) & {"post", "patch"}) or not set(o) <= {"post", "patch", "session_name"}:
+    """A /runs/batch body: {"post": [...], "patch": [...]} (either may be missing) holding run objects."""
+    if not isinstance(o, dict) or not {"post", "patch"} & set(o) or not set(o) <= {"post", "patch", "session_name"}:
         return False
-    ops = [*(o.get("post") or [])[:3], *(o.get("patch") or [])[:3]] if all(
-        isinstance(o.get(k, []), list) for k in ("post", "patch")) else []
+    post, patch = o.get("post") or [], o.get("patch") or []
+    if not isinstance(post, list) or not isinstance(patch, list):
+        return False
+    ops = post[:3] + patch[:3]
     return bool(ops) and all(isinstance(r, dict) and ("dotted_order" in r or "run_type" in r or "id" in r) for r in ops)
 
 
@@ -110,7 +112,7 @@ class _Runs:
             run = self.runs.get(rid)
             if run is None:
                 yield warning(self.source, origin.line if origin.line is not None else where,
-                              f"run update {describe_op(r)}: its run was not created in this file; left out")
+                              f"run update {_op_name(r)}: its run was not created in this file; left out")
                 continue
             for k, v in r.items():
                 if k == "inputs" and run.get("inputs"):
@@ -126,7 +128,7 @@ class _Runs:
                 run["trace_id"] = d.split(".", 1)[0].partition("Z")[2] if isinstance(d, str) and "Z" in d else None
 
 
-def describe_op(r: dict) -> str:
+def _op_name(r: dict) -> str:
     return str(r.get("id") or r.get("dotted_order") or describe(r))
 
 
@@ -139,7 +141,7 @@ def convert(path: Path) -> Iterator:
             yield val
             continue
         origin = Origin(NAME, source, line)
-        if _is_body(val) or isinstance(val, dict) and set(val) & {"post", "patch"}:
+        if isinstance(val, dict) and ("post" in val or "patch" in val):
             for key, op in (("post", runs.create), ("patch", runs.update)):
                 ops = val.get(key) or []
                 if not isinstance(ops, list):

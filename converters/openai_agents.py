@@ -63,8 +63,6 @@ def detect(sample: Sample) -> float:
         items = _items_of(o)
         if items and any(_is_item(x) for x in items[:20]):
             return 0.95
-    if isinstance(sample.first_json, list) and any(_is_item(x) for x in sample.first_json[:20]):
-        return 0.95
     return 0.0
 
 

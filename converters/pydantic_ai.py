@@ -17,6 +17,8 @@ the metadata of the response's steps.
 """
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -29,6 +31,7 @@ from .support.files import Origin, documents, sample_objects
 from .support.steps import StepList, default_id, dumps, finish, render_args, step
 
 NAME = "pydantic_ai"
+_OPENING = re.compile(r'\s*\[?\s*\[?\s*\{\s*"parts"\s*:\s*\[\s*\{[\s\S]*?"part_kind"\s*:\s*"(system-prompt|user-prompt|tool-return|retry-prompt)"')
 _CALLS = frozenset({"tool-call", "builtin-tool-call", "native-tool-call"})
 _RETURNS = frozenset({"tool-return", "builtin-tool-return", "native-tool-return"})
 _PART_KINDS = _CALLS | _RETURNS | {"system-prompt", "user-prompt", "retry-prompt", "text", "thinking", "file"}
@@ -53,10 +56,12 @@ def detect(sample: Sample) -> float:
     fj = sample.first_json
     if _is_history(fj) or _named_histories(fj) or isinstance(fj, list) and fj and _is_history(fj[0]):
         return 0.95
-    for o in sample_objects(sample, 3):
+    objs = sample_objects(sample, 3)
+    for o in objs:
         if _is_message(o) or _is_history(o) or _named_histories(o):
             return 0.95
-    return 0.0
+    # a history too big to be sampled whole: ModelMessagesTypeAdapter writes "parts" first, then part_kind
+    return 0.9 if not objs and _OPENING.match(sample.head) else 0.0
 
 
 def _user_content(content: Any, where: str) -> tuple[str, str]:

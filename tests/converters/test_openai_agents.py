@@ -168,3 +168,12 @@ def test_not_claimed_without_trace_items(tmp_path):
     p.write_text(json.dumps({"data": [{"object": "list", "id": "x"}]}), encoding="utf-8")
     from conftest import detect
     assert detect("openai_agents", p) == 0
+
+
+@pytest.mark.parametrize("path", [MUSIC[1], WATSONX], ids=lambda p: p.name)
+def test_bodies_too_big_to_sample_whole_are_detected_from_their_opening(path, monkeypatch):
+    from ls_trajeval.converters.support import files
+
+    monkeypatch.setattr(files, "SMALL_FILE", 0)
+    monkeypatch.setattr(files, "HEAD_BYTES", 400)  # the one-line body is cut: no JSON value to look at
+    assert auto_name(path) == "openai_agents"

@@ -120,3 +120,14 @@ def test_not_claimed_without_pydantic_parts(tmp_path, doc):
     p = tmp_path / "x.json"
     p.write_text(json.dumps(doc), encoding="utf-8")
     assert detect("pydantic_ai", p) == 0
+
+
+def test_histories_too_big_to_sample_whole_are_detected_from_their_opening(tmp_path, monkeypatch):
+    from ls_trajeval.converters.support import files
+
+    one = json.loads(V1.read_text(encoding="utf-8"))["tool_call_with_sources_metadata"]
+    p = tmp_path / "history.json"
+    p.write_text(json.dumps(one, indent=2), encoding="utf-8")
+    monkeypatch.setattr(files, "SMALL_FILE", 0)
+    monkeypatch.setattr(files, "HEAD_BYTES", 300)
+    assert auto_name(p) == "pydantic_ai"

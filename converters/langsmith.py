@@ -12,6 +12,8 @@ chains -> containers, parser/prompt runs counted.
 """
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -24,6 +26,7 @@ from .support.files import Origin, documents, sample_objects
 from .support.trees import tree_id
 
 NAME = "langsmith"
+_OPENING = re.compile(r'\s*\{\s*"(post|patch)"\s*:\s*\[\s*\{')
 _UPDATE_KEYS = ("end_time", "outputs", "error")
 
 
@@ -54,7 +57,7 @@ def detect(sample: Sample) -> float:
         return 1.0
     if sample.first_records and any(_is_create_op(o) or _is_update_op(o) for o in sample.first_records[:10]):
         return 1.0  # above langchain's claim on the create lines: the update lines are no runs it reads
-    return 0.0
+    return 0.9 if not objs and _OPENING.match(sample.head) else 0.0  # a body too big to be sampled whole
 
 
 def parent_from_dotted(dotted: Any) -> str | None:

@@ -110,3 +110,12 @@ def test_tool_runs_pair_and_updates_match_by_id_or_dotted_order(tmp_path):
 def test_whole_runs_stay_langchain():
     for name in ("flat_runs.jsonl", "run_tree.json"):
         assert detect("langsmith", FIXTURES / "langchain" / name) == 0
+
+
+@pytest.mark.parametrize("path", [PY, JS], ids=lambda p: p.name)
+def test_bodies_too_big_to_sample_whole_are_detected_from_their_opening(path, monkeypatch):
+    from ls_trajeval.converters.support import files
+
+    monkeypatch.setattr(files, "SMALL_FILE", 0)
+    monkeypatch.setattr(files, "HEAD_BYTES", 300)
+    assert auto_name(path) == "langsmith"

@@ -81,6 +81,8 @@ def _tokens(run: dict, outputs: Any) -> dict | None:
         lo = outputs.get("llm_output")
         if isinstance(lo, dict) and isinstance(lo.get("token_usage"), dict):
             usage.update(lo["token_usage"])
+        if isinstance(outputs.get("usage_metadata"), dict):  # LangSmith's wrap_openai / wrapOpenAI runs
+            usage.update(outputs["usage_metadata"])
     return usage or None
 
 
@@ -101,6 +103,9 @@ def _llm_outputs(outputs: Any) -> list:
                     elif isinstance(gen.get("text"), str):
                         msgs.append({"role": "assistant", "content": gen["text"]})
             return msgs
+        choices = outputs.get("choices")
+        if isinstance(choices, list):  # a raw OpenAI completion (LangSmith's wrap_openai / wrapOpenAI runs)
+            return [c["message"] for c in choices if isinstance(c, dict) and isinstance(c.get("message"), dict)]
         for k in ("output", "message", "messages"):
             if k in outputs:
                 v = outputs[k]
@@ -145,7 +150,8 @@ def _tool_input(inputs: Any) -> tuple[Any, str | None]:
     return inputs, cid
 
 
-def _trace(runs: list, origin: Origin) -> Trace:
+def runs_trace(runs: list, origin: Origin) -> Trace:
+    """One trace out of the flat runs of one trace (each with id, run_type, parent_run_id where it has a parent)."""
     by_id = {r["id"]: r for r in runs}
     children: dict[Any, list] = {}
     roots = []
@@ -288,12 +294,12 @@ def convert(path: Path) -> Iterator:
                 continue
             streaming_tree = line is not None and rec.get("parent_run_id") is None and isinstance(rec.get("child_runs"), list) and rec["child_runs"]
             if streaming_tree:
-                yield from guarded(Origin(NAME, source, line), lambda: [_trace(nodes, origin)])
+                yield from guarded(Origin(NAME, source, line), lambda: [runs_trace(nodes, origin)])
             else:
                 add_flat(nodes, origin)
     for g in order:
         origin = pending_origin[g]
-        yield from guarded(origin, lambda: [_trace(pending[g], origin)])
+        yield from guarded(origin, lambda: [runs_trace(pending[g], origin)])
 
 
 CONVERTER = Converter(

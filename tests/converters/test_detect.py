@@ -38,6 +38,19 @@ EXPECTED = {
     "cline/roo_natural-mini-uncondensed/api_conversation_history.json": "cline",
     "cline/roo_natural-mini-uncondensed/ui_messages.json": "cline",
     "cline/roo_natural-mini-uncondensed/task_metadata.json": "cline",
+    "openai_agents/test_music_composer_handoff_hierarchy.ingest1.json": "openai_agents",
+    "openai_agents/test_music_composer_handoff_hierarchy.ingest2.json": "openai_agents",
+    "openai_agents/test_generate_metrics.ingest1.json": "openai_agents",
+    "openai_agents/test_cache_read_input_tokens_recorded.ingest1.json": "openai_agents",
+    "openai_agents/test_generate_metrics.watsonx_sdk0.0.16.ingest1.json": "openai_agents",
+    "pydantic_ai/pydantic_ai_v1_message_history.json": "pydantic_ai",
+    "langsmith/langsmith_py_wrap_openai_.json": "langsmith",
+    "langsmith/langsmith_js_wrap_openai_default.json": "langsmith",
+    "langsmith/run_ops_1efb27a4-5264-6908-9ab5-23fc3c60ae2d.first14lines.jsonl": "langsmith",
+    "crewai/deadlift_close_wrist_front.mp4_A1_json.md": "crewai",
+    "crewai/deadlift_ankle_wide_front.mp4_A3_json.md": "crewai",
+    "crewai/deadlift_good_form_side.mp4_A1_json.md": "crewai",
+    "autogen/history-wile_e_coyote_1.json": "autogen",
 }
 
 

@@ -38,6 +38,10 @@ EXPECTED = {
     "cline/roo_natural-mini-uncondensed/api_conversation_history.json": "cline",
     "cline/roo_natural-mini-uncondensed/ui_messages.json": "cline",
     "cline/roo_natural-mini-uncondensed/task_metadata.json": "cline",
+    "cline/roo_synthetic-4-mixed-ops/api_conversation_history.json": "cline",
+    "smolagents/code_o1_27-01_vision.jsonl": "smolagents",
+    "smolagents/code_o1_27-01_text.jsonl": "smolagents",
+    "smolagents/benchmark_messages.jsonl": "smolagents",
 }
 
 

@@ -42,6 +42,9 @@ EXPECTED = {
     "smolagents/code_o1_27-01_vision.jsonl": "smolagents",
     "smolagents/code_o1_27-01_text.jsonl": "smolagents",
     "smolagents/benchmark_messages.jsonl": "smolagents",
+    "mini_swe_agent/github_issue.traj.json": "swe_agent",
+    "mini_swe_agent/sqlfluff__sqlfluff-2419.traj.json": "swe_agent",
+    "mini_swe_agent/pvlib__pvlib-python-1606.traj.json": "swe_agent",
 }
 
 

@@ -1,4 +1,10 @@
-from conftest import FIXTURES, SCARY, meta, run, types
+import ast
+import json
+import re
+
+import pytest
+
+from conftest import FIXTURES, SCARY, auto_name, meta, run, types
 
 
 def test_memory_steps():
@@ -16,14 +22,6 @@ def test_memory_steps():
 
 
 # ---------------------------------------------------------------- benchmark output (real GAIA runs)
-import ast
-import json
-import re
-
-import pytest
-
-from conftest import auto_name
-
 SMOL = FIXTURES / "smolagents"
 GAIA = ["code_o1_27-01_vision.jsonl", "code_o1_27-01_text.jsonl"]
 

@@ -136,8 +136,8 @@ def _is_answer(doc: Any) -> bool:
 
 def _score(doc: Any) -> float:
     steps = _steps_of(doc)
-    if not steps:
-        return 0.0
+    if not steps:  # a question the agent failed on keeps no steps; the file's other records tell
+        return 0.9 if _is_answer(doc) and steps == [] and ("agent_action_type" in doc or "agent_name" in doc) else 0.0
     if _is_answer(doc) and all(isinstance(s, str) and STEP_REPR.match(s) for s in steps[:20]):
         return 0.9
     kinds = [_kind(s) for s in steps[:20]]
@@ -155,10 +155,7 @@ def detect(sample: Sample) -> float:
         return _score(sample.first_json)
     # a line too long for the sample, or holding NaN: the record's opening
     head = sample.head.lstrip()
-    return 0.85 if head.startswith("{") and '"question"' in head[:HEAD_SCAN] and HEAD.search(head[:HEAD_SCAN]) else 0.0
-
-
-HEAD_SCAN = 16 * 1024
+    return 0.85 if head.startswith("{") and '"question"' in head and HEAD.search(head) else 0.0
 
 
 def _action(s: dict, out: StepList, w: str, meta: dict) -> None:
@@ -201,7 +198,7 @@ def _calls_said(body: str, w: str) -> list | None:
         return None
     try:
         calls = _printed(body[len(CALLING):])
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if not isinstance(calls, list):
         return None

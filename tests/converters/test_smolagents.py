@@ -162,3 +162,18 @@ def test_a_tool_call_message_that_cannot_be_read_stays_as_written(tmp_path):
     assert not errors and len(warnings) == 1
     assert types(traces[0]) == ["message", "action", "observation"] and traces[0].steps[1].content == "tool-call"
     assert traces[0].task == "q"
+
+
+def test_a_question_the_agent_failed_on_is_one_located_error(tmp_path):
+    # smolagents_benchmark/run.py writes intermediate_steps = [] when the agent raised
+    p = tmp_path / "answers.jsonl"
+    ok = {"model_id": "m", "agent_action_type": "code", "question": "q1", "answer": "a", "intermediate_steps": [
+        {"role": "user", "content": [{"type": "text", "text": "New task:\nq1"}]},
+        {"role": "tool-call", "content": [{"type": "text", "text": "Calling tools:\n[{'id': 'c1', 'type': 'function', 'function': {'name': 'final_answer', 'arguments': {'answer': 'a'}}}]"}]},
+        {"role": "tool-response", "content": [{"type": "text", "text": "Observation:\na"}]}]}
+    failed = {"model_id": "m", "agent_action_type": "code", "question": "q2", "answer": "Error: boom", "intermediate_steps": []}
+    p.write_text(json.dumps(failed) + "\n" + json.dumps(ok) + "\n")
+    assert auto_name(p) == "smolagents"
+    traces, errors, _ = run(p)
+    assert [t.task for t in traces] == ["q1"] and types(traces[0]) == ["message", "action", "observation"]
+    assert len(errors) == 1 and errors[0].line == 1 and "no steps" in errors[0].message

@@ -15,7 +15,10 @@ Steps: SystemPromptStep → system; TaskStep → message (and the task); Plannin
 (the plan); ActionStep → thought (``model_output``), one action per tool call (a CodeAgent's
 ``python_interpreter`` call carries the code; ``code_action`` alone becomes a ``code`` step), then
 observation (``observations``) or error (``error``); FinalAnswerStep → message. A step dict of no
-known kind becomes an ``other`` step.
+known kind becomes an ``other`` step. In messages, a ``tool-call`` message's ``Calling tools:`` list
+gives one action per call, named by its tool with its arguments (``python_interpreter`` code as a
+``code`` step), and the ``tool-response`` after it is the result of the call its ``Call id:`` names,
+else of the message's first call.
 """
 from __future__ import annotations
 
@@ -56,10 +59,13 @@ def _value(node: ast.AST) -> Any:
     if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
         return [_value(e) for e in node.elts]
     if isinstance(node, ast.Dict):
-        return {k if isinstance(k, str) else text(k): _value(v)
-                for k, v in zip((_value(k) if k is not None else "**" for k in node.keys), node.values)}
+        out = {}
+        for k, v in zip(node.keys, node.values):
+            key = "**" if k is None else _value(k)  # None: a ``**mapping`` entry
+            out[key if isinstance(key, str) else text(key)] = _value(v)
+        return out
     if isinstance(node, ast.Call):
-        out: dict = {"__class__": ast.unparse(node.func)}
+        out = {"__class__": ast.unparse(node.func)}
         if node.args:
             out["args"] = [_value(a) for a in node.args]
         for kw in node.keywords:

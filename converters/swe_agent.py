@@ -264,7 +264,8 @@ def convert(path: Path) -> Iterator:
 CONVERTER = Converter(
     name=NAME,
     description="SWE-agent .traj trajectories (trajectory or history, function calling) and mini-swe-agent",
-    shapes='.traj {"trajectory": [{thought, action, observation}], "history", "info"}; {"messages", "info", "trajectory_format": "mini-swe-agent-1"}',
+    shapes='.traj {"trajectory": [{thought, action, observation}], "history", "info"}; {"messages", "info", "trajectory_format": "mini-swe-agent-1"}; '
+           'mini-swe-agent\'s bare message list (```bash blocks, <returncode> outputs)',
     detect=detect,
     convert=convert,
 )

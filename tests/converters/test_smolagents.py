@@ -46,9 +46,14 @@ def _gaia_records(name):
     return out
 
 
+#: hand counts from the staging SHAPE.md: (ActionSteps, tool calls, ActionSteps with an error) per file
+SHAPE_TOTALS = {"code_o1_27-01_vision.jsonl": (69, 66, 9), "code_o1_27-01_text.jsonl": (94, 86, 8)}
+
+
 @pytest.mark.parametrize("name", GAIA)
 def test_gaia_benchmark_output_one_trace_per_question(name):
     recs = _gaia_records(name)
+    assert tuple(sum(r[k] for r in recs) for k in ("actions", "calls", "errors")) == SHAPE_TOTALS[name]
     traces, errors, warnings = run(SMOL / name)
     assert auto_name(SMOL / name) == "smolagents"
     assert not errors and not warnings  # the bare NaN of agent_error costs no line
@@ -71,6 +76,10 @@ def test_gaia_benchmark_output_one_trace_per_question(name):
         assert len(unpaired_errors) == r["errors_without_call"]
         assert t.metadata["prediction"] == r["prediction"] and t.metadata["level"] == r["level"]
         assert "agent_error" not in t.metadata or t.metadata["agent_error"] is not None
+    steps = [s for t in traces for s in t.steps]
+    actions, calls, failed = SHAPE_TOTALS[name]
+    assert sum(s.type == "code" for s in steps) == calls and sum(s.type == "error" for s in steps) == failed
+    assert sum(s.type == "thought" for s in steps) == actions
 
 
 def test_gaia_step_contents_as_printed():

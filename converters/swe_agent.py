@@ -69,8 +69,8 @@ def detect(sample: Sample) -> float:
 
 
 def _is_mini_list(doc: Any) -> bool:
-    """mini-swe-agent's bare message list: chat messages, a fenced bash command in a reply, its
-    ``<returncode>`` in the next user message."""
+    """mini-swe-agent's bare message list: chat messages, a fenced bash command in a reply and a
+    command's ``<returncode>`` in a user message (among the first 50)."""
     if not (isinstance(doc, list) and doc and all(isinstance(m, dict) and m.get("role") in MINI_ROLES
                                                   and isinstance(m.get("content"), str) for m in doc[:50])):
         return False

@@ -8,12 +8,18 @@ message being the observation). Demonstration messages (``is_demo``) are counted
 A shell-style action becomes an ``action`` step whose content is the command name and whose
 ``action_input`` is the whole command as written.
 
-mini-swe-agent (``trajectory_format: mini-swe-agent-1*``): ``messages``; an assistant reply's
-fenced ``bash`` block is the action (the text before it the thought), the next user message the
-observation; tool-calling runs use ``tool_calls``/``tool`` messages.
+mini-swe-agent: ``{"messages", "info", "trajectory_format": "mini-swe-agent-1*"}``, or the bare list of
+messages its 1.x text protocol saves. An assistant reply with exactly one fenced ``bash`` block runs it:
+an action of the tool ``bash`` whose input is the command (the text before it is the thought); the next
+user message is its observation (``<returncode>`` in the step's metadata). A reply with no block or
+several ran nothing (mini-swe-agent answers it with a format error): a thought. Tool-calling runs
+(2.x) use ``tool_calls``/``tool`` messages (``reasoning_content`` is a thought too); their closing
+``exit`` message (the submission, or the error that ended the run) answers the call still waiting, else
+is a message (an error when the run did not submit).
 
 The task is the problem statement where the file has one (``replay_config``, or the ``ISSUE:``
-part of the first instance message), else the first user message.
+part of the first instance message), else the first user message (for mini-swe-agent, the issue inside
+its instance template: ``<pr_description>`` or ``Please solve this issue: …``).
 """
 from __future__ import annotations
 
@@ -32,7 +38,13 @@ from .support.steps import StepList, compact, finish, render_args, stable_id, st
 NAME = "swe_agent"
 
 FENCE = re.compile(r"```(?:bash|sh|shell)?[ \t]*\n(.*?)\n?```", re.S)
+#: mini-swe-agent's own action regex (``mswea_bash_command`` in its 2.x text mode)
+MINI_FENCE = re.compile(r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n```", re.S)
 ISSUE = re.compile(r"ISSUE:\s*\n(.*?)\n+\s*INSTRUCTIONS:", re.S)
+MINI_ISSUE = re.compile(r"<pr_description>\s*\n(?:Consider the following PR description:\n)?(.*?)\n?</pr_description>"
+                        r"|\APlease solve this issue: (.*?)\n\nYou can execute bash commands", re.S)
+RETURNCODE = re.compile(r"\s*<returncode>(-?\d+)</returncode>")
+MINI_ROLES = {"system", "user", "assistant"}
 
 
 def detect(sample: Sample) -> float:
@@ -49,9 +61,22 @@ def detect(sample: Sample) -> float:
             return 0.9
         if isinstance(doc.get("steps"), list) and isinstance(doc.get("info"), dict) and "exit_status" in doc["info"]:
             return 0.9
+    elif _is_mini_list(doc):
+        return 0.95
     elif doc is None and not sample.first_records and sample.path.suffix == ".traj":
         return 0.7 if '"trajectory"' in sample.head or '"history"' in sample.head else 0.0
     return 0.0
+
+
+def _is_mini_list(doc: Any) -> bool:
+    """mini-swe-agent's bare message list: chat messages, a fenced bash command in a reply and a
+    command's ``<returncode>`` in a user message (among the first 50)."""
+    if not (isinstance(doc, list) and doc and all(isinstance(m, dict) and m.get("role") in MINI_ROLES
+                                                  and isinstance(m.get("content"), str) for m in doc[:50])):
+        return False
+    head = doc[:50]
+    return (any(m["role"] == "assistant" and MINI_FENCE.search(m["content"]) for m in head)
+            and any(m["role"] == "user" and RETURNCODE.match(m["content"]) for m in head))
 
 
 def _cmd_name(cmd: str) -> str:
@@ -103,11 +128,12 @@ def _from_trajectory(doc: dict, out: StepList, key: str = "trajectory") -> None:
             out.add(step("observation", t.get("observation"), None, {"state": t.get("state"), **meta}))
 
 
-def _from_history(history: list, out: StepList, where: str = "history") -> tuple[str | None, int]:
-    """Steps from SWE-agent / mini-swe-agent chat history; return (first user text, demo count)."""
+def _from_history(history: list, out: StepList, where: str = "history", mini: bool = False) -> tuple[str | None, int]:
+    """Steps from SWE-agent / mini-swe-agent (``mini``) chat history; return (first user text, demo count)."""
     demos = 0
     first_user = None
     pending: str | None = None
+    waiting: tuple | None = None  # (key, call id) of the latest call still without its result
     for i, m in enumerate(history):
         w = f"{where}[{i}]"
         expect(m, dict, w)
@@ -119,6 +145,9 @@ def _from_history(history: list, out: StepList, where: str = "history") -> tuple
         if isinstance(content, list):
             content = "\n".join(p.get("text", "") if isinstance(p, dict) else text(p) for p in content)
         meta = {"message_index": i, "agent": m.get("agent"), "message_type": m.get("message_type")}
+        rc = RETURNCODE.match(content) if role in ("user", "tool") and content.__class__ is str else None
+        if rc:
+            meta["returncode"] = int(rc.group(1))
         if role == "system":
             out.add(step("system", content, None, dict(meta)))
         elif role == "assistant":
@@ -127,42 +156,66 @@ def _from_history(history: list, out: StepList, where: str = "history") -> tuple
             thought = m.get("thought")
             action = m.get("action")
             if not calls and action is None and thought is None:
-                found = list(FENCE.finditer(content or ""))
-                if found:
+                found = list((MINI_FENCE if mini else FENCE).finditer(content or ""))
+                if found and (len(found) == 1 or not mini):  # mini-swe-agent runs a reply's only block, else none
                     thought = (content or "")[: found[-1].start()].rstrip()
                     action = found[-1].group(1)
                 else:
                     thought = content
             elif thought is None:
                 thought = content
+            reasoning = m.get("reasoning_content")
+            if reasoning and reasoning.__class__ is str:
+                out.add(step("thought", reasoning, None, {**meta, "reasoning": True}))
             if thought:
                 out.add(step("thought", thought, None, dict(meta)))
             pending = None
+            made = []
             for j, tc in enumerate(calls):
                 c = tool_call(tc, f"{w}.tool_calls[{j}]")
+                made.append(c.call_id)
                 out.call(c.call_id, step("action", c.name, render_args(c.args),
                                          {"command": action if len(calls) == 1 else None, **meta, "tool_call_id": c.call_id}))
             if not calls and action is not None:
                 pending = f"msg-{i}"
-                out.call(pending, step("action", _cmd_name(action), action, {**meta}))
+                out.call(pending, step("action", "bash" if mini else _cmd_name(action), action, {**meta}))
+            waiting = (pending, None) if pending is not None else (made[-1], made[-1]) if made else None
         elif role == "tool":
             ids = m.get("tool_call_ids") or [m.get("tool_call_id")]
             cid = call_id(ids[0])
             out.result(cid, step("observation", content, None, {**meta, "tool_call_id": cid}))
+            waiting = None
         elif role == "user":
             if pending is not None:
                 out.result(pending, step("observation", content, None, dict(meta)))
-                pending = None
+                pending = waiting = None
             else:
                 if first_user is None:
                     first_user = content
                 out.add(step("message", content, None, {"role": "user", **meta}))
+        elif role == "exit" and mini:  # the run's end: the submission, or the error that stopped it
+            extra = m.get("extra") if isinstance(m.get("extra"), dict) else {}
+            status = extra.get("exit_status")
+            emeta = {"role": role, **meta, "exit_status": status}
+            if waiting is not None and out.has_call(waiting[0]):  # the call the run ended on gets no tool message
+                out.result(waiting[0], step("observation", content, None, {**emeta, "tool_call_id": waiting[1]}))
+            else:
+                out.add(step("message" if status in (None, "Submitted") else "error", content, None, emeta))
+            pending = waiting = None
         else:
             out.add(step("other", compact(m), None, {"role": role, **meta}))
     return first_user, demos
 
 
+def _mini_task(first_user: str | None) -> str | None:
+    """The issue inside mini-swe-agent's instance template (its SWE-bench or default one), else the whole message."""
+    found = MINI_ISSUE.search(first_user) if first_user.__class__ is str else None
+    return next(g for g in found.groups() if g is not None) if found else first_user
+
+
 def _one(doc: Any, origin: Origin, path: Path) -> Iterator:
+    if isinstance(doc, list):  # mini-swe-agent 1.x saved the bare messages
+        doc = {"messages": doc, "trajectory_format": None}
     expect(doc, dict, "(top level)")
     out = StepList()
     meta: dict = {}
@@ -170,8 +223,8 @@ def _one(doc: Any, origin: Origin, path: Path) -> Iterator:
     fmt = doc.get("trajectory_format")
     if isinstance(fmt, str) and fmt.startswith("mini-swe-agent") or "messages" in doc and "trajectory" not in doc and "history" not in doc:
         meta.update(variant="mini-swe-agent", trajectory_format=fmt)
-        first_user, demos = _from_history(expect(doc.get("messages"), list, "messages"), out, "messages")
-        task = first_user
+        first_user, demos = _from_history(expect(doc.get("messages"), list, "messages"), out, "messages", mini=True)
+        task = _mini_task(first_user)
     elif isinstance(doc.get("trajectory"), list) and doc["trajectory"]:
         meta.update(variant="trajectory", history_messages=len(doc.get("history") or []))
         _from_trajectory(doc, out)
@@ -211,7 +264,8 @@ def convert(path: Path) -> Iterator:
 CONVERTER = Converter(
     name=NAME,
     description="SWE-agent .traj trajectories (trajectory or history, function calling) and mini-swe-agent",
-    shapes='.traj {"trajectory": [{thought, action, observation}], "history", "info"}; {"messages", "info", "trajectory_format": "mini-swe-agent-1"}',
+    shapes='.traj {"trajectory": [{thought, action, observation}], "history", "info"}; {"messages", "info", "trajectory_format": "mini-swe-agent-1"}; '
+           'mini-swe-agent\'s bare message list (```bash blocks, <returncode> outputs)',
     detect=detect,
     convert=convert,
 )

@@ -75,8 +75,10 @@ def read_head(path: Path) -> str:
 
 # ---------------------------------------------------------------- JSON text
 
-def loads(raw: bytes | str) -> Any:
-    """One JSON text decoded (NaN and Infinity refused); ValueError with a readable message."""
+def loads(raw: bytes | str, nan_as_null: bool = False) -> Any:
+    """One JSON text decoded; ValueError with a readable message. NaN and Infinity (not JSON) are
+    refused, or read as null with ``nan_as_null``: Python's ``json.dumps`` writes them for a float
+    nan, and some tools' logs hold them (a pandas cell of a benchmark's output)."""
     if raw.__class__ is str:
         raw = raw.encode("utf-8", "surrogateescape")
     try:
@@ -87,7 +89,11 @@ def loads(raw: bytes | str) -> Any:
         s = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ValueError(f"invalid UTF-8 at byte {exc.start}") from None
-    return loads_strict(s)
+    return json.loads(s, parse_constant=_null) if nan_as_null else loads_strict(s)
+
+
+def _null(_constant: str) -> None:
+    return None
 
 
 def maybe_json(value: Any) -> Any:
@@ -108,7 +114,7 @@ def load_json(path: Path) -> Any:
         return loads(fh.read())
 
 
-def load_json_located(path: Path) -> Any:
+def load_json_located(path: Path, nan_as_null: bool = False) -> Any:
     """The whole file as one JSON value, or a TraceError that names the line."""
     try:
         with open_bytes(path) as fh:
@@ -116,7 +122,7 @@ def load_json_located(path: Path) -> Any:
     except (OSError, EOFError) as exc:
         return TraceError(str(path), None, None, f"cannot read: {exc}")
     try:
-        return loads(raw)
+        return loads(raw, nan_as_null)
     except json.JSONDecodeError as exc:
         return TraceError(str(path), exc.lineno, None, f"invalid JSON: {exc.msg} (column {exc.colno})")
     except (ValueError, RecursionError) as exc:
@@ -178,8 +184,9 @@ def _next_line(fh) -> bytes | None:
             return ln
 
 
-def iter_records(path: Path) -> Iterator[tuple[int, Any]]:
-    """(line number, value or TraceError) for each non-blank line of a JSONL file, streamed."""
+def iter_records(path: Path, nan_as_null: bool = False) -> Iterator[tuple[int, Any]]:
+    """(line number, value or TraceError) for each non-blank line of a JSONL file, streamed
+    (``nan_as_null``: see :func:`loads`)."""
     source = str(path)
     with open_bytes(path) as fh:
         for n, raw in enumerate(fh, 1):
@@ -190,24 +197,25 @@ def iter_records(path: Path) -> Iterator[tuple[int, Any]]:
                 if not raw.strip():
                     continue
             try:
-                yield n, loads(raw)  # for the standard library's reading and message
+                yield n, loads(raw, nan_as_null)  # for the standard library's reading and message
             except (ValueError, RecursionError) as exc:
                 msg = str(exc)
                 yield n, TraceError(source, n, None, msg if msg.startswith("invalid UTF-8") else f"invalid JSON: {msg}")
 
 
-def documents(path: Path) -> Iterator[tuple[int | None, Any]]:
-    """(line, value or TraceError) for each JSONL line, or (None, value or TraceError) once for a JSON document."""
+def documents(path: Path, nan_as_null: bool = False) -> Iterator[tuple[int | None, Any]]:
+    """(line, value or TraceError) for each JSONL line, or (None, value or TraceError) once for a JSON
+    document (``nan_as_null``: see :func:`loads`)."""
     try:
         jsonl = is_jsonl(path)
     except (OSError, EOFError) as exc:
         yield None, TraceError(str(path), None, None, f"cannot read: {exc}")
         return
     if not jsonl:
-        yield None, load_json_located(path)
+        yield None, load_json_located(path, nan_as_null)
         return
     try:
-        yield from iter_records(path)
+        yield from iter_records(path, nan_as_null)
     except (OSError, EOFError) as exc:
         yield None, TraceError(str(path), None, None, f"cannot read: {exc}")
 

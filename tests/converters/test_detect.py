@@ -51,6 +51,13 @@ EXPECTED = {
     "crewai/deadlift_ankle_wide_front.mp4_A3_json.md": "crewai",
     "crewai/deadlift_good_form_side.mp4_A1_json.md": "crewai",
     "autogen/history-wile_e_coyote_1.json": "autogen",
+    "cline/roo_synthetic-4-mixed-ops/api_conversation_history.json": "cline",
+    "smolagents/code_o1_27-01_vision.jsonl": "smolagents",
+    "smolagents/code_o1_27-01_text.jsonl": "smolagents",
+    "smolagents/benchmark_messages.jsonl": "smolagents",
+    "mini_swe_agent/github_issue.traj.json": "swe_agent",
+    "mini_swe_agent/sqlfluff__sqlfluff-2419.traj.json": "swe_agent",
+    "mini_swe_agent/pvlib__pvlib-python-1606.traj.json": "swe_agent",
 }
 
 

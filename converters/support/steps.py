@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +109,16 @@ def render_args(args: Any) -> str:
             return args
         return dumps(parsed)
     return dumps(args)
+
+
+_CALL = re.compile(r"\s*([A-Za-z_][\w.\-]*)\((.*)\)\s*\Z", re.S)
+
+
+def split_call(written: str) -> tuple[str, str] | None:
+    """(tool name, arguments as written) of an action written as a call, ``search(origin='JFK')`` or
+    ``Bash({"command": "ls"})``; None for any other text."""
+    m = _CALL.match(written)
+    return None if m is None else (m.group(1), m.group(2))
 
 
 # ---------------------------------------------------------------- steps

@@ -38,6 +38,9 @@ EXPECTED = {
     "cline/roo_natural-mini-uncondensed/api_conversation_history.json": "cline",
     "cline/roo_natural-mini-uncondensed/ui_messages.json": "cline",
     "cline/roo_natural-mini-uncondensed/task_metadata.json": "cline",
+    "potato/spotter_tool_heavy.claude_code.potato.jsonl": "potato",
+    "potato/function_calling_simple.swe_agent_trajectory.potato.jsonl": "potato",
+    "potato/hand_crafted_1.multi_agent.potato.jsonl": "potato",
 }
 
 

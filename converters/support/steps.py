@@ -57,7 +57,7 @@ from typing import Any
 
 import orjson
 
-from ls_trajeval.core.trace import STEP_TYPES, Step, Trace
+from ls_trajeval.core.trace import STEP_TYPES, Step, Trace, all_blank
 
 from .errors import BadRecord
 from .files import Origin
@@ -219,11 +219,15 @@ def finish(origin: Origin, trace_id: Any, task: str | None, steps: list[Step], m
            field: str | None = None) -> Trace:
     """The record's Trace, its metadata the origin's provenance then ``metadata`` (null values dropped).
 
-    A record that made no steps, or whose id is empty, is rejected (BadRecord naming ``field``).
+    A record that made no steps, or only steps without any text, or whose id is empty, is rejected
+    (BadRecord naming ``field``): a converter that read nothing of a record has failed, not converted it.
     """
     tid = trace_id if trace_id.__class__ is str else str(trace_id)
     if not steps:
-        raise BadRecord(field, "no steps: the record holds nothing to annotate", tid)
+        raise BadRecord(field, "no steps: the record holds nothing to annotate", tid, about_record=True)
+    if all_blank(steps):
+        raise BadRecord(field, f"no text: all {len(steps)} step(s) made of it are empty, nothing to annotate", tid,
+                        about_record=True)
     if not tid.strip():  # a converter's own fallback should have given one; never emit an empty id
         raise BadRecord(field, "the record's trace id is empty")
     meta = origin.provenance()

@@ -90,6 +90,27 @@ class TraceError:
 ReadResult = Union[Trace, TraceError]
 
 
+def is_blank(s: Step) -> bool:
+    """A step with no text at all (content and action input empty or white space): nothing to judge."""
+    c = s.content
+    if c and not c.isspace():
+        return False
+    a = s.action_input
+    if a is None or a == "":
+        return True
+    return a.isspace() if a.__class__ is str else not a
+
+
+def blank_steps(steps: list[Step]) -> int:
+    """How many of the steps are blank (:func:`is_blank`)."""
+    return sum(1 for s in steps if is_blank(s))
+
+
+def all_blank(steps: list[Step]) -> bool:
+    """True when there are steps and none has any text (stops at the first that has)."""
+    return bool(steps) and all(is_blank(s) for s in steps)
+
+
 def format_action_input(value: Any) -> str:
     if value is None:
         return ""

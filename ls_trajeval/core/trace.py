@@ -153,8 +153,13 @@ def parse_trace(
     id_key: str = "trace_id",
     text_key: str = "task",
     trace_key: str = "trace",
+    require_text: bool = False,
 ) -> ReadResult:
-    """Validate one decoded JSON value as a trace; return a Trace or the first TraceError."""
+    """Validate one decoded JSON value as a trace; return a Trace or the first TraceError.
+
+    ``require_text`` refuses a trace whose steps are all empty (:func:`all_blank`): a trace to import must
+    hold something to annotate (a trace already in a project is read as it is).
+    """
 
     def err(fld: str | None, msg: str, tid: str | None = None) -> TraceError:
         return TraceError(source, line, fld, msg, tid)
@@ -196,6 +201,8 @@ def parse_trace(
             return err(f"{where}.content", f"expected a string, got {describe(content)}", tid)
         extra = {k: v for k, v in raw.items() if k not in ("type", "content", "action_input")}
         steps.append(Step(stype, content, raw.get("action_input"), extra))
+    if require_text and all_blank(steps):
+        return err(trace_key, f"all {len(steps)} step(s) are empty (no content, no action_input): nothing to annotate", tid)
     metadata = obj.get("metadata") or {}
     if not isinstance(metadata, dict):
         return err("metadata", f"expected an object, got {describe(metadata)}", tid)
@@ -234,9 +241,10 @@ def read_traces(
     trace_key: str = "trace",
     lines: Iterable[str] | None = None,
 ) -> Iterator[ReadResult]:
-    """Stream a trace JSONL file: one Trace or TraceError per non-blank line.
+    """Stream a trace JSONL file to import: one Trace or TraceError per non-blank line.
 
-    Duplicate ``trace_id`` values inside the file are rejected (the first one wins).
+    Duplicate ``trace_id`` values inside the file are rejected (the first one wins), and so is a trace
+    whose steps are all empty.
     """
     source = str(path)
     seen: dict[str, int] = {}
@@ -249,7 +257,8 @@ def read_traces(
             if isinstance(value, TraceError):
                 yield value
                 continue
-            result = parse_trace(value, source=source, line=n, id_key=id_key, text_key=text_key, trace_key=trace_key)
+            result = parse_trace(value, source=source, line=n, id_key=id_key, text_key=text_key, trace_key=trace_key,
+                                 require_text=True)
             if isinstance(result, Trace):
                 first = seen.get(result.trace_id)
                 if first is not None:

@@ -201,6 +201,7 @@ def _steps(items: list, field: str, out: _Steps) -> None:
             continue
         if "content" in item:
             kind, meta, _ = _speaker_kind(agent if agent.__class__ is str else "")
+            meta.pop("speaker", None)  # the name came from "agent", which the step keeps
             if agent is not None and "agent" not in meta:
                 meta["agent"] = agent
             meta.update(_turn_meta(item, i, frozenset({"agent", "content", "step_type", "tool_calls"})))

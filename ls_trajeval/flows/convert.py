@@ -29,7 +29,7 @@ import orjson
 from ls_trajeval.converters.base import Converter, ConvertWarning
 from ls_trajeval.converters.registry import MIN_CONFIDENCE, closest, closest_text, detect, get_converter, names
 from ls_trajeval.converters.support import files
-from ls_trajeval.core.trace import Step, Trace, TraceError, blank_steps
+from ls_trajeval.core.trace import Step, Trace, TraceError, blank_steps, is_blank
 
 ConvertItem = Union[Trace, TraceError, ConvertWarning]
 
@@ -125,11 +125,23 @@ def _not_recognised(conv: Converter, p: Path) -> str | None:
         sample = files.make_sample(p)
     except OSError:
         return None
-    if conv.detect(sample):
+    scored = detect(sample)
+    if any(c.name == conv.name for _, c in scored):
         return None
-    sure = [c.name for s, c in detect(sample) if s >= MIN_CONFIDENCE and c.name != conv.name]
+    sure = [c.name for s, c in scored if s >= MIN_CONFIDENCE]
     near = f"it looks like {' or '.join(sure[:2])}" if sure else closest_text(closest(sample, (conv.name,)))
     return f"{near}; it holds {files.sample_shape(sample)}"
+
+
+def _mostly_blank(steps: list[Step]) -> bool:
+    """At least half the steps without any text (stops as soon as more than half have some)."""
+    need = len(steps) // 2 + 1
+    for s in steps:
+        if not is_blank(s):
+            need -= 1
+            if not need:
+                return False
+    return True
 
 
 def _forced(conv: Converter, p: Path) -> Iterator[ConvertItem]:
@@ -142,19 +154,16 @@ def _forced(conv: Converter, p: Path) -> Iterator[ConvertItem]:
     for item in conv.convert(p):
         if item.__class__ is TraceError:
             errors += 1
-        elif isinstance(item, Trace):
-            n = len(item.steps)
-            empty = blank_steps(item.steps)
-            if empty * 2 >= n:
-                if unknown is False:
-                    unknown = _not_recognised(conv, p)
-                if unknown is not None:
-                    hollow += 1
-                    rec = item.metadata.get("source_record")
-                    yield TraceError(source, item.metadata.get("source_line"), None if rec is None else f"[{rec}]",
-                                     f"{empty} of {n} steps are empty: nothing meaningful came out of this record "
-                                     f"with --format {conv.name}", item.trace_id)
-                    continue
+        elif isinstance(item, Trace) and _mostly_blank(item.steps):
+            if unknown is False:
+                unknown = _not_recognised(conv, p)
+            if unknown is not None:
+                hollow += 1
+                rec = item.metadata.get("source_record")
+                yield TraceError(source, item.metadata.get("source_line"), None if rec is None else f"[{rec}]",
+                                 f"{blank_steps(item.steps)} of {len(item.steps)} steps are empty: nothing "
+                                 f"meaningful came out of this record with --format {conv.name}", item.trace_id)
+                continue
         yield item
     if errors and unknown is False:
         unknown = _not_recognised(conv, p)

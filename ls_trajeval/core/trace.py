@@ -111,6 +111,15 @@ def all_blank(steps: list[Step]) -> bool:
     return bool(steps) and all(is_blank(s) for s in steps)
 
 
+def blank_trace_error(steps: list[Step], source: str, line: int | None, field: str | None,
+                      trace_id: str | None) -> TraceError | None:
+    """The refusal of a trace to import whose steps are all empty (nothing to annotate); None when some step has text."""
+    if not all_blank(steps):
+        return None
+    return TraceError(source, line, field, f"all {len(steps)} step(s) are empty (no content, no action_input): "
+                                           "nothing to annotate", trace_id)
+
+
 def format_action_input(value: Any) -> str:
     if value is None:
         return ""
@@ -157,8 +166,8 @@ def parse_trace(
 ) -> ReadResult:
     """Validate one decoded JSON value as a trace; return a Trace or the first TraceError.
 
-    ``require_text`` refuses a trace whose steps are all empty (:func:`all_blank`): a trace to import must
-    hold something to annotate (a trace already in a project is read as it is).
+    ``require_text`` refuses a trace whose steps are all empty (:func:`blank_trace_error`): a trace to import
+    must hold something to annotate (a trace already in a project is read as it is).
     """
 
     def err(fld: str | None, msg: str, tid: str | None = None) -> TraceError:
@@ -201,8 +210,10 @@ def parse_trace(
             return err(f"{where}.content", f"expected a string, got {describe(content)}", tid)
         extra = {k: v for k, v in raw.items() if k not in ("type", "content", "action_input")}
         steps.append(Step(stype, content, raw.get("action_input"), extra))
-    if require_text and all_blank(steps):
-        return err(trace_key, f"all {len(steps)} step(s) are empty (no content, no action_input): nothing to annotate", tid)
+    if require_text:
+        blank = blank_trace_error(steps, source, line, trace_key, tid)
+        if blank is not None:
+            return blank
     metadata = obj.get("metadata") or {}
     if not isinstance(metadata, dict):
         return err("metadata", f"expected an object, got {describe(metadata)}", tid)

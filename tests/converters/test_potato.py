@@ -7,6 +7,8 @@ import re
 import pytest
 
 from conftest import FIXTURES, auto_name, detect, meta, roundtrip, run, types
+from ls_trajeval.converters import registry
+from ls_trajeval.converters.support.files import make_sample
 
 D = FIXTURES / "potato"
 SPEAKER = re.compile(r"^(.*?) \((.*)\)$")
@@ -19,7 +21,9 @@ def _record(name):
 @pytest.mark.parametrize("name", sorted(p.name for p in D.glob("*.jsonl")))
 def test_potato_files_are_detected_as_potato_and_not_multi_agent(name):
     assert auto_name(D / name) == "potato"
+    # multi_agent read these turns' "content" (they have "text") and made every step empty
     assert detect("multi_agent", D / name) == 0
+    assert [c.name for s, c in registry.detect(make_sample(D / name)) if s > 0] == ["potato"]
 
 
 def test_claude_code_session_keeps_every_turn_with_its_text():

@@ -375,7 +375,7 @@ def _names(obj: dict, limit: int) -> str:
     return "keys " + ", ".join(keys[:limit]) + more
 
 
-def keys_text(obj: dict, limit: int = 12) -> str:
+def _keys_text(obj: dict, limit: int = 12) -> str:
     """An object's keys with what each holds: ``keys id (string), steps (list of 5, the first an object with keys agent, content)``."""
     parts = [f"{k} ({_kind(v, 0)})" for k, v in list(obj.items())[:limit]]
     more = f", and {len(obj) - limit} more" if len(obj) > limit else ""
@@ -385,11 +385,11 @@ def keys_text(obj: dict, limit: int = 12) -> str:
 def value_shape(value: Any) -> str:
     """A decoded JSON value in words: its type and, for an object, its keys and what they hold."""
     if isinstance(value, dict):
-        return f"an object with {keys_text(value)}"
+        return f"an object with {_keys_text(value)}"
     if isinstance(value, list):
         first = value[0] if value else None
         if isinstance(first, dict):
-            return f"a list of {len(value)}, the first an object with {keys_text(first)}"
+            return f"a list of {len(value)}, the first an object with {_keys_text(first)}"
         return f"a list of {len(value)}" + (f", the first {_kind(first, 0)}" if value else "")
     return f"a {_kind(value, 0)}"
 

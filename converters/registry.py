@@ -46,11 +46,11 @@ def get_converter(name: str) -> Converter:
 
 def detect(sample: Sample) -> list[tuple[float, Converter]]:
     """Candidates for a file, best first (confidence > 0 only)."""
-    scored = [(_confidence(c, sample), c) for c in all_converters()]
+    scored = [(confidence(c, sample), c) for c in all_converters()]
     return sorted([(s, c) for s, c in scored if s > 0], key=lambda sc: -sc[0])
 
 
-def _confidence(conv: Converter, sample: Sample) -> float:
+def confidence(conv: Converter, sample: Sample) -> float:
     """A detector that trips over a file (fuzzing found several on odd JSON) does not claim it."""
     try:
         return float(conv.detect(sample) or 0)
@@ -81,7 +81,7 @@ def closest(sample: Sample, exclude: Iterable[str] = (), limit: int = 3) -> list
     for c in all_converters():
         if c.name in skip:
             continue
-        conf = _confidence(c, sample)
+        conf = confidence(c, sample)
         shared = sorted(keys & _shape_words(c.name))
         if conf > 0 or len(shared) >= 2:  # one shared key (an id, a type) says nothing
             scored.append((conf, len(shared), c.name, shared))

@@ -299,8 +299,9 @@ def looks_like_jsonl(head: str) -> bool:
     return isinstance(first, dict)
 
 
-def make_sample(path: Path) -> Sample:
-    """The detectors' view of a file: its head, and its first JSONL records or its whole JSON value when small."""
+def make_sample(path: Path, whole_up_to: int = SMALL_FILE) -> Sample:
+    """The detectors' view of a file: its head, and its first JSONL records or its whole JSON value when
+    small (up to ``whole_up_to`` bytes; ``HEAD_BYTES`` for a look that reads no more than the head)."""
     head = read_head(path)
     sample = Sample(path=path, head=head)
     if not head:
@@ -315,7 +316,7 @@ def make_sample(path: Path) -> Sample:
         if sample.first_records:
             return sample
     size = path.stat().st_size
-    if size <= SMALL_FILE or path.suffix == ".gz" and size <= SMALL_FILE // 8:
+    if size <= whole_up_to or path.suffix == ".gz" and size <= whole_up_to // 8:
         try:
             sample.first_json = load_json(path)
         except (ValueError, RecursionError, OSError, EOFError):

@@ -225,7 +225,8 @@ def finish(origin: Origin, trace_id: Any, task: str | None, steps: list[Step], m
     tid = trace_id if trace_id.__class__ is str else str(trace_id)
     if not steps:
         raise BadRecord(field, "no steps: the record holds nothing to annotate", tid, about_record=True)
-    if all_blank(steps):
+    first = steps[0].content
+    if (not first or first.isspace()) and all_blank(steps):  # a first step with text settles it (a hot path)
         raise BadRecord(field, f"no text: all {len(steps)} step(s) made of it are empty, nothing to annotate", tid,
                         about_record=True)
     if not tid.strip():  # a converter's own fallback should have given one; never emit an empty id

@@ -27,7 +27,7 @@ from typing import IO, Iterable, Iterator, Union
 import orjson
 
 from ls_trajeval.converters.base import Converter, ConvertWarning
-from ls_trajeval.converters.registry import MIN_CONFIDENCE, closest, closest_text, detect, get_converter, names
+from ls_trajeval.converters.registry import MIN_CONFIDENCE, closest, closest_text, confidence, detect, get_converter, names
 from ls_trajeval.converters.support import files
 from ls_trajeval.core.trace import Step, Trace, TraceError, blank_steps, is_blank
 
@@ -137,17 +137,31 @@ def _mostly_blank(steps: list[Step]) -> bool:
     """At least half the steps without any text (stops as soon as more than half have some)."""
     need = len(steps) // 2 + 1
     for s in steps:
-        if not is_blank(s):
+        c = s.content
+        if c and not c.isspace() or not is_blank(s):  # the text test inlined: this runs for every trace
             need -= 1
             if not need:
                 return False
     return True
 
 
+def _known_by_its_head(conv: Converter, p: Path) -> bool:
+    """Whether ``conv``'s detector claims the file from its first bytes alone (no second parse of the file)."""
+    try:
+        return confidence(conv, files.make_sample(p, whole_up_to=files.HEAD_BYTES)) > 0
+    except (OSError, EOFError):
+        return False
+
+
 def _forced(conv: Converter, p: Path) -> Iterator[ConvertItem]:
     """A converter run by ``--format`` on a file: when its detector does not know the file and the output is
     errors or traces of mostly empty steps, nothing meaningful came out: such traces are rejected, and a
-    warning says what the file looks like. (Wholly empty traces are rejected anyway, by ``finish``.)"""
+    warning says what the file looks like. (Wholly empty traces are rejected anyway, by ``finish``.)
+
+    A file the detector knows from its head (the usual forced run, a big log) is converted with no check."""
+    if _known_by_its_head(conv, p):
+        yield from conv.convert(p)
+        return
     source = str(p)
     unknown: str | None | bool = False  # False: not asked yet; asked at the first sign of trouble only
     hollow = errors = 0

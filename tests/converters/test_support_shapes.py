@@ -83,3 +83,16 @@ def test_blank_steps():
     steps = [Step("message", ""), Step("observation", "x"), Step("thought", " ")]
     assert blank_steps(steps) == 2 and not all_blank(steps)
     assert all_blank(steps[:1]) and not all_blank([])
+
+
+def test_a_head_only_sample_parses_no_more_than_the_head(tmp_path):
+    from ls_trajeval.converters.support.files import HEAD_BYTES
+
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps({"messages": [{"role": "user", "content": "x" * 100}] * (HEAD_BYTES // 50)}))
+    assert big.stat().st_size > HEAD_BYTES
+    assert make_sample(big).first_json is not None
+    assert make_sample(big, whole_up_to=HEAD_BYTES).first_json is None
+    small = tmp_path / "small.json"
+    small.write_text(json.dumps({"a": 1}))
+    assert make_sample(small, whole_up_to=HEAD_BYTES).first_json == {"a": 1}

@@ -75,7 +75,12 @@ def guarded(origin: Origin, fn: Callable[..., Iterable | None], *args: Any, fiel
         out = fn(*args)
         return [] if out is None else list(out)
     except BadRecord as exc:
-        msg = f"{exc.message}; {what_is_there(args[0], origin)}" if exc.about_record and args else exc.message
+        msg = exc.message
+        if exc.about_record and args:
+            try:
+                msg = f"{msg}; {what_is_there(args[0], origin)}"
+            except Exception:  # noqa: BLE001 - describing the record is a courtesy: it must not cost the error
+                pass
         return [TraceError(origin.source, origin.line, join_field(join_field(origin.where, field) or "", exc.field),
                            msg, exc.trace_id)]
     except RecursionError:

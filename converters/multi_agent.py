@@ -65,6 +65,9 @@ def _generic_score(obj: Any) -> float:
         return 0.0
     if any(m.get("type") in _AUTOGEN_TYPES and "source" in m for m in msgs[:50]):
         return 0.9
+    # the messages' text is read from "content": a list without it (Potato's {speaker, text} turns) is not ours
+    if not any("content" in m for m in msgs[:50]):
+        return 0.0
     names = {a for m in msgs[:200] if (a := _agent_of(m)) and a.lower() not in _ROLES}
     if len(names) >= 2:
         return 0.75

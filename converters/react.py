@@ -23,7 +23,7 @@ from ls_trajeval.core.trace import Step, TraceError, open_text
 from .base import Converter, Sample
 from .support.errors import BadRecord, guarded
 from .support.files import Origin, documents
-from .support.steps import finish, render_args, stable_id, step, text
+from .support.steps import finish, render_args, split_call, stable_id, step, text
 
 NAME = "react"
 
@@ -35,7 +35,6 @@ _FIRST = set("TtAaOoFfQq")
 _KINDS = {"thought": "thought", "observation": "observation", "final answer": "message"}
 #: keys a structured ReAct step may have; a step with others belongs to another format
 STEP_KEYS = {"thought", "action", "action_input", "observation", "step", "step_id", "id", "timestamp"}
-CALL = re.compile(r"\s*([A-Za-z_][\w.\-]*)\((.*)\)\s*\Z", re.S)
 
 
 def _body(s: str) -> str:
@@ -139,9 +138,9 @@ def _action_parts(action: Any, i: int) -> tuple[str, str]:
         return name, render_args(args)
     if not isinstance(action, str):
         raise BadRecord(f"steps[{i}].action", f"expected a string or an object, got {type(action).__name__}")
-    m = CALL.match(action)
-    if m is not None:
-        return m.group(1), render_args(m.group(2))
+    call = split_call(action)
+    if call is not None:
+        return call[0], render_args(call[1])
     return action.strip(), ""
 
 

@@ -1,4 +1,5 @@
-"""The project's own trace JSONL: passed through with the same validation as ``import``."""
+"""The project's own trace JSONL: passed through with the same validation as ``import`` (a trace whose
+steps are all empty is refused)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -30,7 +31,7 @@ def convert(path: Path) -> Iterator:
         if isinstance(value, TraceError):
             yield value
             continue
-        result = parse_trace(value, source=source, line=n)
+        result = parse_trace(value, source=source, line=n, require_text=True)
         if isinstance(result, Trace):
             first = seen.get(result.trace_id)
             if first is not None:

@@ -1,9 +1,11 @@
 """The support library every converter is written on.
 
 - :mod:`.files`: reading inputs (directories, gzip, zip, JSON, JSONL, big documents streamed with
-  ijson), each record with its :class:`~.files.Origin`; what a detector sees of a file.
+  ijson), each record with its :class:`~.files.Origin`; what a detector sees of a file, and what a file or
+  record holds in words (for refusals).
 - :mod:`.errors`: :class:`~.errors.BadRecord` and :func:`~.errors.expect` for bad input,
-  :func:`~.errors.guarded` to run one record so its failure is one located error, warnings.
+  :func:`~.errors.guarded` to run one record so its failure is one located error (a record a converter
+  found nothing in is described, and named after the format it looks like), warnings.
 - :mod:`.steps`: **the step convention** (its module docstring), :func:`~.steps.step`,
   :class:`~.steps.StepList` (calls paired with results), :func:`~.steps.finish` (a trace with its
   provenance), stable ids, text and argument rendering.

@@ -20,13 +20,18 @@ _NAMES = {str: "a string", int: "a number", float: "a number", list: "a list", d
 
 
 class BadRecord(Exception):
-    """Rejects the record being converted; ``field`` is the path of the bad value inside the record."""
+    """Rejects the record being converted; ``field`` is the path of the bad value inside the record.
 
-    def __init__(self, field: str | None, message: str, trace_id: str | None = None):
+    ``about_record``: the converter found nothing of its own in the record (no steps, no text), so the
+    error goes on to say what the record holds and which format it looks like (:func:`guarded`).
+    """
+
+    def __init__(self, field: str | None, message: str, trace_id: str | None = None, *, about_record: bool = False):
         super().__init__(message)
         self.field = field
         self.message = message
         self.trace_id = trace_id
+        self.about_record = about_record
 
 
 def _kind_name(kind: type | tuple) -> str:
@@ -70,13 +75,37 @@ def guarded(origin: Origin, fn: Callable[..., Iterable | None], *args: Any, fiel
         out = fn(*args)
         return [] if out is None else list(out)
     except BadRecord as exc:
+        msg = exc.message
+        if exc.about_record and args:
+            try:
+                msg = f"{msg}; {what_is_there(args[0], origin)}"
+            except Exception:  # noqa: BLE001 - describing the record is a courtesy: it must not cost the error
+                pass
         return [TraceError(origin.source, origin.line, join_field(join_field(origin.where, field) or "", exc.field),
-                           exc.message, exc.trace_id)]
+                           msg, exc.trace_id)]
     except RecursionError:
         return [TraceError(origin.source, origin.line, join_field(origin.where, field), "nested too deeply")]
     except Exception as exc:  # noqa: BLE001 - one odd record must not stop the file
         return [TraceError(origin.source, origin.line, join_field(origin.where, field),
                            f"could not convert: {type(exc).__name__}: {exc}")]
+
+
+_LOOKS: dict = {}
+
+
+def what_is_there(record: Any, origin: Origin) -> str:
+    """``the record is an object with keys …`` and, when another format's detector is sure of it, ``; looks like potato``."""
+    from ..registry import looks_like
+    from .files import value_shape
+
+    # a file of records that all miss the same way asks the detectors once per shape of record
+    key = (origin.source, origin.fmt, tuple(record) if isinstance(record, dict) else type(record).__name__)
+    near = _LOOKS.get(key)
+    if near is None:
+        if len(_LOOKS) > 256:
+            _LOOKS.clear()
+        near = _LOOKS[key] = looks_like(record, origin.source, exclude=(origin.fmt,))
+    return f"the record is {value_shape(record)}" + (f"; {near}" if near else "")
 
 
 def warning(source: str, record: Any, message: str) -> ConvertWarning:

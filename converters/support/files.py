@@ -307,8 +307,9 @@ def looks_like_jsonl(head: str) -> bool:
     return isinstance(first, dict)
 
 
-def make_sample(path: Path) -> Sample:
-    """The detectors' view of a file: its head, and its first JSONL records or its whole JSON value when small."""
+def make_sample(path: Path, whole_up_to: int = SMALL_FILE) -> Sample:
+    """The detectors' view of a file: its head, and its first JSONL records or its whole JSON value when
+    small (up to ``whole_up_to`` bytes; ``HEAD_BYTES`` for a look that reads no more than the head)."""
     head = read_head(path)
     sample = Sample(path=path, head=head)
     if not head:
@@ -323,7 +324,7 @@ def make_sample(path: Path) -> Sample:
         if sample.first_records:
             return sample
     size = path.stat().st_size
-    if size <= SMALL_FILE or path.suffix == ".gz" and size <= SMALL_FILE // 8:
+    if size <= whole_up_to or path.suffix == ".gz" and size <= whole_up_to // 8:
         try:
             sample.first_json = load_json(path)
         except (ValueError, RecursionError, OSError, EOFError):
@@ -353,4 +354,80 @@ def sample_objects(sample: Sample, limit: int = 5) -> list:
                 out.append(v)
         except (ValueError, RecursionError):
             pass
+    return out
+
+
+# ---------------------------------------------------------------- what a file holds, in words (for refusals)
+
+def _kind(v: Any, depth: int) -> str:
+    if v is None:
+        return "null"
+    if v.__class__ is bool:
+        return "boolean"
+    if isinstance(v, (int, float)):
+        return "number"
+    if isinstance(v, str):
+        return "empty string" if not v else "string"
+    if isinstance(v, dict):
+        return f"object with {_names(v, 6)}" if v and depth < 1 else "object"
+    if isinstance(v, list):
+        first = v[0] if v else None
+        if isinstance(first, dict) and first and depth < 1:
+            return f"list of {len(v)}, the first an object with {_names(first, 6)}"
+        return f"list of {len(v)}" + (f" {_kind(first, 1)}s" if v and not isinstance(first, (dict, list)) else "")
+    return type(v).__name__
+
+
+def _names(obj: dict, limit: int) -> str:
+    keys = [str(k) for k in obj]
+    more = f", and {len(keys) - limit} more" if len(keys) > limit else ""
+    return "keys " + ", ".join(keys[:limit]) + more
+
+
+def _keys_text(obj: dict, limit: int = 12) -> str:
+    """An object's keys with what each holds: ``keys id (string), steps (list of 5, the first an object with keys agent, content)``."""
+    parts = [f"{k} ({_kind(v, 0)})" for k, v in list(obj.items())[:limit]]
+    more = f", and {len(obj) - limit} more" if len(obj) > limit else ""
+    return "keys " + ", ".join(parts) + more if parts else "no keys"
+
+
+def value_shape(value: Any) -> str:
+    """A decoded JSON value in words: its type and, for an object, its keys and what they hold."""
+    if isinstance(value, dict):
+        return f"an object with {_keys_text(value)}"
+    if isinstance(value, list):
+        first = value[0] if value else None
+        if isinstance(first, dict):
+            return f"a list of {len(value)}, the first an object with {_keys_text(first)}"
+        return f"a list of {len(value)}" + (f", the first {_kind(first, 0)}" if value else "")
+    return f"a {_kind(value, 0)}"
+
+
+def sample_shape(sample: Sample) -> str:
+    """What a file holds as a detector saw it, in words: ``JSON object with keys …``, ``JSONL whose first
+    record has keys …``, or the text it begins with."""
+    if sample.first_records:
+        rec = sample.first_records[0]
+        return f"JSONL whose first record is {value_shape(rec)}"
+    fj = sample.first_json
+    if fj is not None:
+        return f"JSON: {value_shape(fj)}"
+    if not sample.head:
+        return "a zip archive" if is_zip(sample.path) else "an empty file"
+    start = sample.head.lstrip()[:60].replace("\n", " ")
+    return f"text beginning {start!r}"
+
+
+def shape_keys(value: Any) -> set[str]:
+    """The keys of a value and of the objects right inside it (a list's first objects, an object's values),
+    for comparing a file with the shapes each format reads."""
+    out: set[str] = set()
+    objs = value[:3] if isinstance(value, list) else [value]
+    for o in objs:
+        if isinstance(o, dict):
+            out.update(map(str, o))
+            for v in o.values():
+                inner = v[0] if isinstance(v, list) and v else v
+                if isinstance(inner, dict):
+                    out.update(map(str, inner))
     return out

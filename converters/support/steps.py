@@ -51,12 +51,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from ls_trajeval.core.trace import STEP_TYPES, Step, Trace
+from ls_trajeval.core.trace import STEP_TYPES, Step, Trace, all_blank
 
 from .errors import BadRecord
 from .files import Origin
@@ -108,6 +109,16 @@ def render_args(args: Any) -> str:
             return args
         return dumps(parsed)
     return dumps(args)
+
+
+_CALL = re.compile(r"\s*([A-Za-z_][\w.\-]*)\((.*)\)\s*\Z", re.S)
+
+
+def split_call(written: str) -> tuple[str, str] | None:
+    """(tool name, arguments as written) of an action written as a call, ``search(origin='JFK')`` or
+    ``Bash({"command": "ls"})``; None for any other text."""
+    m = _CALL.match(written)
+    return None if m is None else (m.group(1), m.group(2))
 
 
 # ---------------------------------------------------------------- steps
@@ -208,11 +219,16 @@ def finish(origin: Origin, trace_id: Any, task: str | None, steps: list[Step], m
            field: str | None = None) -> Trace:
     """The record's Trace, its metadata the origin's provenance then ``metadata`` (null values dropped).
 
-    A record that made no steps, or whose id is empty, is rejected (BadRecord naming ``field``).
+    A record that made no steps, or only steps without any text, or whose id is empty, is rejected
+    (BadRecord naming ``field``): a converter that read nothing of a record has failed, not converted it.
     """
     tid = trace_id if trace_id.__class__ is str else str(trace_id)
     if not steps:
-        raise BadRecord(field, "no steps: the record holds nothing to annotate", tid)
+        raise BadRecord(field, "no steps: the record holds nothing to annotate", tid, about_record=True)
+    first = steps[0].content
+    if (not first or first.isspace()) and all_blank(steps):  # a first step with text settles it (a hot path)
+        raise BadRecord(field, f"no text: all {len(steps)} step(s) made of it are empty, nothing to annotate", tid,
+                        about_record=True)
     if not tid.strip():  # a converter's own fallback should have given one; never emit an empty id
         raise BadRecord(field, "the record's trace id is empty")
     meta = origin.provenance()

@@ -90,6 +90,36 @@ class TraceError:
 ReadResult = Union[Trace, TraceError]
 
 
+def is_blank(s: Step) -> bool:
+    """A step with no text at all (content and action input empty or white space): nothing to judge."""
+    c = s.content
+    if c and not c.isspace():
+        return False
+    a = s.action_input
+    if a is None or a == "":
+        return True
+    return a.isspace() if a.__class__ is str else not a
+
+
+def blank_steps(steps: list[Step]) -> int:
+    """How many of the steps are blank (:func:`is_blank`)."""
+    return sum(1 for s in steps if is_blank(s))
+
+
+def all_blank(steps: list[Step]) -> bool:
+    """True when there are steps and none has any text (stops at the first that has)."""
+    return bool(steps) and all(is_blank(s) for s in steps)
+
+
+def blank_trace_error(steps: list[Step], source: str, line: int | None, field: str | None,
+                      trace_id: str | None) -> TraceError | None:
+    """The refusal of a trace to import whose steps are all empty (nothing to annotate); None when some step has text."""
+    if not all_blank(steps):
+        return None
+    return TraceError(source, line, field, f"all {len(steps)} step(s) are empty (no content, no action_input): "
+                                           "nothing to annotate", trace_id)
+
+
 def format_action_input(value: Any) -> str:
     if value is None:
         return ""
@@ -132,8 +162,13 @@ def parse_trace(
     id_key: str = "trace_id",
     text_key: str = "task",
     trace_key: str = "trace",
+    require_text: bool = False,
 ) -> ReadResult:
-    """Validate one decoded JSON value as a trace; return a Trace or the first TraceError."""
+    """Validate one decoded JSON value as a trace; return a Trace or the first TraceError.
+
+    ``require_text`` refuses a trace whose steps are all empty (:func:`blank_trace_error`): a trace to import
+    must hold something to annotate (a trace already in a project is read as it is).
+    """
 
     def err(fld: str | None, msg: str, tid: str | None = None) -> TraceError:
         return TraceError(source, line, fld, msg, tid)
@@ -175,6 +210,10 @@ def parse_trace(
             return err(f"{where}.content", f"expected a string, got {describe(content)}", tid)
         extra = {k: v for k, v in raw.items() if k not in ("type", "content", "action_input")}
         steps.append(Step(stype, content, raw.get("action_input"), extra))
+    if require_text:
+        blank = blank_trace_error(steps, source, line, trace_key, tid)
+        if blank is not None:
+            return blank
     metadata = obj.get("metadata") or {}
     if not isinstance(metadata, dict):
         return err("metadata", f"expected an object, got {describe(metadata)}", tid)
@@ -213,9 +252,10 @@ def read_traces(
     trace_key: str = "trace",
     lines: Iterable[str] | None = None,
 ) -> Iterator[ReadResult]:
-    """Stream a trace JSONL file: one Trace or TraceError per non-blank line.
+    """Stream a trace JSONL file to import: one Trace or TraceError per non-blank line.
 
-    Duplicate ``trace_id`` values inside the file are rejected (the first one wins).
+    Duplicate ``trace_id`` values inside the file are rejected (the first one wins), and so is a trace
+    whose steps are all empty.
     """
     source = str(path)
     seen: dict[str, int] = {}
@@ -228,7 +268,8 @@ def read_traces(
             if isinstance(value, TraceError):
                 yield value
                 continue
-            result = parse_trace(value, source=source, line=n, id_key=id_key, text_key=text_key, trace_key=trace_key)
+            result = parse_trace(value, source=source, line=n, id_key=id_key, text_key=text_key, trace_key=trace_key,
+                                 require_text=True)
             if isinstance(result, Trace):
                 first = seen.get(result.trace_id)
                 if first is not None:

@@ -27,14 +27,12 @@ from typing import IO, Iterable, Iterator, Union
 import orjson
 
 from ls_trajeval.converters.base import Converter, ConvertWarning
-from ls_trajeval.converters.registry import detect, get_converter, names
+from ls_trajeval.converters.registry import MIN_CONFIDENCE, closest, closest_text, confidence, detect, get_converter, names
 from ls_trajeval.converters.support import files
-from ls_trajeval.core.trace import Step, Trace, TraceError
+from ls_trajeval.core.trace import Step, Trace, TraceError, blank_steps, is_blank
 
 ConvertItem = Union[Trace, TraceError, ConvertWarning]
 
-#: below this a detector's guess is not trusted
-MIN_CONFIDENCE = 0.5
 #: two candidates closer than this are ambiguous
 AMBIGUITY_MARGIN = 0.05
 #: below this much input in all, starting worker processes costs more than it saves
@@ -73,10 +71,8 @@ def detect_format(path: str | Path) -> Converter:
     known = ", ".join(names())
     good = [(s, c) for s, c in scored if s >= MIN_CONFIDENCE]
     if not good:
-        if scored:
-            cands = ", ".join(f"{c.name} ({s:.2f})" for s, c in scored[:4])
-            raise FormatError(f"unknown format: no converter is confident (weak candidates: {cands}); use --format NAME (one of {known})")
-        raise FormatError(f"unknown format: no converter recognises this file; use --format NAME (one of {known})")
+        raise FormatError(f"unknown format: the file holds {files.sample_shape(sample)}; "
+                          f"{closest_text(closest(sample))}; use --format NAME (one of {known})")
     if len(good) > 1 and good[0][0] - good[1][0] < AMBIGUITY_MARGIN:
         cands = ", ".join(f"{c.name} ({s:.2f})" for s, c in good if good[0][0] - s < AMBIGUITY_MARGIN)
         raise FormatError(f"ambiguous format: candidates {cands}; use --format NAME")
@@ -116,11 +112,80 @@ def convert_file(path: str | Path, fmt: str | Converter = "auto") -> Iterator[Co
     else:
         conv = get_converter(fmt)
     try:
-        yield from conv.convert(p)
+        yield from (conv.convert(p) if fmt is conv or fmt in (None, "", "auto") else _forced(conv, p))
     except (OSError, EOFError) as exc:
         yield TraceError(str(p), None, None, f"cannot read: {exc}")
     except Exception as exc:  # a converter bug must cost one file, not the run
         yield TraceError(str(p), None, None, f"{conv.name} converter failed: {type(exc).__name__}: {exc}")
+
+
+def _not_recognised(conv: Converter, p: Path) -> str | None:
+    """None when ``conv``'s detector knows the file, else what the file holds and what it looks like."""
+    try:
+        sample = files.make_sample(p)
+    except OSError:
+        return None
+    scored = detect(sample)
+    if any(c.name == conv.name for _, c in scored):
+        return None
+    sure = [c.name for s, c in scored if s >= MIN_CONFIDENCE]
+    near = f"it looks like {' or '.join(sure[:2])}" if sure else closest_text(closest(sample, (conv.name,)))
+    return f"{near}; it holds {files.sample_shape(sample)}"
+
+
+def _mostly_blank(steps: list[Step]) -> bool:
+    """At least half the steps without any text (stops as soon as more than half have some)."""
+    need = len(steps) // 2 + 1
+    for s in steps:
+        c = s.content
+        if c and not c.isspace() or not is_blank(s):  # the text test inlined: this runs for every trace
+            need -= 1
+            if not need:
+                return False
+    return True
+
+
+def _known_by_its_head(conv: Converter, p: Path) -> bool:
+    """Whether ``conv``'s detector claims the file from its first bytes alone (no second parse of the file)."""
+    try:
+        return confidence(conv, files.make_sample(p, whole_up_to=files.HEAD_BYTES)) > 0
+    except (OSError, EOFError):
+        return False
+
+
+def _forced(conv: Converter, p: Path) -> Iterator[ConvertItem]:
+    """A converter run by ``--format`` on a file: when its detector does not know the file and the output is
+    errors or traces of mostly empty steps, nothing meaningful came out: such traces are rejected, and a
+    warning says what the file looks like. (Wholly empty traces are rejected anyway, by ``finish``.)
+
+    A file the detector knows from its head (the usual forced run, a big log) is converted with no check."""
+    if _known_by_its_head(conv, p):
+        yield from conv.convert(p)
+        return
+    source = str(p)
+    unknown: str | None | bool = False  # False: not asked yet; asked at the first sign of trouble only
+    hollow = errors = 0
+    for item in conv.convert(p):
+        if item.__class__ is TraceError:
+            errors += 1
+        elif isinstance(item, Trace) and _mostly_blank(item.steps):
+            if unknown is False:
+                unknown = _not_recognised(conv, p)
+            if unknown is not None:
+                hollow += 1
+                rec = item.metadata.get("source_record")
+                yield TraceError(source, item.metadata.get("source_line"), None if rec is None else f"[{rec}]",
+                                 f"{blank_steps(item.steps)} of {len(item.steps)} steps are empty: nothing "
+                                 f"meaningful came out of this record with --format {conv.name}", item.trace_id)
+                continue
+        yield item
+    if errors and unknown is False:
+        unknown = _not_recognised(conv, p)
+    if unknown and (hollow or errors):
+        lost = ([f"{hollow} trace(s) of mostly empty steps rejected"] if hollow else []) + (
+            [f"{errors} record(s) refused"] if errors else [])
+        yield ConvertWarning(source, None, f"--format {conv.name} does not recognise this file: {', '.join(lost)} "
+                                           f"({unknown})")
 
 
 def convert_inputs(

@@ -15,7 +15,7 @@ from ..core.config import Config
 from ..core.fields import META_TRACE_ID
 from ..core.layouts import PAGED_MAX_STEPS, layout_of
 from ..core.tasks import task_data
-from ..core.trace import ReadResult, Trace, TraceError, read_traces
+from ..core.trace import ReadResult, Trace, TraceError, blank_trace_error, read_traces
 from ..studio import client as studio
 from .convert import convert_inputs
 from .prelabels import Prelabeler
@@ -93,6 +93,12 @@ def import_traces(client, project_id: int, items: Iterable[ReadResult], config: 
         for item in items:
             if isinstance(item, TraceError):
                 reject(item)
+                continue
+            # the readers refuse these already (located at their line); a trace handed in by a caller is checked here
+            blank = blank_trace_error(item.steps, str(item.metadata.get("source_file") or "<input>"),
+                                      item.metadata.get("source_line"), config.trace_key, item.trace_id)
+            if blank is not None:
+                reject(blank)
                 continue
             if item.trace_id in existing:
                 summary.skipped += 1

@@ -58,6 +58,9 @@ EXPECTED = {
     "mini_swe_agent/github_issue.traj.json": "swe_agent",
     "mini_swe_agent/sqlfluff__sqlfluff-2419.traj.json": "swe_agent",
     "mini_swe_agent/pvlib__pvlib-python-1606.traj.json": "swe_agent",
+    "potato/spotter_tool_heavy.claude_code.potato.jsonl": "potato",
+    "potato/function_calling_simple.swe_agent_trajectory.potato.jsonl": "potato",
+    "potato/hand_crafted_1.multi_agent.potato.jsonl": "potato",
 }
 
 

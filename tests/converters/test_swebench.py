@@ -7,7 +7,7 @@ D = FIXTURES / "swebench"
 
 def test_predictions():
     traces, errors, _ = run(D / "preds.jsonl", "swebench")
-    assert [t.trace_id for t in traces] == ["astropy__astropy-12907__gpt-4o", "django__django-11099__gpt-4o"]
+    assert [t.trace_id for t in traces] == ["astropy__astropy-12907__gpt-4o"]
     t = traces[0]
     assert t.task.endswith(SCARY)
     assert types(t) == ["code"]
@@ -15,16 +15,17 @@ def test_predictions():
     assert t.steps[0].content.endswith("= right\n")
     assert meta(t.steps[0])["patch_kind"] == "model_patch"
     assert t.metadata["instance_id"] == "astropy__astropy-12907"
-    # an empty patch is what the model produced: kept, not dropped
-    empty = traces[1]
-    assert types(empty) == ["code"] and empty.steps[0].content == "" and meta(empty.steps[0])["empty_patch"] is True
+    # a prediction with an empty patch (line 2) leaves nothing to annotate: refused, saying what the record holds
+    (empty,) = [e for e in errors if e.line == 2]
+    assert empty.trace_id == "django__django-11099__gpt-4o" and empty.message.startswith("no text: all 1 step(s)")
+    assert "model_patch (empty string)" in empty.message
     assert SCARY in roundtrip(t)["task"]
 
 
 def test_bad_records_located():
     _, errors, _ = run(D / "preds.jsonl", "swebench")
     by_line = {e.line: e for e in errors}
-    assert set(by_line) == {3, 4, 5}
+    assert set(by_line) == {2, 3, 4, 5}
     assert "invalid JSON" in by_line[3].message
     assert by_line[4].field == "model_patch" and "string" in by_line[4].message
     assert by_line[5].field == "instance_id"

@@ -135,3 +135,37 @@ def test_paged_projects_warn_about_traces_longer_than_the_layout_handles(ls_env,
             "the paged layout opens them slowly: prefer --layout transcript") in r.output
     r = cli("import", "--create", "long transcript", "--quiet", src)
     assert r.exit_code == 0 and "warning" not in r.output and "imported 3," in r.output
+
+
+def test_a_trace_whose_steps_are_all_empty_is_refused_and_the_rest_imports(ls_env, ls_client, tmp_path):
+    src = tmp_path / "traces.jsonl"
+    src.write_text(json.dumps({"trace_id": "has-text", "task": "t", "trace": [{"type": "thought", "content": "plan"},
+                                                                              {"type": "observation", "content": ""}]}) + "\n"
+                   + json.dumps({"trace_id": "hollow", "task": "t", "trace": [{"type": "message", "content": ""},
+                                                                            {"type": "action", "content": " ", "action_input": ""}]}) + "\n")
+    r = cli("import", "--create", "empty steps", "--quiet", src)
+    assert r.exit_code == 1, r.output
+    assert re.search(r"rejected: \S*traces\.jsonl:2: trace: all 2 step\(s\) are empty", r.output), r.output
+    assert "imported 1," in r.output and "rejected 1" in r.output
+    pid = int(re.search(r"project (\d+): imported", r.output).group(1))
+    assert [t["data"]["trace_id"] for t in tasks_of(ls_client, pid)] == ["has-text"]
+
+
+def test_potato_files_import_with_their_text_and_empty_ones_are_refused(ls_env, ls_client, fixtures_dir, tmp_path):
+    potato = fixtures_dir / "converters" / "potato"
+    files = sorted(potato.glob("*.jsonl"))
+    recs = {p.name: json.loads(p.read_text(encoding="utf-8").splitlines()[0]) for p in files}
+    empty = sorted(n for n, rec in recs.items() if not rec["conversation"])
+    assert len(empty) == 2
+    r = cli("import", "--create", "potato", "--format", "auto", "--quiet", *files)
+    assert r.exit_code == 1, r.output
+    for name in empty:
+        assert re.search(rf"rejected: \S*{re.escape(name)}:1: conversation: empty", r.output), r.output
+    pid = int(re.search(r"project (\d+): imported", r.output).group(1))
+    tasks = tasks_of(ls_client, pid)
+    assert len(tasks) == len(files) - len(empty)
+    for task in tasks:
+        name = Path(task["data"]["metadata"]["source_file"]).name
+        texts = [turn["text"] for turn in recs[name]["conversation"]]
+        steps = task["data"]["trace"]
+        assert len(steps) == len(texts) and all(s["content"] or s.get("action_input") for s in steps)

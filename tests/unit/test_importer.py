@@ -144,3 +144,18 @@ def test_import_files_refuses_a_project_without_an_embedded_config(tmp_path):
     fake = FakeStudio(label_config="<View/>")
     with pytest.raises(ConfigError, match=re.escape("project 7: not made by ls-trajeval")):
         import_files(fake, [write(tmp_path / "in.jsonl", [trace("x")])], project_id=7, progress=False)
+
+
+def test_a_trace_handed_in_with_all_steps_empty_is_refused_and_the_rest_imports():
+    from ls_trajeval.core.trace import Step, Trace
+
+    fake = FakeStudio(label_config="<View/>")
+    hollow = Trace("hollow", "t", [Step("message", ""), Step("action", " ", "")],
+                   {"source_file": "logs/a.json", "source_line": 3})
+    good = Trace("good", "t", [Step("message", ""), Step("observation", "done")])
+    errors = []
+    summary = import_traces(fake, 7, [hollow, good], CONFIG, progress=False, on_error=errors.append)
+    assert (summary.imported, summary.rejected) == (1, 1)
+    assert [str(e) for e in errors] == ["logs/a.json:3: trace: all 2 step(s) are empty (no content, no action_input): "
+                                        "nothing to annotate"]
+    assert [t["meta"][META_TRACE_ID] for t in fake.stored] == ["good"]

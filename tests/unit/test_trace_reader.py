@@ -30,12 +30,15 @@ def test_every_bad_line_is_reported_with_line_and_field_and_the_rest_is_read(tmp
         '{"trace_id": "t9", "trace": [{"type": "a", "content": NaN}]}',
         json.dumps([1, 2]),
         "",
-        json.dumps({"trace_id": 10, "task": None, "trace": [{"type": "a", "content": ""}]}),
+        json.dumps({"trace_id": 10, "task": None, "trace": [{"type": "a", "content": "x"}]}),
+        # steps without any text: nothing to annotate
+        json.dumps({"trace_id": "t11", "trace": [{"type": "a", "content": ""}, {"type": "action", "content": " ", "action_input": ""}]}),
+        json.dumps({"trace_id": "t12", "trace": [{"type": "a", "content": ""}, {"type": "action", "content": "", "action_input": "ls"}]}),
     ]
     out = list(read_traces(write(tmp_path, lines)))
     good = [x for x in out if isinstance(x, Trace)]
     bad = [str(x).split("t.jsonl:", 1)[1] for x in out if isinstance(x, TraceError)]
-    assert [t.trace_id for t in good] == ["t1", "10"]
+    assert [t.trace_id for t in good] == ["t1", "10", "t12"]
     assert bad == [
         "2: invalid JSON: Expecting property name enclosed in double quotes: line 1 column 2 (char 1)",
         "3: trace_id: missing",
@@ -48,6 +51,7 @@ def test_every_bad_line_is_reported_with_line_and_field_and_the_rest_is_read(tmp
         "10: invalid UTF-8",
         "11: invalid JSON: NaN is not valid JSON",
         "12: expected a JSON object, got a list",
+        "15: trace: all 2 step(s) are empty (no content, no action_input): nothing to annotate",
     ]
 
 

@@ -192,6 +192,34 @@ class StepList:
         return len(self._slots)
 
 
+class StepBatch:
+    """One record's steps, held back until the record has converted whole, then moved into the trace's
+    :class:`StepList` by :meth:`commit`. In a trace spread over many records (a session log), a record
+    that fails part-way thus adds none of its steps, and its neighbours still pair their calls and
+    results across it. It takes the same ``add`` / ``call`` / ``result`` as a StepList (so a dialect
+    helper can write into either); pairing happens at :meth:`commit`.
+    """
+
+    __slots__ = ("_ops",)
+
+    def __init__(self) -> None:
+        self._ops: list[tuple] = []
+
+    def add(self, s: Step) -> None:
+        self._ops.append((StepList.add, s))
+
+    def call(self, key: Any, s: Step) -> None:
+        self._ops.append((StepList.call, key, s))
+
+    def result(self, key: Any, s: Step) -> None:
+        self._ops.append((StepList.result, key, s))
+
+    def commit(self, into: StepList) -> None:
+        for op, *args in self._ops:
+            op(into, *args)
+        self._ops.clear()
+
+
 # ---------------------------------------------------------------- traces
 
 def stable_id(*parts: Any) -> str:

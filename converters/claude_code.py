@@ -1,24 +1,39 @@
-"""Claude Code session transcripts (``~/.claude/projects/*/<session>.jsonl``).
+"""Claude Code session transcripts (``~/.claude/projects/*/<session>.jsonl``, and the sub-agent files
+``<session>/subagents/agent-<id>.jsonl`` of Claude Code 2.x).
 
-One trace per session (``sessionId``). Records are ordered by the ``parentUuid`` chain, not by file
-order: the trace follows the path from the root to the latest leaf (the last message record in
-the file that has no child), so a conversation that was rewound or retried shows the branch the
-user kept. Records on abandoned branches are counted in ``metadata.abandoned_records`` and a
-warning. A record whose ``parentUuid`` is null, not a string or unknown (session start, ``/clear``, compaction,
-transcripts written without parents) continues the record before it in the file.
+One trace per session (``sessionId``). Records are ordered by the ``parentUuid`` tree, not by file
+order. Claude Code writes one record per content block of a model response (all sharing
+``message.id``), chained by ``parentUuid``, and each ``tool_result`` record hangs off its own
+``tool_use`` record while the conversation goes on from the last result written: parallel tool
+calls are forks of the tree. The trace keeps the path from the root to the latest leaf (the last
+message record in the file with no message below it) and, hanging off it, every record of the same
+turn: the further blocks of the same response (same ``message.id``), the results of its calls, and
+the ``progress`` / ``attachment`` records that link them (no steps of their own). Any other fork is
+an abandoned branch (a retried response, an edited prompt): left out, counted in
+``metadata.abandoned_branches`` / ``abandoned_records`` and a warning. A record whose ``parentUuid``
+is null, not a string or unknown (session start, ``/clear``, compaction, a sub-agent's links into its
+parent session) continues the record before it in the file.
 
-Sidechains (``isSidechain: true``, the sub-agents run by the Task tool) are not mixed into the
-main trace: each sub-agent (``agentId``, else all sidechain records of the session together)
-becomes its own trace, ``<sessionId>/sidechain/<agent>``, with ``metadata.parent_session``; the
-main trace counts them in ``metadata.sidechain_traces``.
+Sidechains (``isSidechain: true``, the sub-agents run by the Task tool) are not mixed into the main
+trace: each sub-agent becomes its own trace ``<sessionId>/sidechain/<agent>`` with
+``metadata.parent_session``: ``<agent>`` is its ``agentId`` (2.x, also the name of its file), else
+(1.x, sub-agents inline in the main file) the uuid of the sub-agent's first record. The main trace
+counts them in ``metadata.sidechain_traces``.
 
-``summary`` and ``file-history-snapshot`` records (and other non-message kinds) are not steps:
-summaries go to ``metadata.summaries``, the rest are counted in ``metadata.other_records``.
+The task is the user's first prompt; a slash command is the command line as typed (``/name args``),
+or, without arguments, the prompt it expands to. Interruptions, local-command output and injected
+(``isMeta``) records are not the task.
+
+A record that cannot be converted is rejected on its own (file:line: field: reason); the rest of
+its session converts. ``summary`` and ``file-history-snapshot`` records (and other non-message kinds)
+are not steps: summaries go to ``metadata.summaries``, the rest are counted in
+``metadata.other_records``.
 """
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter, defaultdict
+import re
+from collections import Counter
 from pathlib import Path
 from typing import Iterator
 
@@ -28,11 +43,16 @@ from .base import Converter, Sample
 from .support.chat import anthropic_blocks
 from .support.errors import BadRecord, guarded, warning
 from .support.files import Origin, iter_records
-from .support.steps import StepList, finish, step, text
+from .support.steps import StepBatch, StepList, finish, step, text
 
 NAME = "claude_code"
 
 MESSAGE_TYPES = {"user", "assistant", "system"}
+
+_COMMAND = re.compile(r"<command-name>\s*(.*?)\s*</command-name>", re.S)
+_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
+#: user text Claude Code writes itself (Esc, local commands): never the task
+_NOT_PROMPT = ("<local-command", "Caveat:", "[Request interrupted")
 
 
 def detect(sample: Sample) -> float:
@@ -48,64 +68,195 @@ def detect(sample: Sample) -> float:
     return 0.0
 
 
-def _order(records: list[dict]) -> tuple[list[dict], int]:
-    """(the records on the kept branch in order, the number of records left on other branches)."""
-    if not records:
-        return [], 0
+# ---------------------------------------------------------------- the parentUuid tree
+
+def _blocks(r: dict) -> list:
+    msg = r.get("message")
+    content = msg.get("content") if msg.__class__ is dict else None
+    return content if content.__class__ is list else []
+
+
+def _response_id(r: dict):
+    """The ``message.id`` of an assistant record (the model response its block belongs to), else None."""
+    msg = r.get("message")
+    return msg.get("id") if r.get("type") == "assistant" and msg.__class__ is dict else None
+
+
+def _call_ids(r: dict) -> list:
+    if r.get("type") != "assistant":
+        return []
+    return [b.get("id") for b in _blocks(r) if b.__class__ is dict and b.get("type") == "tool_use"]
+
+
+def _same_turn(r: dict, response, calls: set) -> bool:
+    """Whether ``r``, a child of a kept record whose response is ``response``, belongs to that turn:
+    a link record, a further block of the same response, or the result of a kept call."""
+    kind = r.get("type")
+    if kind not in MESSAGE_TYPES:
+        return True
+    if kind == "assistant":
+        return response is not None and _response_id(r) == response
+    if kind == "user":
+        return any(b.__class__ is dict and b.get("type") == "tool_result" and b.get("tool_use_id") in calls for b in _blocks(r))
+    return False
+
+
+def _parents(records: list[dict]) -> list[int | None]:
+    """Each record's parent index: its ``parentUuid``, else the record before it; cycles broken."""
     by_uuid: dict[str, int] = {}
     for i, r in enumerate(records):
         by_uuid.setdefault(r["uuid"], i)
     parent: list[int | None] = []
-    children: defaultdict[int, list[int]] = defaultdict(list)
+    guessed: list[bool] = []
     for i, r in enumerate(records):
         pu = r.get("parentUuid")
         p = by_uuid.get(pu) if pu.__class__ is str and pu else None  # a non-string parent is an unknown one
-        if p is None or p == i:
+        guessed.append(p is None or p == i)
+        if guessed[i]:
             p = i - 1 if i > 0 else None  # continue the previous record (see module doc)
         parent.append(p)
+    state = [0] * len(records)  # 0 not seen, 1 on the walk up from the current record, 2 done
+    for i in range(len(records)):
+        walk = []
+        j: int | None = i
+        while j is not None and state[j] == 0:
+            state[j] = 1
+            walk.append(j)
+            j = parent[j]
+        if j is not None and state[j] == 1:  # the walk came back to itself: a cycle, cut at a guessed link
+            cycle = walk[walk.index(j):]
+            parent[next((k for k in cycle if guessed[k]), j)] = None
+        for k in walk:
+            state[k] = 2
+    return parent
+
+
+def _order(records: list[dict]) -> tuple[list[dict], int, int]:
+    """(the kept records in conversation order, abandoned branches, message records on them)."""
+    n = len(records)
+    parent = _parents(records)
+    children: list[list[int]] = [[] for _ in range(n)]
+    for i, p in enumerate(parent):
         if p is not None:
             children[p].append(i)
-    leaves = [i for i in range(len(records)) if not children.get(i)]
-    leaf = leaves[-1] if leaves else len(records) - 1  # no leaf only in a parent cycle
-    chain = []
-    seen = set()
-    i: int | None = leaf
-    while i is not None and i not in seen:
-        seen.add(i)
-        chain.append(i)
+    is_msg = [r.get("type") in MESSAGE_TYPES for r in records]
+    below = [False] * n  # a message record somewhere below
+    for i in range(n):
+        if is_msg[i]:
+            p = parent[i]
+            while p is not None and not below[p]:
+                below[p] = True
+                p = parent[p]
+    leaf = next(i for i in range(n - 1, -1, -1) if is_msg[i] and not below[i])
+    path_child: dict[int, int] = {}
+    calls: set = set()
+    i = leaf
+    while parent[i] is not None:
+        path_child[parent[i]] = i
+        calls.update(_call_ids(records[i]))
         i = parent[i]
-    chain.reverse()
-    return [records[i] for i in chain], len(records) - len(chain)
+    root = i
+    calls.update(_call_ids(records[root]))
+    kept: list[dict] = []
+    branches = lost = 0
+    response = {root: _response_id(records[root])}
+    stack = [root]
+    while stack:  # depth first; at each fork the same turn's side records first, the path last
+        i = stack.pop()
+        kept.append(records[i])
+        here = response.pop(i)
+        on = path_child.get(i)
+        if on is not None:
+            stack.append(on)
+            response[on] = _response_id(records[on]) or here
+        for c in reversed(children[i]):
+            if c == on:
+                continue
+            if _same_turn(records[c], here, calls):
+                calls.update(_call_ids(records[c]))
+                stack.append(c)
+                response[c] = _response_id(records[c]) or here
+            else:
+                branches += 1
+                lost += _messages_below(c, children, is_msg)
+    for r in range(n):  # a record cut from a cycle starts a tree of its own, off the kept one
+        if parent[r] is None and r != root:
+            branches += 1
+            lost += _messages_below(r, children, is_msg)
+    return kept, branches, lost
 
 
-def _steps(records: list[dict], source: str) -> tuple[StepList, str, dict]:
+def _messages_below(top: int, children: list[list[int]], is_msg: list[bool]) -> int:
+    count, todo = 0, [top]
+    while todo:
+        i = todo.pop()
+        count += is_msg[i]
+        todo += children[i]
+    return count
+
+
+# ---------------------------------------------------------------- steps
+
+def _record(r: dict, out: StepBatch) -> list[str]:
+    """One message record's steps into ``out``; [its user text]."""
+    msg = r.get("message")
+    meta = {"uuid": r.get("uuid"), "timestamp": r.get("timestamp"), "source_line": r["_line"]}
+    if r.get("isMeta"):
+        meta["is_meta"] = True
+    kind = r.get("type")
+    if kind == "system":
+        out.add(step("system", text(r.get("content") if r.get("content") is not None else msg.get("content") if isinstance(msg, dict) else msg), None,
+                     {"subtype": r.get("subtype"), "level": r.get("level"), **meta}))
+        return [""]
+    if msg.__class__ is not dict:
+        raise BadRecord("message", f"expected an object, got {describe(msg)}")
+    role = msg.get("role") or kind
+    result_meta = None
+    tur = r.get("toolUseResult")
+    if tur is not None:
+        # the UI-side copy of the result: kept when it adds something the model-facing text lacks
+        if isinstance(tur, str):
+            result_meta = {"tool_use_result": tur}
+        elif isinstance(tur, dict):
+            result_meta = {"tool_use_result_keys": sorted(tur)}
+    if role == "assistant":
+        if isinstance(msg.get("usage"), dict):
+            meta["usage"] = msg["usage"]
+        if msg.get("id") is not None:
+            meta["message_id"] = msg["id"]
+    said = anthropic_blocks(role, msg.get("content"), out, "message", agent=msg.get("model"), meta=meta,
+                            result_meta=result_meta)
+    return [said if role == "user" else ""]
+
+
+def _command_task(said: str) -> str | None:
+    """A slash command's line as typed (``/name args``); "" for one without arguments."""
+    name = _COMMAND.search(said)
+    if name is None:
+        return None
+    args = _ARGS.search(said)
+    args = args.group(1).strip() if args else ""
+    return f"{name.group(1)} {args}" if args else ""
+
+
+def _steps(records: list[dict], source: str, tid: str, errors: list) -> tuple[StepList, str, dict]:
     out = StepList()
     task = None
+    expands = False  # the last prompt was a slash command without arguments: its expansion says what it asks
     usage = Counter()
     models = []
     for r in records:
-        msg = r.get("message")
-        line = r["_line"]
-        meta = {"uuid": r.get("uuid"), "timestamp": r.get("timestamp"), "source_line": line}
-        if r.get("isMeta"):
-            meta["is_meta"] = True
-        kind = r.get("type")
-        if kind == "system":
-            out.add(step("system", text(r.get("content") if r.get("content") is not None else msg.get("content") if isinstance(msg, dict) else msg), None,
-                         {"subtype": r.get("subtype"), "level": r.get("level"), **meta}))
+        if r.get("type") not in MESSAGE_TYPES:
             continue
-        if not isinstance(msg, dict):
-            raise BadRecord(f"line {line}: message", f"expected an object, got {type(msg).__name__}")
-        role = msg.get("role") or kind
-        result_meta = None
-        tur = r.get("toolUseResult")
-        if tur is not None:
-            # the UI-side copy of the result: kept when it adds something the model-facing text lacks
-            if isinstance(tur, str):
-                result_meta = {"tool_use_result": tur}
-            elif isinstance(tur, dict):
-                result_meta = {"tool_use_result_keys": sorted(tur)}
-        if role == "assistant":
+        batch = StepBatch()
+        got = guarded(Origin(NAME, source, r["_line"]), _record, r, batch)
+        if got[0].__class__ is TraceError:
+            errors.append(dataclasses.replace(got[0], trace_id=tid))
+            continue
+        batch.commit(out)
+        said = got[0]
+        if r.get("type") == "assistant":
+            msg = r["message"]
             model = msg.get("model")
             if model and model not in models:
                 models.append(model)
@@ -114,47 +265,75 @@ def _steps(records: list[dict], source: str) -> tuple[StepList, str, dict]:
                 for k in ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
                     if isinstance(u.get(k), int):
                         usage[k] += u[k]
-                meta["usage"] = u
-            if msg.get("id") is not None:
-                meta["message_id"] = msg["id"]
-        try:
-            said = anthropic_blocks(role, msg.get("content"), out, "message", agent=msg.get("model"), meta=meta,
-                                    result_meta=result_meta)
-        except BadRecord as exc:
-            raise BadRecord(f"line {line}: {exc.field}", exc.message) from None
-        if task is None and role == "user" and said.strip() and not r.get("isMeta") and not said.lstrip().startswith(("<command-", "<local-command", "Caveat:")):
-            task = said
+        if task is not None or not said.strip():
+            continue
+        if r.get("isMeta"):
+            if expands:
+                task = said
+            continue
+        expands = False
+        lead = said.lstrip()
+        if lead.startswith(_NOT_PROMPT):
+            continue
+        command = _command_task(said) if lead.startswith("<command-") else None
+        if command == "":
+            expands = True
+        else:
+            task = command if command is not None else said
     stats = {"models": models or None, "usage": dict(usage) or None}
     return out, task or "", stats
 
 
 def _trace(path: Path, tid: str, records: list[dict], meta: dict) -> Iterator:
-    kept, abandoned = _order(records)
-    # a session that cannot be converted is one located error carrying the session's trace id
-    for item in guarded(Origin(NAME, str(path)), _session_trace, path, tid, kept, len(records), abandoned, meta):
+    kept, branches, lost = _order(records)
+    errors: list = []
+    # a session that cannot be converted at all is one located error carrying the session's trace id
+    made = guarded(Origin(NAME, str(path)), _session_trace, path, tid, kept, records, branches, lost, meta, errors)
+    yield from errors
+    for item in made:
         yield dataclasses.replace(item, trace_id=tid) if isinstance(item, TraceError) else item
-    if abandoned:
-        yield warning(str(path), tid, f"{abandoned} record(s) on abandoned branches left out (metadata.abandoned_records)")
+    if branches:
+        yield warning(str(path), tid, f"{branches} abandoned branch(es) (a retried or edited turn) left out: {lost} record(s) "
+                                      "(metadata.abandoned_branches, abandoned_records)")
 
 
-def _session_trace(path: Path, tid: str, kept: list[dict], total: int, abandoned: int, meta: dict) -> list:
-    out, task, stats = _steps(kept, str(path))
+def _session_trace(path: Path, tid: str, kept: list[dict], records: list[dict], branches: int, lost: int, meta: dict,
+                   errors: list) -> list:
+    out, task, stats = _steps(kept, str(path), tid, errors)
     meta = {**meta, **{k: v for k, v in stats.items() if v}}
-    first = next((r for r in kept if r.get("timestamp")), None)
-    last = next((r for r in reversed(kept) if r.get("timestamp")), None)
+    said = [r for r in kept if r.get("type") in MESSAGE_TYPES]
+    first = next((r for r in said if r.get("timestamp")), None)
+    last = next((r for r in reversed(said) if r.get("timestamp")), None)
     meta.update(
         {
-            "records": total,
-            "abandoned_records": abandoned,
+            "records": sum(1 for r in records if r.get("type") in MESSAGE_TYPES),
+            "abandoned_branches": branches,
+            "abandoned_records": lost,
             "started_at": first and first.get("timestamp"),
             "ended_at": last and last.get("timestamp"),
         }
     )
     for k in ("cwd", "version", "gitBranch"):
-        v = next((r.get(k) for r in kept if r.get(k)), None)
+        v = next((r.get(k) for r in said if r.get(k)), None)
         if v is not None:
             meta[k] = v
     return [finish(Origin(NAME, str(path)), tid, task, out.steps(), meta)]
+
+
+def _sidechains(records: list[dict]) -> dict[str, list[dict]]:
+    """A session's sidechain records by sub-agent: its ``agentId``, else (1.x) its first record's uuid."""
+    by_agent: dict[str, list[dict]] = {}
+    inline = {r["uuid"]: r for r in records if not r.get("agentId")}
+    for r in records:
+        agent = r.get("agentId")
+        if not agent:
+            top, seen = r, set()
+            while top["uuid"] not in seen and inline.get(top.get("parentUuid")) is not None:
+                seen.add(top["uuid"])
+                top = inline[top["parentUuid"]]
+            agent = top["uuid"]
+        by_agent.setdefault(str(agent), []).append(r)
+    return by_agent
 
 
 def convert(path: Path) -> Iterator:
@@ -176,10 +355,15 @@ def convert(path: Path) -> Iterator:
         if kind == "summary":
             summaries.append(rec)
             continue
+        uuid = rec.get("uuid")
+        sid = rec.get("sessionId")
         if kind not in MESSAGE_TYPES:
             other[str(kind)] += 1
+            if uuid.__class__ is str and uuid and sid.__class__ is str and sid and uuid not in seen:
+                seen.add(uuid)  # progress, attachment: no step, but a call or prompt may hang off it
+                rec["_line"] = n
+                sessions.setdefault(sid, []).append(rec)
             continue
-        uuid = rec.get("uuid")
         if not isinstance(uuid, str) or not uuid:
             yield TraceError(str(path), n, "uuid", "missing" if uuid is None else f"expected a string, got {type(uuid).__name__}")
             continue
@@ -187,23 +371,20 @@ def convert(path: Path) -> Iterator:
             other["duplicate uuid"] += 1
             continue
         seen.add(uuid)
-        sid = rec.get("sessionId")
         if not isinstance(sid, str) or not sid:
             yield TraceError(str(path), n, "sessionId", "missing" if sid is None else f"expected a string, got {type(sid).__name__}")
             continue
         rec["_line"] = n
         sessions.setdefault(sid, []).append(rec)
-    if not sessions:
+    if not any(r.get("type") in MESSAGE_TYPES for recs in sessions.values() for r in recs):
         if summaries or other:
             yield TraceError(str(path), None, None, f"no user/assistant records (only {sum(other.values()) + len(summaries)} summary/snapshot records)")
         return
     leaf_owner = {r["uuid"]: sid for sid, recs in sessions.items() for r in recs}
     for sid, recs in sessions.items():
         main = [r for r in recs if not r.get("isSidechain")]
-        side: dict[str, list[dict]] = {}
-        for r in recs:
-            if r.get("isSidechain"):
-                side.setdefault(str(r.get("agentId") or "sidechain"), []).append(r)
+        side = {a: rs for a, rs in _sidechains([r for r in recs if r.get("isSidechain")]).items()
+                if any(r.get("type") in MESSAGE_TYPES for r in rs)}
         mine = [s.get("summary") for s in summaries if leaf_owner.get(s.get("leafUuid") if isinstance(s.get("leafUuid"), str) else None) == sid or len(sessions) == 1]
         base = {"session_id": sid}
         meta = dict(base)
@@ -213,8 +394,8 @@ def convert(path: Path) -> Iterator:
             meta["other_records"] = dict(other)
         if side:
             meta["sidechain_traces"] = len(side)
-            meta["sidechain_records"] = sum(len(v) for v in side.values())
-        if main:
+            meta["sidechain_records"] = sum(1 for v in side.values() for r in v if r.get("type") in MESSAGE_TYPES)
+        if any(r.get("type") in MESSAGE_TYPES for r in main):
             yield from _trace(path, sid, main, meta)
         for agent, srecs in side.items():
             yield from _trace(path, f"{sid}/sidechain/{agent}", srecs, {**base, "parent_session": sid, "agent_id": agent, "sidechain": True})
@@ -222,8 +403,8 @@ def convert(path: Path) -> Iterator:
 
 CONVERTER = Converter(
     name=NAME,
-    description="Claude Code session JSONL (parentUuid chain, branches, sidechains, tool_use/tool_result)",
-    shapes="JSONL of {type: user|assistant|system|summary, uuid, parentUuid, sessionId, message, ...}",
+    description="Claude Code session JSONL (parentUuid tree, parallel tool calls, branches, sidechains and sub-agent files)",
+    shapes="JSONL of {type: user|assistant|system|progress|summary, uuid, parentUuid, sessionId, message, ...}",
     detect=detect,
     convert=convert,
 )

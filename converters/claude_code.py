@@ -324,14 +324,17 @@ def _sidechains(records: list[dict]) -> dict[str, list[dict]]:
     """A session's sidechain records by sub-agent: its ``agentId``, else (1.x) its first record's uuid."""
     by_agent: dict[str, list[dict]] = {}
     inline = {r["uuid"]: r for r in records if not r.get("agentId")}
+    first: dict[str, str] = {}  # uuid -> the uuid of its sub-agent's first record, found once per record
     for r in records:
         agent = r.get("agentId")
         if not agent:
-            top, seen = r, set()
-            while top["uuid"] not in seen and inline.get(top.get("parentUuid")) is not None:
-                seen.add(top["uuid"])
+            walk, top = {}, r  # the uuids walked up (a dict: ordered, and a cycle is found in O(1))
+            while top["uuid"] not in first and top["uuid"] not in walk and inline.get(top.get("parentUuid")) is not None:
+                walk[top["uuid"]] = None
                 top = inline[top["parentUuid"]]
-            agent = top["uuid"]
+            agent = first.get(top["uuid"], top["uuid"])
+            first.update(dict.fromkeys(walk, agent))
+            first.setdefault(top["uuid"], agent)
         by_agent.setdefault(str(agent), []).append(r)
     return by_agent
 

@@ -103,6 +103,8 @@ class _Builder:
     def user_event(self, message: Any, **meta: Any) -> None:
         """A ``user_message`` event: the prompt, unless a user item of this turn already holds it."""
         body = text(message)
+        if not body.strip():  # an image-only prompt: no words to show (the event is counted in metadata)
+            return
         if self.prompt_item is not None:
             self.prompt_item = None
         else:

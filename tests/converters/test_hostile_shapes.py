@@ -145,6 +145,13 @@ def test_claude_code_type_not_a_string(tmp_path):
     assert [s.content for s in traces[0].steps] == ["one", "three"]
 
 
+def test_claude_code_parent_cycle(tmp_path):
+    # u1 and u2 name each other as parent: the cycle is cut at one link, both records stay
+    lines = [_cc("u1", "u2", "one"), _cc("u2", "u1", "two"), _cc("u3", "u2", "three")]
+    traces, errors, warnings = run(jsonl(tmp_path, "c.jsonl", lines), "claude_code")
+    assert not errors and not warnings and [s.content for s in traces[0].steps] == ["one", "two", "three"]
+
+
 def test_claude_code_summary_leaf_uuid_not_a_string(tmp_path):
     lines = [{"type": "summary", "summary": "S", "leafUuid": {"x": 1}}, _cc("u1", None, "one"),
              {"type": "system", "uuid": "u2", "parentUuid": "u1", "sessionId": "s", "message": "plain"}]

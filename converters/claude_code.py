@@ -18,7 +18,8 @@ Sidechains (``isSidechain: true``, the sub-agents run by the Task tool) are not 
 trace: each sub-agent becomes its own trace ``<sessionId>/sidechain/<agent>`` with
 ``metadata.parent_session``: ``<agent>`` is its ``agentId`` (2.x, also the name of its file), else
 (1.x, sub-agents inline in the main file) the uuid of the sub-agent's first record. The main trace
-counts them in ``metadata.sidechain_traces``.
+counts them in ``metadata.sidechain_traces``; a Task call's result names its sub-agent's trace in
+``metadata.subagent_trace`` where the result says which (``toolUseResult.agentId``).
 
 The task is the user's first prompt; a slash command is the command line as typed (``/name args``),
 or, without arguments, the prompt it expands to. Interruptions, local-command output and injected
@@ -219,6 +220,9 @@ def _record(r: dict, out: StepBatch) -> list[str]:
             result_meta = {"tool_use_result": tur}
         elif isinstance(tur, dict):
             result_meta = {"tool_use_result_keys": sorted(tur)}
+            agent = tur.get("agentId")
+            if agent.__class__ is str and agent:  # a Task's result: the trace of the sub-agent it ran (2.x: its own file)
+                result_meta["subagent_trace"] = f"{r['sessionId']}/sidechain/{agent}"
     if role == "assistant":
         if isinstance(msg.get("usage"), dict):
             meta["usage"] = msg["usage"]

@@ -163,6 +163,18 @@ def test_a_sub_agent_file_is_its_own_trace_linked_to_its_parent_session(path):
     assert t.metadata["parent_session"] == sid and t.metadata["agent_id"] == agent and t.metadata["sidechain"] is True
 
 
+def test_a_task_result_names_its_sub_agents_trace():
+    path = CC / "spotter_subagent_main.jsonl"
+    recs = source(path)[0]
+    (ran,) = [(r["sessionId"], r["toolUseResult"]["agentId"]) for r in recs if isinstance(r.get("toolUseResult"), dict)
+              and "agentId" in r["toolUseResult"]]
+    t = run(path)[0][0]
+    (task_result,) = [s for s in t.steps if "subagent_trace" in meta(s)]
+    assert meta(task_result)["subagent_trace"] == f"{ran[0]}/sidechain/{ran[1]}"
+    i = t.steps.index(task_result)
+    assert t.steps[i - 1].content == "Task" and meta(t.steps[i - 1])["tool_call_id"] == meta(task_result)["tool_call_id"]
+
+
 def test_a_folder_finds_the_sub_agent_files(tmp_path):
     from ls_trajeval.core.trace import Trace
     from ls_trajeval.flows.convert import convert_inputs

@@ -5,14 +5,14 @@ One trace per session (``sessionId``). Records are ordered by the ``parentUuid``
 order. Claude Code writes one record per content block of a model response (all sharing
 ``message.id``), chained by ``parentUuid``, and each ``tool_result`` record hangs off its own
 ``tool_use`` record while the conversation goes on from the last result written: parallel tool
-calls are forks of the tree. The trace keeps the path from the root to the latest leaf (the last
-message record in the file with no message below it) and, hanging off it, every record of the same
-turn: the further blocks of the same response (same ``message.id``), the results of its calls, and
-the ``progress`` / ``attachment`` records that link them (no steps of their own). Any other fork is
-an abandoned branch (a retried response, an edited prompt): left out, counted in
-``metadata.abandoned_branches`` / ``abandoned_records`` and a warning. A record whose ``parentUuid``
-is null, not a string or unknown (session start, ``/clear``, compaction, a sub-agent's links into its
-parent session) continues the record before it in the file.
+calls are forks of the tree. ``progress`` / ``attachment`` records are links of the tree, no steps: a
+record hanging off one hangs off the message record above it. The trace keeps the path from the root
+to the latest leaf (the last record in the file with none below it) and, hanging off it, every record
+of the same turn: the further blocks of the same response (same ``message.id``) and the results of
+its calls. Any other fork is an abandoned branch (a retried response, an edited prompt): left out,
+counted in ``metadata.abandoned_branches`` / ``abandoned_records`` and a warning. A record whose
+``parentUuid`` is null, not a string or unknown (session start, ``/clear``, compaction, a sub-agent's
+links into its parent session) continues the record before it in the file.
 
 Sidechains (``isSidechain: true``, the sub-agents run by the Task tool) are not mixed into the main
 trace: each sub-agent becomes its own trace ``<sessionId>/sidechain/<agent>`` with
@@ -91,10 +91,8 @@ def _call_ids(r: dict) -> list:
 
 def _same_turn(r: dict, response, calls: set) -> bool:
     """Whether ``r``, a child of a kept record whose response is ``response``, belongs to that turn:
-    a link record, a further block of the same response, or the result of a kept call."""
+    a further block of the same response, or the result of a kept call."""
     kind = r.get("type")
-    if kind not in MESSAGE_TYPES:
-        return True
     if kind == "assistant":
         return response is not None and _response_id(r) == response
     if kind == "user":
@@ -102,15 +100,30 @@ def _same_turn(r: dict, response, calls: set) -> bool:
     return False
 
 
-def _parents(records: list[dict]) -> list[int | None]:
-    """Each record's parent index: its ``parentUuid``, else the record before it; cycles broken."""
+def _above_links(uuid, links: dict):
+    """The record a ``parentUuid`` names, through any link records (``links``: their uuid -> their parent)."""
+    walked: dict = {}  # ordered, and a cycle is found in O(1)
+    while uuid.__class__ is str and uuid in links:
+        if uuid in walked:  # links naming each other name no record
+            uuid = None
+            break
+        walked[uuid] = None
+        uuid = links[uuid]
+    for k in walked:  # the next record hanging off the same links finds its parent in one step
+        links[k] = uuid
+    return uuid
+
+
+def _parents(records: list[dict], links: dict) -> list[int | None]:
+    """Each record's parent index: its ``parentUuid`` (through link records), else the record before
+    it; cycles broken."""
     by_uuid: dict[str, int] = {}
     for i, r in enumerate(records):
         by_uuid.setdefault(r["uuid"], i)
     parent: list[int | None] = []
     guessed: list[bool] = []
     for i, r in enumerate(records):
-        pu = r.get("parentUuid")
+        pu = _above_links(r.get("parentUuid"), links)
         p = by_uuid.get(pu) if pu.__class__ is str and pu else None  # a non-string parent is an unknown one
         guessed.append(p is None or p == i)
         if guessed[i]:
@@ -132,23 +145,15 @@ def _parents(records: list[dict]) -> list[int | None]:
     return parent
 
 
-def _order(records: list[dict]) -> tuple[list[dict], int, int]:
-    """(the kept records in conversation order, abandoned branches, message records on them)."""
+def _order(records: list[dict], links: dict) -> tuple[list[dict], int, int]:
+    """(the kept records in conversation order, abandoned branches, records on them)."""
     n = len(records)
-    parent = _parents(records)
+    parent = _parents(records, links)
     children: list[list[int]] = [[] for _ in range(n)]
     for i, p in enumerate(parent):
         if p is not None:
             children[p].append(i)
-    is_msg = [r.get("type") in MESSAGE_TYPES for r in records]
-    below = [False] * n  # a message record somewhere below
-    for i in range(n):
-        if is_msg[i]:
-            p = parent[i]
-            while p is not None and not below[p]:
-                below[p] = True
-                p = parent[p]
-    leaf = next(i for i in range(n - 1, -1, -1) if is_msg[i] and not below[i])
+    leaf = next(i for i in range(n - 1, -1, -1) if not children[i])
     path_child: dict[int, int] = {}
     calls: set = set()
     i = leaf
@@ -179,20 +184,19 @@ def _order(records: list[dict]) -> tuple[list[dict], int, int]:
                 response[c] = _response_id(records[c]) or here
             else:
                 branches += 1
-                lost += _messages_below(c, children, is_msg)
+                lost += _subtree_size(c, children)
     for r in range(n):  # a record cut from a cycle starts a tree of its own, off the kept one
         if parent[r] is None and r != root:
             branches += 1
-            lost += _messages_below(r, children, is_msg)
+            lost += _subtree_size(r, children)
     return kept, branches, lost
 
 
-def _messages_below(top: int, children: list[list[int]], is_msg: list[bool]) -> int:
+def _subtree_size(top: int, children: list[list[int]]) -> int:
     count, todo = 0, [top]
     while todo:
-        i = todo.pop()
-        count += is_msg[i]
-        todo += children[i]
+        count += 1
+        todo += children[todo.pop()]
     return count
 
 
@@ -250,8 +254,6 @@ def _steps(records: list[dict], source: str, tid: str, errors: list) -> tuple[St
     usage = Counter()
     models = []
     for r in records:
-        if r.get("type") not in MESSAGE_TYPES:
-            continue
         batch = StepBatch()
         got = guarded(Origin(NAME, source, r["_line"]), _record, r, batch)
         if got[0].__class__ is TraceError:
@@ -288,8 +290,8 @@ def _steps(records: list[dict], source: str, tid: str, errors: list) -> tuple[St
     return out, task or "", stats
 
 
-def _trace(path: Path, tid: str, records: list[dict], meta: dict) -> Iterator:
-    kept, branches, lost = _order(records)
+def _trace(path: Path, tid: str, records: list[dict], links: dict, meta: dict) -> Iterator:
+    kept, branches, lost = _order(records, links)
     errors: list = []
     # a session that cannot be converted at all is one located error carrying the session's trace id
     made = guarded(Origin(NAME, str(path)), _session_trace, path, tid, kept, records, branches, lost, meta, errors)
@@ -305,12 +307,11 @@ def _session_trace(path: Path, tid: str, kept: list[dict], records: list[dict], 
                    errors: list) -> list:
     out, task, stats = _steps(kept, str(path), tid, errors)
     meta = {**meta, **{k: v for k, v in stats.items() if v}}
-    said = [r for r in kept if r.get("type") in MESSAGE_TYPES]
-    first = next((r for r in said if r.get("timestamp")), None)
-    last = next((r for r in reversed(said) if r.get("timestamp")), None)
+    first = next((r for r in kept if r.get("timestamp")), None)
+    last = next((r for r in reversed(kept) if r.get("timestamp")), None)
     meta.update(
         {
-            "records": sum(1 for r in records if r.get("type") in MESSAGE_TYPES),
+            "records": len(records),
             "abandoned_branches": branches,
             "abandoned_records": lost,
             "started_at": first and first.get("timestamp"),
@@ -318,13 +319,13 @@ def _session_trace(path: Path, tid: str, kept: list[dict], records: list[dict], 
         }
     )
     for k in ("cwd", "version", "gitBranch"):
-        v = next((r.get(k) for r in said if r.get(k)), None)
+        v = next((r.get(k) for r in kept if r.get(k)), None)
         if v is not None:
             meta[k] = v
     return [finish(Origin(NAME, str(path)), tid, task, out.steps(), meta)]
 
 
-def _sidechains(records: list[dict]) -> dict[str, list[dict]]:
+def _sidechains(records: list[dict], links: dict) -> dict[str, list[dict]]:
     """A session's sidechain records by sub-agent: its ``agentId``, else (1.x) its first record's uuid."""
     by_agent: dict[str, list[dict]] = {}
     inline = {r["uuid"]: r for r in records if not r.get("agentId")}
@@ -333,9 +334,12 @@ def _sidechains(records: list[dict]) -> dict[str, list[dict]]:
         agent = r.get("agentId")
         if not agent:
             walk, top = {}, r  # the uuids walked up (a dict: ordered, and a cycle is found in O(1))
-            while top["uuid"] not in first and top["uuid"] not in walk and inline.get(top.get("parentUuid")) is not None:
+            while top["uuid"] not in first and top["uuid"] not in walk:
+                up = inline.get(_above_links(top.get("parentUuid"), links))
+                if up is None:
+                    break
                 walk[top["uuid"]] = None
-                top = inline[top["parentUuid"]]
+                top = up
             agent = first.get(top["uuid"], top["uuid"])
             first.update(dict.fromkeys(walk, agent))
             first.setdefault(top["uuid"], agent)
@@ -345,6 +349,7 @@ def _sidechains(records: list[dict]) -> dict[str, list[dict]]:
 
 def convert(path: Path) -> Iterator:
     sessions: dict[str, list[dict]] = {}
+    links: dict = {}  # the uuid of each progress / attachment record -> its parentUuid
     summaries: list[dict] = []
     other: Counter = Counter()
     seen: set = set()
@@ -366,10 +371,8 @@ def convert(path: Path) -> Iterator:
         sid = rec.get("sessionId")
         if kind not in MESSAGE_TYPES:
             other[str(kind)] += 1
-            if uuid.__class__ is str and uuid and sid.__class__ is str and sid and uuid not in seen:
-                seen.add(uuid)  # progress, attachment: no step, but a call or prompt may hang off it
-                rec["_line"] = n
-                sessions.setdefault(sid, []).append(rec)
+            if uuid.__class__ is str and uuid:  # progress, attachment: no step, but a call or prompt may hang off it
+                links.setdefault(uuid, rec.get("parentUuid"))
             continue
         if not isinstance(uuid, str) or not uuid:
             yield TraceError(str(path), n, "uuid", "missing" if uuid is None else f"expected a string, got {type(uuid).__name__}")
@@ -383,15 +386,14 @@ def convert(path: Path) -> Iterator:
             continue
         rec["_line"] = n
         sessions.setdefault(sid, []).append(rec)
-    if not any(r.get("type") in MESSAGE_TYPES for recs in sessions.values() for r in recs):
+    if not sessions:
         if summaries or other:
             yield TraceError(str(path), None, None, f"no user/assistant records (only {sum(other.values()) + len(summaries)} summary/snapshot records)")
         return
     leaf_owner = {r["uuid"]: sid for sid, recs in sessions.items() for r in recs}
     for sid, recs in sessions.items():
         main = [r for r in recs if not r.get("isSidechain")]
-        side = {a: rs for a, rs in _sidechains([r for r in recs if r.get("isSidechain")]).items()
-                if any(r.get("type") in MESSAGE_TYPES for r in rs)}
+        side = _sidechains([r for r in recs if r.get("isSidechain")], links)
         mine = [s.get("summary") for s in summaries if leaf_owner.get(s.get("leafUuid") if isinstance(s.get("leafUuid"), str) else None) == sid or len(sessions) == 1]
         base = {"session_id": sid}
         meta = dict(base)
@@ -401,11 +403,11 @@ def convert(path: Path) -> Iterator:
             meta["other_records"] = dict(other)
         if side:
             meta["sidechain_traces"] = len(side)
-            meta["sidechain_records"] = sum(1 for v in side.values() for r in v if r.get("type") in MESSAGE_TYPES)
-        if any(r.get("type") in MESSAGE_TYPES for r in main):
-            yield from _trace(path, sid, main, meta)
+            meta["sidechain_records"] = sum(len(v) for v in side.values())
+        if main:
+            yield from _trace(path, sid, main, links, meta)
         for agent, srecs in side.items():
-            yield from _trace(path, f"{sid}/sidechain/{agent}", srecs, {**base, "parent_session": sid, "agent_id": agent, "sidechain": True})
+            yield from _trace(path, f"{sid}/sidechain/{agent}", srecs, links, {**base, "parent_session": sid, "agent_id": agent, "sidechain": True})
 
 
 CONVERTER = Converter(

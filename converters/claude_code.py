@@ -83,21 +83,21 @@ def _response_id(r: dict):
     return msg.get("id") if r.get("type") == "assistant" and msg.__class__ is dict else None
 
 
-def _call_ids(r: dict) -> list:
-    if r.get("type") != "assistant":
-        return []
-    return [b.get("id") for b in _blocks(r) if b.__class__ is dict and b.get("type") == "tool_use"]
+def _is_result(r: dict) -> bool:
+    """Whether a record carries tool results (Claude Code writes them as user records)."""
+    return r.get("type") == "user" and any(b.__class__ is dict and b.get("type") == "tool_result" for b in _blocks(r))
 
 
-def _same_turn(r: dict, response, calls: set) -> bool:
-    """Whether ``r``, a child of a kept record whose response is ``response``, belongs to that turn:
-    a further block of the same response, or the result of a kept call."""
-    kind = r.get("type")
-    if kind == "assistant":
-        return response is not None and _response_id(r) == response
-    if kind == "user":
-        return any(b.__class__ is dict and b.get("type") == "tool_result" and b.get("tool_use_id") in calls for b in _blocks(r))
-    return False
+def _response_above(i: int, records: list[dict], parent: list[int | None]):
+    """The model response record ``i`` belongs to: the ``message.id`` of the nearest assistant record
+    at or above it."""
+    j: int | None = i
+    while j is not None:
+        rid = _response_id(records[j])
+        if rid is not None:
+            return rid
+        j = parent[j]
+    return None
 
 
 def _above_links(uuid, links: dict):
@@ -117,20 +117,23 @@ def _above_links(uuid, links: dict):
 def _parents(records: list[dict], links: dict) -> list[int | None]:
     """Each record's parent index: its ``parentUuid`` (through link records), else the record before
     it; cycles broken."""
-    by_uuid: dict[str, int] = {}
-    for i, r in enumerate(records):
-        by_uuid.setdefault(r["uuid"], i)
+    by_uuid = {r["uuid"]: i for i, r in enumerate(records)}  # unique: convert keeps a uuid's first record only
     parent: list[int | None] = []
     guessed: list[bool] = []
+    ahead = False  # a parent written after its child: only then can the links form a cycle
     for i, r in enumerate(records):
-        pu = _above_links(r.get("parentUuid"), links)
-        p = by_uuid.get(pu) if pu.__class__ is str and pu else None  # a non-string parent is an unknown one
+        pu = r.get("parentUuid")
+        if pu.__class__ is str and pu in links:
+            pu = _above_links(pu, links)
+        p = by_uuid.get(pu) if pu.__class__ is str else None  # a non-string parent is an unknown one
         guessed.append(p is None or p == i)
         if guessed[i]:
             p = i - 1 if i > 0 else None  # continue the previous record (see module doc)
+        elif p > i:
+            ahead = True
         parent.append(p)
-    state = [0] * len(records)  # 0 not seen, 1 on the walk up from the current record, 2 done
-    for i in range(len(records)):
+    state = [0] * len(records) if ahead else []  # 0 not seen, 1 on the walk up from the current record, 2 done
+    for i in range(len(state)):
         walk = []
         j: int | None = i
         while j is not None and state[j] == 0:
@@ -155,33 +158,30 @@ def _order(records: list[dict], links: dict) -> tuple[list[dict], int, int]:
             children[p].append(i)
     leaf = next(i for i in range(n - 1, -1, -1) if not children[i])
     path_child: dict[int, int] = {}
-    calls: set = set()
     i = leaf
     while parent[i] is not None:
         path_child[parent[i]] = i
-        calls.update(_call_ids(records[i]))
         i = parent[i]
     root = i
-    calls.update(_call_ids(records[root]))
     kept: list[dict] = []
     branches = lost = 0
-    response = {root: _response_id(records[root])}
     stack = [root]
     while stack:  # depth first; at each fork the same turn's side records first, the path last
         i = stack.pop()
         kept.append(records[i])
-        here = response.pop(i)
         on = path_child.get(i)
         if on is not None:
             stack.append(on)
-            response[on] = _response_id(records[on]) or here
+        if len(children[i]) == (0 if on is None else 1):
+            continue  # no fork here
+        response = _response_above(i, records, parent)
         for c in reversed(children[i]):
             if c == on:
                 continue
-            if _same_turn(records[c], here, calls):
-                calls.update(_call_ids(records[c]))
+            # a side of the same turn: a further block of the same response, or a tool result (Claude Code
+            # hangs each off its own call; a retried or edited turn never starts with one)
+            if _is_result(records[c]) or response is not None and _response_id(records[c]) == response:
                 stack.append(c)
-                response[c] = _response_id(records[c]) or here
             else:
                 branches += 1
                 lost += _subtree_size(c, children)
@@ -202,8 +202,8 @@ def _subtree_size(top: int, children: list[list[int]]) -> int:
 
 # ---------------------------------------------------------------- steps
 
-def _record(r: dict, out: StepBatch) -> list[str]:
-    """One message record's steps into ``out``; [its user text]."""
+def _record(r: dict, out: StepBatch) -> str:
+    """One message record's steps into ``out``; its user text."""
     msg = r.get("message")
     meta = {"uuid": r.get("uuid"), "timestamp": r.get("timestamp"), "source_line": r["_line"]}
     if r.get("isMeta"):
@@ -212,7 +212,7 @@ def _record(r: dict, out: StepBatch) -> list[str]:
     if kind == "system":
         out.add(step("system", text(r.get("content") if r.get("content") is not None else msg.get("content") if isinstance(msg, dict) else msg), None,
                      {"subtype": r.get("subtype"), "level": r.get("level"), **meta}))
-        return [""]
+        return ""
     if msg.__class__ is not dict:
         raise BadRecord("message", f"expected an object, got {describe(msg)}")
     role = msg.get("role") or kind
@@ -234,7 +234,7 @@ def _record(r: dict, out: StepBatch) -> list[str]:
             meta["message_id"] = msg["id"]
     said = anthropic_blocks(role, msg.get("content"), out, "message", agent=msg.get("model"), meta=meta,
                             result_meta=result_meta)
-    return [said if role == "user" else ""]
+    return said if role == "user" else ""
 
 
 def _command_task(said: str) -> str | None:
@@ -253,14 +253,17 @@ def _steps(records: list[dict], source: str, tid: str, errors: list) -> tuple[St
     expands = False  # the last prompt was a slash command without arguments: its expansion says what it asks
     usage = Counter()
     models = []
+    batch = StepBatch()
     for r in records:
-        batch = StepBatch()
-        got = guarded(Origin(NAME, source, r["_line"]), _record, r, batch)
-        if got[0].__class__ is TraceError:
-            errors.append(dataclasses.replace(got[0], trace_id=tid))
+        try:
+            said = _record(r, batch)
+        except Exception:  # noqa: BLE001 - the record alone is rejected, located and worded by guarded
+            batch.discard()  # (run again under it: a record fails the same way twice; no cost on good records)
+            failed = guarded(Origin(NAME, source, r["_line"]), _record, r, batch)
+            batch.discard()
+            errors += [dataclasses.replace(e, trace_id=tid) for e in failed if e.__class__ is TraceError]
             continue
         batch.commit(out)
-        said = got[0]
         if r.get("type") == "assistant":
             msg = r["message"]
             model = msg.get("model")

@@ -52,9 +52,9 @@ def test_a_batch_adds_nothing_until_committed_and_pairs_across_records():
     first.commit(out)
     failed = StepBatch()  # a record that broke part-way: never committed, so none of its steps show
     failed.add(step("message", "half a record"))
-    second = StepBatch()
-    second.result("b", step("observation", "rb"))
-    second.result("a", step("observation", "ra"))
+    failed.discard()
+    failed.result("b", step("observation", "rb"))  # the same batch serves the next record
+    failed.result("a", step("observation", "ra"))
     assert _contents(out) == ["read", "grep"]
-    second.commit(out)
+    failed.commit(out)
     assert _contents(out) == ["read", "ra", "grep", "rb"]

@@ -175,7 +175,7 @@ def test_a_task_result_names_its_sub_agents_trace():
     assert t.steps[i - 1].content == "Task" and meta(t.steps[i - 1])["tool_call_id"] == meta(task_result)["tool_call_id"]
 
 
-def test_a_folder_finds_the_sub_agent_files(tmp_path):
+def test_a_folder_finds_the_sub_agent_files():
     from ls_trajeval.core.trace import Trace
     from ls_trajeval.flows.convert import convert_inputs
 

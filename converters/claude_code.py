@@ -1,24 +1,40 @@
-"""Claude Code session transcripts (``~/.claude/projects/*/<session>.jsonl``).
+"""Claude Code session transcripts (``~/.claude/projects/*/<session>.jsonl``, and the sub-agent files
+``<session>/subagents/agent-<id>.jsonl`` of Claude Code 2.x).
 
-One trace per session (``sessionId``). Records are ordered by the ``parentUuid`` chain, not by file
-order: the trace follows the path from the root to the latest leaf (the last message record in
-the file that has no child), so a conversation that was rewound or retried shows the branch the
-user kept. Records on abandoned branches are counted in ``metadata.abandoned_records`` and a
-warning. A record whose ``parentUuid`` is null, not a string or unknown (session start, ``/clear``, compaction,
-transcripts written without parents) continues the record before it in the file.
+One trace per session (``sessionId``). Records are ordered by the ``parentUuid`` tree, not by file
+order. Claude Code writes one record per content block of a model response (all sharing
+``message.id``), chained by ``parentUuid``, and each ``tool_result`` record hangs off its own
+``tool_use`` record while the conversation goes on from the last result written: parallel tool
+calls are forks of the tree. ``progress`` / ``attachment`` records are links of the tree, no steps: a
+record hanging off one hangs off the message record above it. The trace keeps the path from the root
+to the latest leaf (the last record in the file with none below it) and, hanging off it, every record
+of the same turn: the further blocks of the same response (same ``message.id``) and the results of
+its calls. Any other fork is an abandoned branch (a retried response, an edited prompt): left out,
+counted in ``metadata.abandoned_branches`` / ``abandoned_records`` and a warning. A record whose
+``parentUuid`` is null, not a string or unknown (session start, ``/clear``, compaction, a sub-agent's
+links into its parent session) continues the record before it in the file.
 
-Sidechains (``isSidechain: true``, the sub-agents run by the Task tool) are not mixed into the
-main trace: each sub-agent (``agentId``, else all sidechain records of the session together)
-becomes its own trace, ``<sessionId>/sidechain/<agent>``, with ``metadata.parent_session``; the
-main trace counts them in ``metadata.sidechain_traces``.
+Sidechains (``isSidechain: true``, the sub-agents run by the Task tool) are not mixed into the main
+trace: each sub-agent becomes its own trace ``<sessionId>/sidechain/<agent>`` with
+``metadata.parent_session``: ``<agent>`` is its ``agentId`` (2.x, also the name of its file), else
+(1.x, sub-agents inline in the main file) the uuid of the sub-agent's first record. The main trace
+counts them in ``metadata.sidechain_traces``; a Task call's result names its sub-agent's trace in
+``metadata.subagent_trace`` where the result says which (``toolUseResult.agentId``).
 
-``summary`` and ``file-history-snapshot`` records (and other non-message kinds) are not steps:
-summaries go to ``metadata.summaries``, the rest are counted in ``metadata.other_records``.
+The task is the user's first prompt; a slash command is the command line as typed (``/name args``),
+or, without arguments, the prompt it expands to. Interruptions, local-command output and injected
+(``isMeta``) records are not the task.
+
+A record that cannot be converted is rejected on its own (file:line: field: reason); the rest of
+its session converts. ``summary`` and ``file-history-snapshot`` records (and other non-message kinds)
+are not steps: summaries go to ``metadata.summaries``, the rest are counted in
+``metadata.other_records``.
 """
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter, defaultdict
+import re
+from collections import Counter
 from pathlib import Path
 from typing import Iterator
 
@@ -28,11 +44,16 @@ from .base import Converter, Sample
 from .support.chat import anthropic_blocks
 from .support.errors import BadRecord, guarded, warning
 from .support.files import Origin, iter_records
-from .support.steps import StepList, finish, step, text
+from .support.steps import StepBatch, StepList, finish, step, text
 
 NAME = "claude_code"
 
 MESSAGE_TYPES = {"user", "assistant", "system"}
+
+_COMMAND = re.compile(r"<command-name>\s*(.*?)\s*</command-name>", re.S)
+_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
+#: user text Claude Code writes itself (Esc, local commands): never the task
+_NOT_PROMPT = ("<local-command", "Caveat:", "[Request interrupted")
 
 
 def detect(sample: Sample) -> float:
@@ -48,64 +69,203 @@ def detect(sample: Sample) -> float:
     return 0.0
 
 
-def _order(records: list[dict]) -> tuple[list[dict], int]:
-    """(the records on the kept branch in order, the number of records left on other branches)."""
-    if not records:
-        return [], 0
-    by_uuid: dict[str, int] = {}
-    for i, r in enumerate(records):
-        by_uuid.setdefault(r["uuid"], i)
+# ---------------------------------------------------------------- the parentUuid tree
+
+def _blocks(r: dict) -> list:
+    msg = r.get("message")
+    content = msg.get("content") if msg.__class__ is dict else None
+    return content if content.__class__ is list else []
+
+
+def _response_id(r: dict):
+    """The ``message.id`` of an assistant record (the model response its block belongs to), else None."""
+    msg = r.get("message")
+    return msg.get("id") if r.get("type") == "assistant" and msg.__class__ is dict else None
+
+
+def _is_result(r: dict) -> bool:
+    """Whether a record carries tool results (Claude Code writes them as user records)."""
+    return r.get("type") == "user" and any(b.__class__ is dict and b.get("type") == "tool_result" for b in _blocks(r))
+
+
+def _response_above(i: int, records: list[dict], parent: list[int | None]):
+    """The model response record ``i`` belongs to: the ``message.id`` of the nearest assistant record
+    at or above it."""
+    j: int | None = i
+    while j is not None:
+        rid = _response_id(records[j])
+        if rid is not None:
+            return rid
+        j = parent[j]
+    return None
+
+
+def _above_links(uuid, links: dict):
+    """The record a ``parentUuid`` names, through any link records (``links``: their uuid -> their parent)."""
+    walked: dict = {}  # ordered, and a cycle is found in O(1)
+    while uuid.__class__ is str and uuid in links:
+        if uuid in walked:  # links naming each other name no record
+            uuid = None
+            break
+        walked[uuid] = None
+        uuid = links[uuid]
+    for k in walked:  # the next record hanging off the same links finds its parent in one step
+        links[k] = uuid
+    return uuid
+
+
+def _parents(records: list[dict], links: dict) -> list[int | None]:
+    """Each record's parent index: its ``parentUuid`` (through link records), else the record before
+    it; cycles broken."""
+    by_uuid = {r["uuid"]: i for i, r in enumerate(records)}  # unique: convert keeps a uuid's first record only
     parent: list[int | None] = []
-    children: defaultdict[int, list[int]] = defaultdict(list)
+    guessed: list[bool] = []
+    ahead = False  # a parent written after its child: only then can the links form a cycle
     for i, r in enumerate(records):
         pu = r.get("parentUuid")
-        p = by_uuid.get(pu) if pu.__class__ is str and pu else None  # a non-string parent is an unknown one
-        if p is None or p == i:
+        if pu.__class__ is str and pu in links:
+            pu = _above_links(pu, links)
+        p = by_uuid.get(pu) if pu.__class__ is str else None  # a non-string parent is an unknown one
+        guessed.append(p is None or p == i)
+        if guessed[i]:
             p = i - 1 if i > 0 else None  # continue the previous record (see module doc)
+        elif p > i:
+            ahead = True
         parent.append(p)
+    state = [0] * len(records) if ahead else []  # 0 not seen, 1 on the walk up from the current record, 2 done
+    for i in range(len(state)):
+        walk = []
+        j: int | None = i
+        while j is not None and state[j] == 0:
+            state[j] = 1
+            walk.append(j)
+            j = parent[j]
+        if j is not None and state[j] == 1:  # the walk came back to itself: a cycle, cut at a guessed link
+            cycle = walk[walk.index(j):]
+            parent[next((k for k in cycle if guessed[k]), j)] = None
+        for k in walk:
+            state[k] = 2
+    return parent
+
+
+def _order(records: list[dict], links: dict) -> tuple[list[dict], int, int]:
+    """(the kept records in conversation order, abandoned branches, records on them)."""
+    n = len(records)
+    parent = _parents(records, links)
+    children: list[list[int]] = [[] for _ in range(n)]
+    for i, p in enumerate(parent):
         if p is not None:
             children[p].append(i)
-    leaves = [i for i in range(len(records)) if not children.get(i)]
-    leaf = leaves[-1] if leaves else len(records) - 1  # no leaf only in a parent cycle
-    chain = []
-    seen = set()
-    i: int | None = leaf
-    while i is not None and i not in seen:
-        seen.add(i)
-        chain.append(i)
+    leaf = next(i for i in range(n - 1, -1, -1) if not children[i])
+    path_child: dict[int, int] = {}
+    i = leaf
+    while parent[i] is not None:
+        path_child[parent[i]] = i
         i = parent[i]
-    chain.reverse()
-    return [records[i] for i in chain], len(records) - len(chain)
+    root = i
+    kept: list[dict] = []
+    branches = lost = 0
+    stack = [root]
+    while stack:  # depth first; at each fork the same turn's side records first, the path last
+        i = stack.pop()
+        kept.append(records[i])
+        on = path_child.get(i)
+        if on is not None:
+            stack.append(on)
+        if len(children[i]) == (0 if on is None else 1):
+            continue  # no fork here
+        response = _response_above(i, records, parent)
+        for c in reversed(children[i]):
+            if c == on:
+                continue
+            # a side of the same turn: a further block of the same response, or a tool result (Claude Code
+            # hangs each off its own call; a retried or edited turn never starts with one)
+            if _is_result(records[c]) or response is not None and _response_id(records[c]) == response:
+                stack.append(c)
+            else:
+                branches += 1
+                lost += _subtree_size(c, children)
+    for r in range(n):  # a record cut from a cycle starts a tree of its own, off the kept one
+        if parent[r] is None and r != root:
+            branches += 1
+            lost += _subtree_size(r, children)
+    return kept, branches, lost
 
 
-def _steps(records: list[dict], source: str) -> tuple[StepList, str, dict]:
+def _subtree_size(top: int, children: list[list[int]]) -> int:
+    count, todo = 0, [top]
+    while todo:
+        count += 1
+        todo += children[todo.pop()]
+    return count
+
+
+# ---------------------------------------------------------------- steps
+
+def _record(r: dict, out: StepBatch) -> str:
+    """One message record's steps into ``out``; its user text."""
+    msg = r.get("message")
+    meta = {"uuid": r.get("uuid"), "timestamp": r.get("timestamp"), "source_line": r["_line"]}
+    if r.get("isMeta"):
+        meta["is_meta"] = True
+    kind = r.get("type")
+    if kind == "system":
+        out.add(step("system", text(r.get("content") if r.get("content") is not None else msg.get("content") if isinstance(msg, dict) else msg), None,
+                     {"subtype": r.get("subtype"), "level": r.get("level"), **meta}))
+        return ""
+    if msg.__class__ is not dict:
+        raise BadRecord("message", f"expected an object, got {describe(msg)}")
+    role = msg.get("role") or kind
+    result_meta = None
+    tur = r.get("toolUseResult")
+    if tur is not None:
+        # the UI-side copy of the result: kept when it adds something the model-facing text lacks
+        if isinstance(tur, str):
+            result_meta = {"tool_use_result": tur}
+        elif isinstance(tur, dict):
+            result_meta = {"tool_use_result_keys": sorted(tur)}
+            agent = tur.get("agentId")
+            if agent.__class__ is str and agent:  # a Task's result: the trace of the sub-agent it ran (2.x: its own file)
+                result_meta["subagent_trace"] = f"{r['sessionId']}/sidechain/{agent}"
+    if role == "assistant":
+        if isinstance(msg.get("usage"), dict):
+            meta["usage"] = msg["usage"]
+        if msg.get("id") is not None:
+            meta["message_id"] = msg["id"]
+    said = anthropic_blocks(role, msg.get("content"), out, "message", agent=msg.get("model"), meta=meta,
+                            result_meta=result_meta)
+    return said if role == "user" else ""
+
+
+def _command_task(said: str) -> str | None:
+    """A slash command's line as typed (``/name args``); "" for one without arguments."""
+    name = _COMMAND.search(said)
+    if name is None:
+        return None
+    args = _ARGS.search(said)
+    args = args.group(1).strip() if args else ""
+    return f"{name.group(1)} {args}" if args else ""
+
+
+def _steps(records: list[dict], source: str, tid: str, errors: list) -> tuple[StepList, str, dict]:
     out = StepList()
     task = None
+    expands = False  # the last prompt was a slash command without arguments: its expansion says what it asks
     usage = Counter()
     models = []
+    batch = StepBatch()
     for r in records:
-        msg = r.get("message")
-        line = r["_line"]
-        meta = {"uuid": r.get("uuid"), "timestamp": r.get("timestamp"), "source_line": line}
-        if r.get("isMeta"):
-            meta["is_meta"] = True
-        kind = r.get("type")
-        if kind == "system":
-            out.add(step("system", text(r.get("content") if r.get("content") is not None else msg.get("content") if isinstance(msg, dict) else msg), None,
-                         {"subtype": r.get("subtype"), "level": r.get("level"), **meta}))
+        try:
+            said = _record(r, batch)
+        except Exception:  # noqa: BLE001 - the record alone is rejected, located and worded by guarded
+            batch.discard()  # (run again under it: a record fails the same way twice; no cost on good records)
+            failed = guarded(Origin(NAME, source, r["_line"]), _record, r, batch)
+            batch.discard()
+            errors += [dataclasses.replace(e, trace_id=tid) for e in failed if e.__class__ is TraceError]
             continue
-        if not isinstance(msg, dict):
-            raise BadRecord(f"line {line}: message", f"expected an object, got {type(msg).__name__}")
-        role = msg.get("role") or kind
-        result_meta = None
-        tur = r.get("toolUseResult")
-        if tur is not None:
-            # the UI-side copy of the result: kept when it adds something the model-facing text lacks
-            if isinstance(tur, str):
-                result_meta = {"tool_use_result": tur}
-            elif isinstance(tur, dict):
-                result_meta = {"tool_use_result_keys": sorted(tur)}
-        if role == "assistant":
+        batch.commit(out)
+        if r.get("type") == "assistant":
+            msg = r["message"]
             model = msg.get("model")
             if model and model not in models:
                 models.append(model)
@@ -114,38 +274,49 @@ def _steps(records: list[dict], source: str) -> tuple[StepList, str, dict]:
                 for k in ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
                     if isinstance(u.get(k), int):
                         usage[k] += u[k]
-                meta["usage"] = u
-            if msg.get("id") is not None:
-                meta["message_id"] = msg["id"]
-        try:
-            said = anthropic_blocks(role, msg.get("content"), out, "message", agent=msg.get("model"), meta=meta,
-                                    result_meta=result_meta)
-        except BadRecord as exc:
-            raise BadRecord(f"line {line}: {exc.field}", exc.message) from None
-        if task is None and role == "user" and said.strip() and not r.get("isMeta") and not said.lstrip().startswith(("<command-", "<local-command", "Caveat:")):
-            task = said
+        if task is not None or not said.strip():
+            continue
+        if r.get("isMeta"):
+            if expands:
+                task = said
+            continue
+        expands = False
+        lead = said.lstrip()
+        if lead.startswith(_NOT_PROMPT):
+            continue
+        command = _command_task(said) if lead.startswith("<command-") else None
+        if command == "":
+            expands = True
+        else:
+            task = command if command is not None else said
     stats = {"models": models or None, "usage": dict(usage) or None}
     return out, task or "", stats
 
 
-def _trace(path: Path, tid: str, records: list[dict], meta: dict) -> Iterator:
-    kept, abandoned = _order(records)
-    # a session that cannot be converted is one located error carrying the session's trace id
-    for item in guarded(Origin(NAME, str(path)), _session_trace, path, tid, kept, len(records), abandoned, meta):
+def _trace(path: Path, tid: str, records: list[dict], links: dict, meta: dict) -> Iterator:
+    kept, branches, lost = _order(records, links)
+    errors: list = []
+    # a session that cannot be converted at all is one located error carrying the session's trace id
+    made = guarded(Origin(NAME, str(path)), _session_trace, path, tid, kept, records, branches, lost, meta, errors)
+    yield from errors
+    for item in made:
         yield dataclasses.replace(item, trace_id=tid) if isinstance(item, TraceError) else item
-    if abandoned:
-        yield warning(str(path), tid, f"{abandoned} record(s) on abandoned branches left out (metadata.abandoned_records)")
+    if branches:
+        yield warning(str(path), tid, f"{branches} abandoned branch(es) (a retried or edited turn) left out: {lost} record(s) "
+                                      "(metadata.abandoned_branches, abandoned_records)")
 
 
-def _session_trace(path: Path, tid: str, kept: list[dict], total: int, abandoned: int, meta: dict) -> list:
-    out, task, stats = _steps(kept, str(path))
+def _session_trace(path: Path, tid: str, kept: list[dict], records: list[dict], branches: int, lost: int, meta: dict,
+                   errors: list) -> list:
+    out, task, stats = _steps(kept, str(path), tid, errors)
     meta = {**meta, **{k: v for k, v in stats.items() if v}}
     first = next((r for r in kept if r.get("timestamp")), None)
     last = next((r for r in reversed(kept) if r.get("timestamp")), None)
     meta.update(
         {
-            "records": total,
-            "abandoned_records": abandoned,
+            "records": len(records),
+            "abandoned_branches": branches,
+            "abandoned_records": lost,
             "started_at": first and first.get("timestamp"),
             "ended_at": last and last.get("timestamp"),
         }
@@ -157,8 +328,31 @@ def _session_trace(path: Path, tid: str, kept: list[dict], total: int, abandoned
     return [finish(Origin(NAME, str(path)), tid, task, out.steps(), meta)]
 
 
+def _sidechains(records: list[dict], links: dict) -> dict[str, list[dict]]:
+    """A session's sidechain records by sub-agent: its ``agentId``, else (1.x) its first record's uuid."""
+    by_agent: dict[str, list[dict]] = {}
+    inline = {r["uuid"]: r for r in records if not r.get("agentId")}
+    first: dict[str, str] = {}  # uuid -> the uuid of its sub-agent's first record, found once per record
+    for r in records:
+        agent = r.get("agentId")
+        if not agent:
+            walk, top = {}, r  # the uuids walked up (a dict: ordered, and a cycle is found in O(1))
+            while top["uuid"] not in first and top["uuid"] not in walk:
+                up = inline.get(_above_links(top.get("parentUuid"), links))
+                if up is None:
+                    break
+                walk[top["uuid"]] = None
+                top = up
+            agent = first.get(top["uuid"], top["uuid"])
+            first.update(dict.fromkeys(walk, agent))
+            first.setdefault(top["uuid"], agent)
+        by_agent.setdefault(str(agent), []).append(r)
+    return by_agent
+
+
 def convert(path: Path) -> Iterator:
     sessions: dict[str, list[dict]] = {}
+    links: dict = {}  # the uuid of each progress / attachment record -> its parentUuid
     summaries: list[dict] = []
     other: Counter = Counter()
     seen: set = set()
@@ -176,10 +370,13 @@ def convert(path: Path) -> Iterator:
         if kind == "summary":
             summaries.append(rec)
             continue
+        uuid = rec.get("uuid")
+        sid = rec.get("sessionId")
         if kind not in MESSAGE_TYPES:
             other[str(kind)] += 1
+            if uuid.__class__ is str and uuid:  # progress, attachment: no step, but a call or prompt may hang off it
+                links.setdefault(uuid, rec.get("parentUuid"))
             continue
-        uuid = rec.get("uuid")
         if not isinstance(uuid, str) or not uuid:
             yield TraceError(str(path), n, "uuid", "missing" if uuid is None else f"expected a string, got {type(uuid).__name__}")
             continue
@@ -187,7 +384,6 @@ def convert(path: Path) -> Iterator:
             other["duplicate uuid"] += 1
             continue
         seen.add(uuid)
-        sid = rec.get("sessionId")
         if not isinstance(sid, str) or not sid:
             yield TraceError(str(path), n, "sessionId", "missing" if sid is None else f"expected a string, got {type(sid).__name__}")
             continue
@@ -200,10 +396,7 @@ def convert(path: Path) -> Iterator:
     leaf_owner = {r["uuid"]: sid for sid, recs in sessions.items() for r in recs}
     for sid, recs in sessions.items():
         main = [r for r in recs if not r.get("isSidechain")]
-        side: dict[str, list[dict]] = {}
-        for r in recs:
-            if r.get("isSidechain"):
-                side.setdefault(str(r.get("agentId") or "sidechain"), []).append(r)
+        side = _sidechains([r for r in recs if r.get("isSidechain")], links)
         mine = [s.get("summary") for s in summaries if leaf_owner.get(s.get("leafUuid") if isinstance(s.get("leafUuid"), str) else None) == sid or len(sessions) == 1]
         base = {"session_id": sid}
         meta = dict(base)
@@ -215,15 +408,15 @@ def convert(path: Path) -> Iterator:
             meta["sidechain_traces"] = len(side)
             meta["sidechain_records"] = sum(len(v) for v in side.values())
         if main:
-            yield from _trace(path, sid, main, meta)
+            yield from _trace(path, sid, main, links, meta)
         for agent, srecs in side.items():
-            yield from _trace(path, f"{sid}/sidechain/{agent}", srecs, {**base, "parent_session": sid, "agent_id": agent, "sidechain": True})
+            yield from _trace(path, f"{sid}/sidechain/{agent}", srecs, links, {**base, "parent_session": sid, "agent_id": agent, "sidechain": True})
 
 
 CONVERTER = Converter(
     name=NAME,
-    description="Claude Code session JSONL (parentUuid chain, branches, sidechains, tool_use/tool_result)",
-    shapes="JSONL of {type: user|assistant|system|summary, uuid, parentUuid, sessionId, message, ...}",
+    description="Claude Code session JSONL (parentUuid tree, parallel tool calls, branches, sidechains and sub-agent files)",
+    shapes="JSONL of {type: user|assistant|system|progress|summary, uuid, parentUuid, sessionId, message, ...}",
     detect=detect,
     convert=convert,
 )

@@ -3,14 +3,23 @@
 Items: ``message`` (role user / assistant / system / developer, content parts ``input_text`` /
 ``output_text`` / ``refusal`` / ...), ``reasoning`` (its ``summary`` texts, else ``content``; an
 encrypted-only item is kept as a marker), ``function_call`` / ``custom_tool_call`` / ``local_shell_call``
-paired with their ``*_output`` by ``call_id``; any other item type (web_search_call, file_search_call,
+paired with their ``*_output`` by ``call_id``; ``web_search_call`` is a ``web_search`` action (its query,
+else its action, as the input; the API logs no result); Codex's ``ghost_snapshot`` items (git snapshots for
+undo) are counted in ``metadata.ghost_snapshots``, not steps; any other item type (file_search_call,
 computer_call, ...) becomes an ``other`` step holding the item as JSON.
+
+Context Codex injects as user messages (``# AGENTS.md instructions …``, ``<environment_context>``,
+``<user_instructions>``, ``<permissions instructions>``) is a ``system`` step (``injected: true``), never the
+task. The task is the user's first prompt; where the IDE wrapped it (``## My request for Codex:``), the words
+after that heading.
 
 Accepted: a Response object (``{"object": "response", "output": [...]}``, ``input`` items first when
 logged with it), ``{"input": [...], "output": [...]}``, a list of items, JSONL of such records (one
 trace per line), and Codex rollouts (one trace per file: ``session_meta`` gives id and metadata,
 ``response_item`` lines are the items, ``turn_context`` the model, ``event_msg`` lines repeat the items
-for the UI and are counted in metadata, their last ``token_count`` giving the token usage).
+for the UI and are counted in metadata, their last ``token_count`` giving the token usage; a
+``user_message`` event that no user ``response_item`` of its turn carries, as some Codex versions write
+them, is the user's prompt step).
 """
 from __future__ import annotations
 
@@ -34,6 +43,10 @@ OUTPUTS = {"function_call_output", "custom_tool_call_output", "local_shell_call_
 ITEM_TYPES = {"message", "reasoning", *CALLS, *OUTPUTS}
 ROLLOUT = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
 PART_TEXT = ("text", "refusal")
+#: how context Codex injects as a user message begins (not the user's words)
+INJECTED = ("# AGENTS.md instructions", "<environment_context>", "<user_instructions>", "<permissions instructions>", "<INSTRUCTIONS>")
+#: the heading after which Codex's IDE extension writes the user's own request (files mentioned come first)
+IDE_REQUEST = "## My request for Codex:"
 
 
 def _kind(x: Any) -> str | None:
@@ -75,6 +88,28 @@ class _Builder:
     def __init__(self) -> None:
         self.out = StepList()
         self.task: str | None = None
+        # the user's prompt of the current turn, from a response item / from a user_message event: Codex writes
+        # both for one prompt (some versions only the event), so the second one is no step of its own
+        self.prompt_item: str | None = None
+        self.prompt_event: str | None = None
+        self.ghost_snapshots = 0
+
+    def prompt(self, body: str, meta: dict) -> None:
+        if self.task is None:
+            _, found, request = body.partition(IDE_REQUEST)
+            self.task = request.strip() if found else body
+        self.out.add(step("message", body, None, {"role": "user", **meta}))
+
+    def user_event(self, message: Any, **meta: Any) -> None:
+        """A ``user_message`` event: the prompt, unless a user item of this turn already holds it."""
+        body = text(message)
+        if not body.strip():  # an image-only prompt: no words to show (the event is counted in metadata)
+            return
+        if self.prompt_item is not None:
+            self.prompt_item = None
+        else:
+            self.prompt_event = body
+            self.prompt(body, {"event": "user_message", **meta})
 
     def item(self, it: Any, where: str, **meta: Any) -> None:
         expect(it, dict, where)
@@ -92,11 +127,20 @@ class _Builder:
             body = content_text(content, PART_TEXT)
             if role in ("system", "developer"):
                 self.out.add(step("system", body, None, {"role": role, "item_id": ident, **meta}))
+            elif role == "user" and body.lstrip().startswith(INJECTED):
+                self.out.add(step("system", body, None, {"role": role, "injected": True, "item_id": ident, **meta}))
+            elif role == "user":
+                if self.prompt_event is not None and self.prompt_event.strip() == body.strip():
+                    self.prompt_event = None  # its user_message event came first and is the step already
+                    return
+                self.prompt_item = body
+                self.prompt(body, {"item_id": ident, **meta})
             else:
-                if role == "user" and self.task is None and not body.lstrip().startswith(("<environment_context>", "<user_instructions>")):
-                    self.task = body
+                self.prompt_item = self.prompt_event = None
                 self.out.add(step("message", body, None, {"role": role, "item_id": ident, **meta}))
-        elif t == "reasoning":
+            return
+        self.prompt_item = self.prompt_event = None  # the model's turn: the prompt is behind us
+        if t == "reasoning":
             summary = it.get("summary") or []
             body = content_text(summary) if summary else content_text(it.get("content"), ("text", "reasoning_text"))
             if not body and it.get("encrypted_content"):
@@ -125,6 +169,14 @@ class _Builder:
             cid = call_id(it.get("call_id"))
             self.out.result(cid, step("error" if is_err else "observation", body, None,
                                       {"item_id": ident, **meta, "tool_call_id": cid}))
+        elif t == "ghost_snapshot":  # Codex's git snapshot for undo: bookkeeping, nothing the agent did
+            self.ghost_snapshots += 1
+        elif t == "web_search_call":
+            action = it.get("action")
+            query = action.get("query") if action.__class__ is dict and action.get("type", "search") == "search" else None
+            self.out.add(step("action", "web_search", query if query.__class__ is str else render_args(action),
+                              {"item_id": ident, "item_type": t, "status": it.get("status"),
+                               "search_action": action.get("type") if action.__class__ is dict else None, **meta}))
         else:
             self.out.add(step("other", compact(it), None, {"item_type": t, "item_id": ident, **meta}))
 
@@ -188,7 +240,9 @@ def _rollout(path: Path, first: tuple, rest: Iterator) -> Iterator:
         elif kind == "event_msg":
             et = payload.get("type") if isinstance(payload, dict) else None
             events[str(et)] += 1
-            if et == "token_count" and isinstance(payload.get("info"), dict):
+            if et == "user_message":
+                b.user_event(payload.get("message"), **lmeta)
+            elif et == "token_count" and isinstance(payload.get("info"), dict):
                 meta["usage"] = payload["info"].get("total_token_usage", payload["info"])
         elif kind == "compacted":
             b.out.add(step("system", text(payload.get("message") if isinstance(payload, dict) else payload), None,
@@ -212,6 +266,8 @@ def _rollout(path: Path, first: tuple, rest: Iterator) -> Iterator:
         meta["models"] = models
     if events:
         meta["event_msg_counts"] = dict(events)
+    if b.ghost_snapshots:
+        meta["ghost_snapshots"] = b.ghost_snapshots
     origin = Origin(NAME, str(path))
     yield from guarded(origin, lambda: [finish(origin, text(tid) if tid else stable_id(path.name, 0), b.task or "", b.out.steps(), meta)])
     unknown = sum(v for k, v in events.items() if k.startswith("unknown:"))

@@ -19,7 +19,7 @@ from ls_trajeval.core.trace import Step, describe
 
 from .errors import BadRecord, expect
 from .files import maybe_json
-from .steps import StepList, compact, dumps, render_args, step, text
+from .steps import StepBatch, StepList, compact, dumps, render_args, step, text
 
 _MEDIA = frozenset({"image_url", "image", "input_image", "blob", "uri", "file"})
 _DATA_URL = re.compile(r"^data:([^;,]*)(;base64)?,", re.I)
@@ -246,7 +246,7 @@ def openai_messages(messages: list, out: StepList, *, where: str = "messages", a
 
 # ---------------------------------------------------------------- Anthropic content blocks
 
-def anthropic_blocks(role: str, content: Any, out: StepList, where: str, *, agent: str | None = None,
+def anthropic_blocks(role: str, content: Any, out: StepList | StepBatch, where: str, *, agent: str | None = None,
                      meta: dict | None = None, result_meta: dict | None = None) -> str:
     """Append the steps of one Anthropic message (string or content blocks); return its user text.
 

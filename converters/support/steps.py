@@ -203,6 +203,43 @@ class StepList:
         return len(self._slots)
 
 
+class StepBatch:
+    """One record's steps, held back until the record has converted whole, then moved into the trace's
+    :class:`StepList` by :meth:`commit`. In a trace spread over many records (a session log), a record
+    that fails part-way thus adds none of its steps (:meth:`discard` them), and its neighbours still
+    pair their calls and results across it. It takes the same ``add`` / ``call`` / ``result`` as a
+    StepList (so a dialect helper can write into either); pairing happens at :meth:`commit`. One batch
+    serves record after record.
+    """
+
+    __slots__ = ("_ops",)
+
+    def __init__(self) -> None:
+        self._ops: list[tuple] = []  # (key, step, 0 add / 1 call / 2 result)
+
+    def add(self, s: Step) -> None:
+        self._ops.append((None, s, 0))
+
+    def call(self, key: Any, s: Step) -> None:
+        self._ops.append((key, s, 1))
+
+    def result(self, key: Any, s: Step) -> None:
+        self._ops.append((key, s, 2))
+
+    def commit(self, into: StepList) -> None:
+        for key, s, op in self._ops:
+            if op == 0:
+                into.add(s)
+            elif op == 1:
+                into.call(key, s)
+            else:
+                into.result(key, s)
+        self._ops.clear()
+
+    def discard(self) -> None:
+        self._ops.clear()
+
+
 # ---------------------------------------------------------------- traces
 
 def stable_id(*parts: Any) -> str:

@@ -150,6 +150,28 @@ def test_claude_code_type_not_a_string(tmp_path):
     assert [s.content for s in traces[0].steps] == ["one", "three"]
 
 
+def test_claude_code_parent_cycle(tmp_path):
+    # u1 and u2 name each other as parent: the cycle is cut at one link, both records stay
+    lines = [_cc("u1", "u2", "one"), _cc("u2", "u1", "two"), _cc("u3", "u2", "three")]
+    traces, errors, warnings = run(jsonl(tmp_path, "c.jsonl", lines), "claude_code")
+    assert not errors and not warnings and [s.content for s in traces[0].steps] == ["one", "two", "three"]
+
+
+def test_claude_code_parallel_call_ids_not_strings(tmp_path):
+    # a fork (two calls, each result hanging off its call) whose ids are objects and lists: no crash, nothing lost
+    def said(uuid, parent, content, kind="assistant"):
+        return {"type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": "s",
+                "message": {"role": kind, "id": "m1", "content": content}}
+    lines = [_cc("u1", None, "go"),
+             said("a1", "u1", [{"type": "tool_use", "id": {"x": 1}, "name": "A", "input": {}}]),
+             said("a2", "a1", [{"type": "tool_use", "id": "ok", "name": "B", "input": {}}]),
+             said("r1", "a1", [{"type": "tool_result", "tool_use_id": ["x"], "content": "ra"}], "user"),
+             said("r2", "a2", [{"type": "tool_result", "tool_use_id": "ok", "content": "rb"}], "user")]
+    traces, errors, warnings = run(jsonl(tmp_path, "c.jsonl", lines), "claude_code")
+    assert not errors and not warnings and len(traces) == 1
+    assert sorted(s.content for s in traces[0].steps) == sorted(["go", "A", "B", "ra", "rb"])
+
+
 def test_claude_code_summary_leaf_uuid_not_a_string(tmp_path):
     lines = [{"type": "summary", "summary": "S", "leafUuid": {"x": 1}}, _cc("u1", None, "one"),
              {"type": "system", "uuid": "u2", "parentUuid": "u1", "sessionId": "s", "message": "plain"}]

@@ -40,3 +40,21 @@ def test_an_unknown_id_stays_in_place_marked_unpaired():
     assert out.result("x", step("observation", "orphan")) is False
     assert _contents(out) == ["a", "orphan"]
     assert out.steps()[1].extra["metadata"] == {"unpaired": True}
+
+
+def test_a_batch_adds_nothing_until_committed_and_pairs_across_records():
+    from ls_trajeval.converters.support.steps import StepBatch
+
+    out = StepList()
+    first = StepBatch()
+    first.call("a", step("action", "read", ""))
+    first.call("b", step("action", "grep", ""))
+    first.commit(out)
+    failed = StepBatch()  # a record that broke part-way: never committed, so none of its steps show
+    failed.add(step("message", "half a record"))
+    failed.discard()
+    failed.result("b", step("observation", "rb"))  # the same batch serves the next record
+    failed.result("a", step("observation", "ra"))
+    assert _contents(out) == ["read", "grep"]
+    failed.commit(out)
+    assert _contents(out) == ["read", "ra", "grep", "rb"]

@@ -21,7 +21,7 @@ from typing import Any
 from ls_trajeval.core.trace import describe
 
 from .base import Converter, Sample
-from .multi_agent import _generic as agentchat_transcript
+from .multi_agent import message_list_trace
 from .support.chat import call_id, content_text, value_text
 from .support.errors import BadRecord, each_record, expect
 from .support.files import Origin, sample_objects
@@ -103,7 +103,7 @@ def _team(state: dict, origin: Origin) -> list:
     threads = {k: v["message_thread"] for k, v in state["agent_states"].items()
                if isinstance(v, dict) and isinstance(v.get("message_thread"), list) and v["message_thread"]}
     for key, thread in threads.items():
-        tr = agentchat_transcript({"messages": thread, "id": default_id(origin, key)}, origin)
+        tr = message_list_trace({"messages": thread, "id": default_id(origin, key)}, origin)
         for t in tr:
             t.metadata.update(team_id=state.get("team_id"), manager=key)
             t.metadata.pop("extra", None)  # only the id given above

@@ -174,7 +174,8 @@ def _who_when(rec: dict, origin: Origin) -> list:
     return [finish(origin, str(tid), task, steps, md, "history")]
 
 
-def _generic(rec: dict, origin: Origin) -> list:
+def message_list_trace(rec: dict, origin: Origin) -> list:
+    """An agent-named message list (AutoGen, CrewAI, a team's thread) as one trace; autogen reuses it."""
     key = next(k for k in _LIST_KEYS if isinstance(rec.get(k), list))
     out = StepList()
     task = next((rec[k] for k in ("task", "question", "goal", "query", "input") if isinstance(rec.get(k), str)), None)
@@ -255,7 +256,7 @@ def one(rec: Any, origin: Origin) -> list:
     if _is_who_when(rec):
         return _who_when(rec, origin)
     if _generic_list(rec) is not None:
-        return _generic(rec, origin)
+        return message_list_trace(rec, origin)
     for k in _LIST_KEYS:
         if k in rec:
             raise BadRecord(k, f"expected a non-empty list of message objects, got {type(rec[k]).__name__}")

@@ -1,7 +1,7 @@
 """A small in-process work queue for webhook events: deduplicated, bounded, ordered per key, retried.
 
 Label Studio sends webhooks synchronously inside the annotator's request (1 s timeout), so the
-backend only records what needs recomputing and answers at once. A key (a task, or a whole project
+backend records what needs recomputing and waits at most a bounded moment for it. A key (a task, or a whole project
 when a deleted annotation's task is unknown) is pending at most once: a burst of events for one task
 collapses into one recomputation, and an event that arrives while its key is running marks it to
 run again afterwards, so the last event is never lost and a key never runs twice at the same time.

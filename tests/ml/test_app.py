@@ -3,6 +3,8 @@ error path. (The same app as a real gunicorn process beside a real Label Studio:
 from __future__ import annotations
 
 import logging
+import threading
+import time
 
 import pytest
 
@@ -212,6 +214,32 @@ def test_webhook_without_write_back_configured(client):
     r = client.post("/webhook", json={"action": "ANNOTATION_CREATED"}, headers=AUTH)
     assert r.status_code == 503 and "LABEL_STUDIO_URL" in r.json["error"]
     assert client.post("/webhook", data=b"{x", headers=AUTH).status_code == 400
+
+
+def test_webhook_waits_for_its_task_within_the_bound_and_never_for_a_project():
+    """Label Studio unreachable at first (its client blocks), then refusing: the webhook's wait is bounded, a
+    project's recompute is never waited for, and a failed recompute ends the wait (the queue retries it)."""
+    reachable = threading.Event()
+
+    def studio_client():
+        reachable.wait(10)
+        raise ConnectionError("Label Studio is down")
+
+    task_event = {"action": "ANNOTATION_CREATED", "annotation": {"id": 1, "task": 7}, "project": {"id": 3}}
+    unknown_deletion = {"action": "ANNOTATIONS_DELETED", "annotations": [{"id": 99}], "project": {"id": 3}}
+    bounded = build(CONFIG, client=studio_client, webhook_wait=0.3).test_client()
+    t0 = time.monotonic()
+    assert bounded.post("/webhook", json=task_event).json == {"queued": 1, "written": 0}
+    assert 0.3 <= time.monotonic() - t0 < 2
+    patient = build(CONFIG, client=studio_client, webhook_wait=5).test_client()
+    t0 = time.monotonic()
+    assert patient.post("/webhook", json=unknown_deletion).json == {"queued": 1, "written": 0}  # ("project", 3)
+    assert time.monotonic() - t0 < 1  # no wait at all, though this app would wait 5 s for a task
+    reachable.set()
+    t0 = time.monotonic()
+    assert patient.post("/webhook", json=task_event).json == {"queued": 1, "written": 0}
+    assert time.monotonic() - t0 < 3  # the failure ended the wait
+    assert patient.get("/health").json["queue"]["retried"] >= 1
 
 
 @pytest.mark.studio

@@ -17,7 +17,7 @@ from ls_trajeval.ml.auth import basic_auth_header
 from ls_trajeval.core.tasks import task_data
 from ls_trajeval.core.trace import parse_trace
 
-from .conftest import PASSWORD, USER, wait_for
+from .conftest import PASSWORD, USER
 from .samples import FLAGGED_STEPS, PREDICTED_SCORE, TRACES, marks
 
 CONFIG = cfg.load(label_configs.path("trajectory_eval"))

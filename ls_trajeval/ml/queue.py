@@ -1,9 +1,9 @@
 """A small in-process work queue for webhook events: deduplicated, bounded, ordered per key, retried.
 
 Label Studio sends webhooks synchronously inside the annotator's request (1 s timeout), so the
-backend records what needs recomputing and waits at most a bounded moment for it. A key (a task, or a whole project
-when a deleted annotation's task is unknown) is pending at most once: a burst of events for one task
-collapses into one recomputation, and an event that arrives while its key is running marks it to
+backend records what needs recomputing and waits for it a bounded moment at most. A key (a task, or a
+whole project when a deleted annotation's task is unknown) is pending at most once: a burst of events for
+one task collapses into one recomputation, and an event that arrives while its key is running marks it to
 run again afterwards, so the last event is never lost and a key never runs twice at the same time.
 
 A submitter may wait (bounded) for its event's effect: :meth:`WorkQueue.submit` returns a ticket, and

@@ -317,5 +317,6 @@ def test_queue_remembers_the_last_runs_of_a_bounded_number_of_keys():
     q = WorkQueue(lambda key: None, workers=2, max_ended=3)
     tickets = {k: q.submit(k) for k in range(10)}
     assert q.join(10)
-    assert [q.wait(k, tickets[k], timeout=0) for k in range(10)].count(True) == 3  # older keys: forgotten, wait gives up
+    # the older keys are forgotten: waiting for them gives up
+    assert [q.wait(k, tickets[k], timeout=0) for k in range(10)].count(True) == 3
     assert q.wait(9, tickets[9], timeout=0) is True

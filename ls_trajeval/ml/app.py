@@ -24,6 +24,7 @@ import gc
 import logging
 import os
 import re
+import time
 import uuid
 from typing import Callable
 
@@ -104,7 +105,8 @@ class Events:
             self.task_of.pop(next(iter(self.task_of)))
         self.task_of[int(ann_id)] = (project_id, task_id)
 
-    def handle(self, payload: dict) -> int:
+    def handle(self, payload: dict) -> dict:
+        """Submit the keys ``payload`` calls for; returns each with what ``submit`` returned for it."""
         action = payload.get("action")
         project = payload.get("project") if isinstance(payload.get("project"), dict) else {}
         project_id = project.get("id")
@@ -117,8 +119,8 @@ class Events:
                 raise BadRequest(400, "event without task or project id")
             if isinstance(ann.get("id"), int):
                 self._remember(ann["id"], project_id, task_id)
-            self.submit(("task", project_id, task_id))
-            return 1
+            key = ("task", project_id, task_id)
+            return {key: self.submit(key)}
         if action in EVENTS_DELETED:
             anns = payload.get("annotations") or ([payload["annotation"]] if payload.get("annotation") else [])
             keys = set()
@@ -129,10 +131,8 @@ class Events:
                     keys.add(("task", *known))
                 elif isinstance(project_id, int):
                     keys.add(("project", project_id))
-            for key in keys:
-                self.submit(key)
-            return len(keys)
-        return 0  # other actions (project updated, tasks created, ...) change no score
+            return {key: self.submit(key) for key in keys}
+        return {}  # other actions (project updated, tasks created, ...) change no score
 
 
 def _quiet_library_logs() -> None:
@@ -166,9 +166,10 @@ def _write_back(config: Config, client, queue_workers: int):
 
 
 def build(config: Config, *, user: str | None = None, password: str | None = None, client=None,
-          queue_workers: int = 2) -> Flask:
+          queue_workers: int = 2, webhook_wait: float = env.WEBHOOK_WAIT_DEFAULT) -> Flask:
     """The WSGI app for ``config``; with a Label Studio ``client`` (or a function making one) it also
-    processes webhooks."""
+    processes webhooks, answering an annotation's event once its task is recomputed or after ``webhook_wait``
+    seconds, whichever comes first."""
     _quiet_library_logs()
     predictor = Predictor(config)
     model = TrajevalModel(predictor)
@@ -217,10 +218,16 @@ def build(config: Config, *, user: str | None = None, password: str | None = Non
         if events is None:
             return _json(503, {"error": "write-back is not configured (LABEL_STUDIO_URL / LABEL_STUDIO_API_KEY)"})
         try:
-            n = events.handle(data)
+            tickets = events.handle(data)
         except QueueFull:
             return _json(503, {"error": "busy, too many pending tasks"})
-        return _json(200, {"queued": n})
+        # Label Studio sends the event inside the save request, after the annotation is stored, and the editor
+        # reloads the task when that request answers: waiting for the task's recomputation (bounded: Label
+        # Studio gives up after 1 s) makes the reload show the new score. A project resync is never waited for.
+        deadline = time.monotonic() + webhook_wait
+        written = [queue.wait(key, ticket, deadline - time.monotonic())
+                   for key, ticket in tickets.items() if key[0] == "task"]
+        return _json(200, {"queued": len(tickets), "written": sum(written)})
 
     @app.post("/predict")
     def predict():
@@ -271,7 +278,8 @@ def create_app() -> Flask:
     else:
         log.warning("LABEL_STUDIO_URL / LABEL_STUDIO_API_KEY not set: predictions only, no score write-back")
     app = build(config, user=os.environ.get(env.USER) or None, password=os.environ.get(env.PASSWORD),
-                client=client, queue_workers=int(os.environ.get(env.QUEUE_WORKERS) or 2))
+                client=client, queue_workers=int(os.environ.get(env.QUEUE_WORKERS) or 2),
+                webhook_wait=env.webhook_wait())
     # Everything loaded so far lives as long as the worker. Left in the collector's oldest generation, it
     # made each full collection (every ~70 requests of 200 steps) a 25-40 ms pause: 1% of requests.
     gc.collect()

@@ -12,6 +12,9 @@ CONFIG = "LS_TRAJEVAL_ML_CONFIG"
 USER = "LS_TRAJEVAL_ML_USER"
 PASSWORD = "LS_TRAJEVAL_ML_PASSWORD"
 QUEUE_WORKERS = "LS_TRAJEVAL_ML_QUEUE_WORKERS"
+WEBHOOK_WAIT = "LS_TRAJEVAL_ML_WEBHOOK_WAIT"
+#: seconds a webhook waits for its task's recomputation: under Label Studio's own 1 s webhook timeout
+WEBHOOK_WAIT_DEFAULT = 0.8
 
 
 def config() -> Config:
@@ -22,3 +25,16 @@ def config() -> Config:
     from ..core.config import load
 
     return load(path)
+
+
+def webhook_wait() -> float:
+    value = os.environ.get(WEBHOOK_WAIT)
+    if not value:
+        return WEBHOOK_WAIT_DEFAULT
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise SystemExit(f"{WEBHOOK_WAIT}={value!r}: expected seconds (0 answers webhooks at once)") from None
+    if not 0 <= seconds <= 60:
+        raise SystemExit(f"{WEBHOOK_WAIT}={value!r}: expected seconds between 0 and 60")
+    return seconds

@@ -66,9 +66,12 @@ def recompute(client, config: Config, task_id: int) -> dict:
         before = fingerprint(anns)
         data = task.get("data") or {}
         fields = task_fields(config, data, anns)
+        after = None
         if any(data.get(k) != v for k, v in fields.items()):
-            studio.update_task_data(client, task_id, fields, data)
-        if fingerprint(studio.task_annotations(client, task_id)) == before:
+            # the updated task comes back with all its annotations: read after the write, as the check needs.
+            # One request fewer counts: the webhook waits for this (Label Studio gives it 1 s)
+            after = studio.update_task_data(client, task_id, fields, data).get("annotations")
+        if fingerprint(studio.task_annotations(client, task_id) if after is None else after) == before:
             return fields
     return fields
 

@@ -3,6 +3,8 @@ error path. (The same app as a real gunicorn process beside a real Label Studio:
 from __future__ import annotations
 
 import logging
+import threading
+import time
 
 import pytest
 
@@ -15,7 +17,7 @@ from ls_trajeval.ml.auth import basic_auth_header
 from ls_trajeval.core.tasks import task_data
 from ls_trajeval.core.trace import parse_trace
 
-from .conftest import PASSWORD, USER, wait_for
+from .conftest import PASSWORD, USER
 from .samples import FLAGGED_STEPS, PREDICTED_SCORE, TRACES, marks
 
 CONFIG = cfg.load(label_configs.path("trajectory_eval"))
@@ -214,6 +216,32 @@ def test_webhook_without_write_back_configured(client):
     assert client.post("/webhook", data=b"{x", headers=AUTH).status_code == 400
 
 
+def test_webhook_waits_for_its_task_within_the_bound_and_never_for_a_project():
+    """Label Studio unreachable at first (its client blocks), then refusing: the webhook's wait is bounded, a
+    project's recompute is never waited for, and a failed recompute ends the wait (the queue retries it)."""
+    reachable = threading.Event()
+
+    def studio_client():
+        reachable.wait(10)
+        raise ConnectionError("Label Studio is down")
+
+    task_event = {"action": "ANNOTATION_CREATED", "annotation": {"id": 1, "task": 7}, "project": {"id": 3}}
+    unknown_deletion = {"action": "ANNOTATIONS_DELETED", "annotations": [{"id": 99}], "project": {"id": 3}}
+    bounded = build(CONFIG, client=studio_client, webhook_wait=0.3).test_client()
+    t0 = time.monotonic()
+    assert bounded.post("/webhook", json=task_event).json == {"queued": 1, "written": 0}
+    assert 0.3 <= time.monotonic() - t0 < 2
+    patient = build(CONFIG, client=studio_client, webhook_wait=5).test_client()
+    t0 = time.monotonic()
+    assert patient.post("/webhook", json=unknown_deletion).json == {"queued": 1, "written": 0}  # ("project", 3)
+    assert time.monotonic() - t0 < 1  # no wait at all, though this app would wait 5 s for a task
+    reachable.set()
+    t0 = time.monotonic()
+    assert patient.post("/webhook", json=task_event).json == {"queued": 1, "written": 0}
+    assert time.monotonic() - t0 < 3  # the failure ended the wait
+    assert patient.get("/health").json["queue"]["retried"] >= 1
+
+
 @pytest.mark.studio
 def test_webhook_queues_events_and_writes_the_score_back(ls_client):
     project = studio.create_project(ls_client, CONFIG, "transcript", "ml app in process")
@@ -226,12 +254,14 @@ def test_webhook_queues_events_and_writes_the_score_back(ls_client):
              "project": {"id": project["id"]}}
     assert c.post("/webhook", json=event, headers=WRONG["missing"]).status_code == 401
     r = c.post("/webhook", json=event, headers=AUTH)
-    assert (r.status_code, r.json) == (200, {"queued": 1})
-    assert wait_for(lambda: studio.get_task(ls_client, t["id"])["data"]["running_score"] == 85)
+    # it answers once the task is recomputed: the score is there as soon as the answer is
+    assert (r.status_code, r.json) == (200, {"queued": 1, "written": 1})
+    assert studio.get_task(ls_client, t["id"])["data"]["running_score"] == 85
     queue = c.get("/health", headers=AUTH).json["queue"]
     assert queue["submitted"] == 1 and queue["pending"] == 0
     # events that change no score, and events without the ids the queue needs
-    assert c.post("/webhook", json={"action": "PROJECT_UPDATED", "project": {"id": 1}}, headers=AUTH).json == {"queued": 0}
+    assert c.post("/webhook", json={"action": "PROJECT_UPDATED", "project": {"id": 1}}, headers=AUTH).json == \
+        {"queued": 0, "written": 0}
     r = c.post("/webhook", json={"action": "ANNOTATION_UPDATED", "annotation": {}}, headers=AUTH)
     assert (r.status_code, r.json) == (400, {"error": "event without task or project id"})
     # a full queue says so instead of dropping the event silently (another task: one already pending or

@@ -236,7 +236,7 @@ def test_events_map_deletions_to_tasks():
     ev.handle({"action": "ANNOTATION_CREATED", "annotation": {"id": 5, "task": 9}, "project": {"id": 2}})
     ev.handle({"action": "ANNOTATIONS_DELETED", "annotations": [{"id": 5}, {"id": 77}], "project": {"id": 2}})
     assert got[0] == ("task", 2, 9) and set(got[1:]) == {("task", 2, 9), ("project", 2)}
-    assert ev.handle({"action": "PROJECT_UPDATED", "project": {"id": 2}}) == 0
+    assert ev.handle({"action": "PROJECT_UPDATED", "project": {"id": 2}}) == {}
     with pytest.raises(BadRequest):
         ev.handle({"action": "ANNOTATION_UPDATED", "annotation": {}})
 
@@ -275,3 +275,48 @@ def test_queue_retries_failures():
     q = WorkQueue(flaky, workers=1, base_delay=0.01)
     q.submit("k")
     assert q.join(10) and calls == ["k", "k", "k"] and q.snapshot()["retried"] == 2
+
+
+def test_queue_wait_returns_once_a_run_that_started_after_the_ticket_has_ended():
+    release, started, runs = threading.Event(), threading.Event(), []
+
+    def handler(key):
+        runs.append(key)
+        started.set()
+        release.wait(5)
+
+    q = WorkQueue(handler, workers=2)
+    first = q.submit("k")
+    assert started.wait(5)  # the first run is under way ...
+    second = q.submit("k")  # ... when another event for the key comes: that run may have read the state before it
+    assert q.wait("k", first, timeout=0.2) is False and q.wait("k", second, timeout=0.2) is False
+    threading.Timer(0.3, release.set).start()
+    t0 = time.monotonic()
+    assert q.wait("k", second, timeout=5) is True
+    assert runs == ["k", "k"] and time.monotonic() - t0 >= 0.25  # it waited for the second run, not the first
+    assert q.wait("k", first, timeout=0) is True  # an earlier ticket is served by any later run
+
+
+def test_queue_wait_is_bounded_and_a_failure_ends_it():
+    def slow(key):
+        time.sleep(0.5 if key == "slow" else 0)
+        if key == "bad":
+            raise ConnectionError("down")
+
+    q = WorkQueue(slow, workers=2, base_delay=10)
+    t0 = time.monotonic()
+    assert q.wait("slow", q.submit("slow"), timeout=0.1) is False
+    assert 0.1 <= time.monotonic() - t0 < 0.4
+    t0 = time.monotonic()
+    assert q.wait("bad", q.submit("bad"), timeout=3) is False and time.monotonic() - t0 < 1  # failed: no need to wait
+    assert q.snapshot()["retried"] == 1  # and the queue retries it as before
+    assert q.wait("ok", q.submit("ok"), timeout=3) is True
+
+
+def test_queue_remembers_the_last_runs_of_a_bounded_number_of_keys():
+    q = WorkQueue(lambda key: None, workers=2, max_ended=3)
+    tickets = {k: q.submit(k) for k in range(10)}
+    assert q.join(10)
+    # the older keys are forgotten: waiting for them gives up
+    assert [q.wait(k, tickets[k], timeout=0) for k in range(10)].count(True) == 3
+    assert q.wait(9, tickets[9], timeout=0) is True

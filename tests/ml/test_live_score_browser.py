@@ -80,17 +80,37 @@ def test_marks_and_a_severity_change_move_the_live_score_without_a_toggle(label_
     ctx.close()
 
 
-def test_paged_header_and_step_scores_show_the_written_back_score(label_studio, ls_client, backend_factory, browser):
+def test_paged_header_and_step_scores_follow_each_save_without_reopening(label_studio, ls_client, backend_factory,
+                                                                        browser):
     """The paged layout has no live box (Label Studio calls no backend while paging a Repeater): each save is
-    written back, and the header and every step show that score. Label Studio reloads the task right after a
-    save, before the write-back lands, so they are current from the next open on."""
+    written back, and the header and every step show that score. The backend answers Label Studio's webhook
+    once the task is recomputed, and Label Studio sends it inside the save request and reloads the task after
+    that request: so the open task shows the new score after Submit, and again after Update, with no reopening."""
     trace = {"trace_id": "paged-1", "task": "t", "trace": [{"type": "thought", "content": f"step {i}"} for i in range(4)]}
     c, a, project, task, ctx = annotate_with_backend(label_studio, ls_client, backend_factory, browser, "paged", trace)
-    major = c.trajectory.severity_by_name("major").weight
+    weight = {s.name: s.weight for s in c.trajectory.severities}
     start = c.trajectory.running_score.initial
+    a.page.evaluate("window.__te_same_page = true")  # gone if the page reloads
 
     def headers() -> list[str]:
         return a.main.locator("h1, h2, h3, h4, h5, h6").all_inner_texts()
+
+    def shows(expect: str, timeout: float = 5) -> float | None:
+        """Seconds until a header says ``expect`` (None if it never does within ``timeout``)."""
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < timeout:
+            if expect in headers():
+                return time.monotonic() - t0
+            time.sleep(0.1)
+        return None
+
+    def step_scores() -> list[str]:
+        """Each step's "Score after this step" line, paging through the steps."""
+        out = []
+        for step in range(len(trace["trace"])):
+            a.page_to(step)
+            out += [h for h in headers() if h.startswith("Score after this step")]
+        return out
 
     assert f"Running score: {start:g}" in headers() and f"Score after this step: {start:g} (as saved)" in headers()
     a.page_to(1)
@@ -100,16 +120,15 @@ def test_paged_header_and_step_scores_show_the_written_back_score(label_studio, 
     a.choose("I reviewed every step")
     a.choose("failure")
     a.submit()
-    deadline = time.monotonic() + 15  # the write-back, from the webhook Label Studio sends on the save
-    while studio.get_task(ls_client, task["id"])["data"]["te_curve"][1] != start + major and time.monotonic() < deadline:
-        time.sleep(0.3)
-    a.open(project["id"], task["id"])
-    assert f"Running score: {start + major:g}" in headers()
-    a.page_to(0)
-    assert f"Score after this step: {start:g} (as saved)" in headers()
-    for step in (1, 3):
-        a.page_to(step)
-        assert f"Score after this step: {start + major:g} (as saved)" in headers()
+    major = start + weight["major"]
+    assert shows(f"Running score: {major:g}") is not None, headers()
+    assert step_scores() == [f"Score after this step: {v:g} (as saved)" for v in (start, major, major, major)]
     a.page_to(1)
     a.screenshot(SHOTS / "paged-step-score.png", full_page=False)
+    a.choose_severity("Critical")  # another severity for the same step, saved with Update
+    a.submit("Update")
+    critical = start + weight["critical"]
+    assert shows(f"Running score: {critical:g}") is not None, headers()
+    assert step_scores() == [f"Score after this step: {v:g} (as saved)" for v in (start, critical, critical, critical)]
+    assert a.page.evaluate("window.__te_same_page === true")  # the same page all along: nothing was reopened
     ctx.close()

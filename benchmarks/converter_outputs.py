@@ -8,8 +8,9 @@ byte: the check that a speed-up (or any refactoring) changed no output.
 
 What is written, one file per input and converter: each trace's JSONL line exactly as ``convert`` writes it,
 and each located error and warning as its text, in the order the converter yields them; the format
-``--format auto`` picks (or its refusal) per input. Run from the same directory both times: inputs under
-it are named by their relative path, which is what ends up in ``source_file``.
+``--format auto`` picks (or its refusal) per input. Run from the same directory both times, one run after
+the other: inputs under it are named by their relative path, which is what ends up in ``source_file``, and
+the fuzz inputs are written to ``./converter-outputs-fuzz/``.
 
 - ``tests/fixtures/**``: every converter on every file (forced formats that do not fit exercise the error
   paths, and their messages are output too).

@@ -34,9 +34,9 @@ def detect(sample: Sample) -> float:
     return 0.0
 
 
-def _result_step(res: dict, where: str, **meta) -> Any:
+def _result_step(res: dict, w: str, rk: int, **meta) -> Any:
     if not isinstance(res, dict):
-        raise BadRecord(where, f"expected an object, got {type(res).__name__}")
+        raise BadRecord(f"{w}observation.results[{rk}]", f"expected an object, got {type(res).__name__}")
     content = res.get("content")
     refs = res.get("subagent_trajectory_ref")
     if content is None and refs:
@@ -60,11 +60,15 @@ def one(rec: Any, origin: Origin) -> list:
     steps = []
     task = None
     for i, s in enumerate(steps_raw):
+        # a field's location is spelled out only when it is wrong: the usual types are tested first
         w = f"steps[{i}]."
         if not isinstance(s, dict):
             raise BadRecord(f"steps[{i}]", "expected a step object")
-        src = expect(s.get("source"), str, f"{w}source")
-        msg = value_text(expect(s.get("message"), (str, list), f"{w}message", optional=True))
+        src = s.get("source")
+        if src.__class__ is not str:
+            src = expect(src, str, f"{w}source")
+        msg = s.get("message")
+        msg = msg if msg.__class__ is str else value_text(expect(msg, (str, list), f"{w}message", optional=True))
         meta = {"step_id": s.get("step_id"), "source": src, "timestamp": s.get("timestamp")}
         if src == "agent":
             meta["agent"] = agent.get("name")
@@ -72,7 +76,9 @@ def one(rec: Any, origin: Origin) -> list:
         if isinstance(s.get("extra"), dict) and s["extra"]:
             meta["extra"] = s["extra"]
         turn = []
-        calls = expect(s.get("tool_calls"), list, f"{w}tool_calls", optional=True) or []
+        calls = s.get("tool_calls")
+        if calls.__class__ is not list:
+            calls = expect(calls, list, f"{w}tool_calls", optional=True) or []
         if src == "user":
             turn.append(step("message", msg, None, {"role": "user", **meta}))
             if task is None:
@@ -80,37 +86,42 @@ def one(rec: Any, origin: Origin) -> list:
         elif src == "system":
             turn.append(step("system", msg, None, dict(meta)))
         elif src == "agent":
-            reasoning = expect(s.get("reasoning_content"), str, f"{w}reasoning_content", optional=True)
+            reasoning = s.get("reasoning_content")
+            if reasoning is not None and reasoning.__class__ is not str:
+                expect(reasoning, str, f"{w}reasoning_content")
             if reasoning:
                 turn.append(step("thought", reasoning, None, {"reasoning": True, **meta}))
             if msg or not (reasoning or calls):
                 turn.append(step("thought" if calls else "message", msg, None, {"role": "assistant", **meta}))
         else:
             turn.append(step("other", value_text(s), None, dict(meta)))
-        obs = expect(s.get("observation"), dict, f"{w}observation", optional=True) or {}
-        results = expect(obs.get("results"), list, f"{w}observation.results", optional=True) or []
+        obs = s.get("observation")
+        if obs.__class__ is not dict:
+            obs = expect(obs, dict, f"{w}observation", optional=True) or {}
+        results = obs.get("results")
+        if results.__class__ is not list:
+            results = expect(results, list, f"{w}observation.results", optional=True) or []
         by_id: dict[str, list[int]] = {}
         for k, r in enumerate(results):
             if isinstance(r, dict) and r.get("source_call_id") is not None:
                 by_id.setdefault(str(r["source_call_id"]), []).append(k)
         used = set()
         for k, tc in enumerate(calls):
-            cw = f"{w}tool_calls[{k}]"
             if not isinstance(tc, dict):
-                raise BadRecord(cw, "expected a tool call object")
+                raise BadRecord(f"{w}tool_calls[{k}]", "expected a tool call object")
             fname = tc.get("function_name")
             if not isinstance(fname, str):
-                raise BadRecord(cw + ".function_name", "missing" if fname is None else "expected a string")
+                raise BadRecord(f"{w}tool_calls[{k}].function_name", "missing" if fname is None else "expected a string")
             cid = call_id(tc.get("tool_call_id"))
             turn.append(step("action", fname, render_args(tc.get("arguments")),
                              {"tool_call_id": cid, "step_id": s.get("step_id")}))
             for rk in by_id.get(str(cid), []) if cid is not None else []:
                 if rk not in used:
                     used.add(rk)
-                    turn.append(_result_step(results[rk], f"{w}observation.results[{rk}]", tool_name=fname, step_id=s.get("step_id")))
+                    turn.append(_result_step(results[rk], w, rk, tool_name=fname, step_id=s.get("step_id")))
         for rk, r in enumerate(results):
             if rk not in used:
-                turn.append(_result_step(r, f"{w}observation.results[{rk}]", step_id=s.get("step_id")))
+                turn.append(_result_step(r, w, rk, step_id=s.get("step_id")))
         if not turn:
             turn.append(step("message", msg, None, dict(meta)))
         metrics = s.get("metrics")

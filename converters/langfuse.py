@@ -143,8 +143,9 @@ def one(rec: Any, origin: Origin) -> list:
                     break
     md = {}
     for k in ("name", "timestamp", "sessionId", "userId", "tags", "release", "version", "environment", "scores", "metadata", "totalCost", "latency"):
-        if rec.get(k) not in (None, [], {}):
-            md[k] = rec[k]
+        v = rec.get(k)
+        if v is not None and (v or v.__class__ is not list and v.__class__ is not dict):  # not null, [] or {}
+            md[k] = v
     if rec.get("output") is not None:
         md["final_output"] = rec["output"]
     tid = rec.get("id")

@@ -90,6 +90,7 @@ def detect(sample: Sample) -> float:
 
 
 def _content_text(result: dict, where: str) -> str:
+    """The text of a response's ``result``; ``where`` locates the response (joined only for an error)."""
     content = result.get("content")
     if content is None:
         if "structuredContent" in result:
@@ -101,11 +102,11 @@ def _content_text(result: dict, where: str) -> str:
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
-        raise BadRecord(join_field(where, "content"), f"expected a list of content items, got {describe(content)}")
+        raise BadRecord(join_field(where, "result.content"), f"expected a list of content items, got {describe(content)}")
     parts = []
     for i, c in enumerate(content):
         if not isinstance(c, dict):
-            raise BadRecord(join_field(where, f"content[{i}]"), f"expected a content object, got {describe(c)}")
+            raise BadRecord(join_field(where, f"result.content[{i}]"), f"expected a content object, got {describe(c)}")
         t = c.get("type")
         if isinstance(c.get("text"), str) and t in (None, "text"):
             parts.append(c["text"])
@@ -148,7 +149,7 @@ def _resp_step(msg: dict, method: str | None, name: str | None, where: str, meta
         if result is None:
             return step("observation", "", None, {"method": method, "tool_name": name, **meta})
         raise BadRecord(join_field(where, "result"), f"expected an object, got {describe(result)}")
-    text = _content_text(result, join_field(where, "result"))
+    text = _content_text(result, where)
     stype = "error" if result.get("isError") is True else "observation"
     extra = {"structuredContent": result["structuredContent"]} if "structuredContent" in result and result.get("content") is not None else {}
     return step(stype, text, None, {"method": method, "tool_name": name, **extra, **meta})

@@ -129,14 +129,11 @@ def tool_call(tc: Any, where: str) -> ToolCall:
     return ToolCall(name if name.__class__ is str else text(name), args, call_id(tc.get("id")))
 
 
-_CALL_KEYS = ("tool_calls", "additional_kwargs", "function_call")
-
-
 def tool_calls_of(m: dict) -> list[ToolCall]:
     """The tool calls of a message in any dialect (``tool_calls``, LangChain's ``additional_kwargs``,
     legacy ``function_call``, OpenInference's ``tool_call`` wrapper); calls that are not objects are skipped."""
-    if not any(k in m for k in _CALL_KEYS):  # the usual plain message: nothing to look at
-        return []
+    if "tool_calls" not in m and "additional_kwargs" not in m and "function_call" not in m:
+        return []  # the usual plain message: nothing to look at (tested key by key: no generator on a hot path)
     out = []
     raw = m.get("tool_calls")
     if raw is None and isinstance(m.get("additional_kwargs"), dict):
@@ -335,7 +332,7 @@ def unwrap_message(msg: Any) -> dict | None:
         d.setdefault("role", msg["type"])
         return d
     # OpenInference / Phoenix: {"message": {"role":..., "content":...}}
-    if set(msg) == {"message"} and isinstance(msg["message"], dict):
+    if len(msg) == 1 and "message" in msg and isinstance(msg["message"], dict):
         return unwrap_message(msg["message"])
     if "role" in msg or ("type" in msg and ("content" in msg or "parts" in msg)):
         d = dict(msg)

@@ -242,9 +242,13 @@ class StepBatch:
 
 # ---------------------------------------------------------------- traces
 
+#: what json.dumps(parts, sort_keys=True, default=str) makes, without building an encoder per call (once per trace)
+_ID_JSON = json.JSONEncoder(sort_keys=True, default=str)
+
+
 def stable_id(*parts: Any) -> str:
     """A trace id that is the same on every run for the same source (so re-import is idempotent)."""
-    return hashlib.sha1(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return hashlib.sha1(_ID_JSON.encode(parts).encode()).hexdigest()[:16]
 
 
 def default_id(origin: Origin, *more: Any) -> str:

@@ -32,26 +32,26 @@ def tree_order(
     A node whose parent is absent is a root; nodes caught in a parent cycle are appended as roots
     so none is lost.
     """
-    ids = {}
-    for i, n in enumerate(nodes):
-        nid = get_id(n)
-        if nid is not None and nid not in ids:
-            ids[nid] = i
-    children: dict[int, list[int]] = {}
-    roots = []
-    for i, n in enumerate(nodes):
-        pid = get_parent(n)
-        if pid is not None and pid in ids and ids[pid] != i:
-            children.setdefault(ids[pid], []).append(i)
-        else:
-            roots.append(i)
-
     keys = []  # each node's sort key once (it is a timestamp parse), not once per sort
     for i, n in enumerate(nodes):
         k = sort_key(n)
         keys.append((k is None, k if k is not None else 0, i))
     key = keys.__getitem__
-    if not children:  # a flat list, the usual export: one sort
+    parents = [get_parent(n) for n in nodes]
+    children: dict[int, list[int]] = {}
+    roots = []
+    if parents.count(None) < len(parents):  # else a flat list, the usual export: no ids to look up
+        ids = {}
+        for i, n in enumerate(nodes):
+            nid = get_id(n)
+            if nid is not None and nid not in ids:
+                ids[nid] = i
+        for i, pid in enumerate(parents):
+            if pid is not None and pid in ids and ids[pid] != i:
+                children.setdefault(ids[pid], []).append(i)
+            else:
+                roots.append(i)
+    if not children:  # a flat list: one sort
         return [(nodes[i], 0) for i in sorted(range(len(nodes)), key=key)]
 
     out: list[tuple[Any, int]] = []
@@ -321,7 +321,8 @@ def assemble(events: list) -> list[Step]:
     span (it has the result); calls no span executed become action steps of their own, followed by
     the result when a later model input carries it.
     """
-    tools = [(i, e) for i, e in enumerate(events) if isinstance(e, ToolEvent)]
+    # events are exactly these classes (nothing subclasses them): class tests, not isinstance, in these loops
+    tools = [(i, e) for i, e in enumerate(events) if e.__class__ is ToolEvent]
     consumed: set[int] = set()
     unmatched: dict[int, list[ToolCall]] = {}
     # one backward pass: the index of the next model turn after each event, and whether the next
@@ -333,13 +334,13 @@ def assemble(events: list) -> list[Step]:
     for i in range(n - 1, -1, -1):
         next_llm[i] = nl
         tool_next[i] = tk
-        e = events[i]
-        if isinstance(e, LLMEvent):
+        cls = events[i].__class__
+        if cls is LLMEvent:
             nl, tk = i, False
-        elif isinstance(e, ToolEvent):
+        elif cls is ToolEvent:
             tk = True
     for i, e in enumerate(events):
-        if not isinstance(e, LLMEvent):
+        if e.__class__ is not LLMEvent or not e.tool_calls:
             continue
         nxt = next_llm[i]
         for tc in e.tool_calls:
@@ -364,19 +365,27 @@ def assemble(events: list) -> list[Step]:
 
     steps: list[Step] = []
     for i, e in enumerate(events):
-        if isinstance(e, Step):
-            steps.append(e)
-        elif isinstance(e, ToolEvent):
+        cls = e.__class__
+        if cls is ToolEvent:
             cid = e.call_id
-            meta = {k: v for k, v in e.meta.items() if v is not None}  # once for its two steps
-            ids = {"tool_call_id": cid} if cid else {}
-            steps.append(step("action", e.name, render_args(e.args), {**ids, **meta}))
-            if e.has_output or e.is_error:
-                steps.append(step("error" if e.is_error else "observation", value_text(e.output), None,
-                                  {**ids, "tool_name": e.name, **meta}))
-        elif isinstance(e, LLMEvent):
+            meta = e.meta  # copied below, never changed: the nulls are dropped once for its two steps
+            if None in meta.values():
+                meta = {k: v for k, v in meta.items() if v is not None}
+            if cid:
+                steps.append(step("action", e.name, render_args(e.args), {"tool_call_id": cid, **meta}))
+                if e.has_output or e.is_error:
+                    steps.append(step("error" if e.is_error else "observation", value_text(e.output), None,
+                                      {"tool_call_id": cid, "tool_name": e.name, **meta}))
+            else:
+                steps.append(step("action", e.name, render_args(e.args), dict(meta)))
+                if e.has_output or e.is_error:
+                    steps.append(step("error" if e.is_error else "observation", value_text(e.output), None,
+                                      {"tool_name": e.name, **meta}))
+        elif cls is LLMEvent:
             follows_tool = bool(e.tool_calls) or tool_next[i]
-            meta = {k: v for k, v in e.meta.items() if v is not None}
+            meta = e.meta
+            if None in meta.values():
+                meta = {k: v for k, v in meta.items() if v is not None}
             if e.tool_calls:
                 meta = dict(meta, tool_calls=[{"name": t.name, "id": t.call_id} if t.call_id else {"name": t.name}
                                               for t in e.tool_calls])
@@ -409,6 +418,8 @@ def assemble(events: list) -> list[Step]:
                 # every call was executed by a tool span: the turn itself leaves a thought only for its
                 # provenance, so tokens and model are not lost
                 steps.append(step("thought", "", None, dict(meta)))
+        elif isinstance(e, Step):
+            steps.append(e)
     return steps
 
 

@@ -249,6 +249,10 @@ def _parse_seed(data: bytes) -> tuple[str, Any]:
     return ("jsonl", values) if values else ("text", text)
 
 
+#: the date of every member of the zips built here: with the clock's, the same seed gave different bytes on each run
+ZIP_TIME = (1980, 1, 1, 0, 0, 0)
+
+
 @lru_cache(maxsize=1)
 def converter_seeds() -> dict[str, list[tuple[str, bytes]]]:
     """Real files per converter (by what detection says they are): (suffix, bytes)."""
@@ -273,9 +277,9 @@ def converter_seeds() -> dict[str, list[tuple[str, bytes]]]:
         samples = doc.pop("samples", []) or []
         buf = io.BytesIO()
         with zipfile.ZipFile(buf, "w") as zf:
-            zf.writestr("header.json", json.dumps(doc))
+            zf.writestr(zipfile.ZipInfo("header.json", ZIP_TIME), json.dumps(doc))
             for i, s in enumerate(samples):
-                zf.writestr(f"samples/{i}_epoch_1.json", json.dumps(s))
+                zf.writestr(zipfile.ZipInfo(f"samples/{i}_epoch_1.json", ZIP_TIME), json.dumps(s))
         out["inspect_ai"].append((".eval", buf.getvalue()))
     return out
 
@@ -334,7 +338,7 @@ def _mutate_zip(data: bytes, ch: Chooser) -> bytes:
                 body = dumps(mutate(value, ch, 3), ch).encode("utf-8", "surrogatepass") if kind == "json" \
                     else byte_mutate(body, ch)
             if not ch.chance(10):
-                zf.writestr(name, body)
+                zf.writestr(zipfile.ZipInfo(name, ZIP_TIME), body)
     out = buf.getvalue()
     return byte_mutate(out, ch) if ch.chance(6) else out
 

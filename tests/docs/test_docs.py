@@ -166,3 +166,13 @@ def test_links_between_the_pages_resolve(page):
         elif anchor and resolved.suffix == ".md" and anchor not in _anchors(resolved):
             broken.append(target)
     assert broken == []
+
+
+def test_the_formats_table_names_every_converter():
+    """docs/converters.md's formats table is the list users read: one row per converter the registry has."""
+    from ls_trajeval.converters.registry import names
+
+    text = (ROOT / "docs" / "converters.md").read_text(encoding="utf-8")
+    table = text[text.index("| format | reads |"):].split("\n\n", 1)[0]
+    rows = re.findall(r"^\| `(\w+)` \|", table, re.M)
+    assert sorted(rows) == sorted(names()) and len(rows) == len(set(rows))

@@ -34,6 +34,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the fuzz generator lives with the tests
 
 
+def _encode(text: str) -> bytes:
+    """Message text as bytes: undecodable input bytes back as they were, and any other lone surrogate (a
+    hostile input's ``\\ud800`` that a message quotes) kept as its code point, so every message can be compared."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+
+
 def _render(items) -> bytes:
     from ls_trajeval.converters.base import ConvertWarning
     from ls_trajeval.core.trace import Trace, TraceError
@@ -44,11 +53,11 @@ def _render(items) -> bytes:
         if isinstance(item, Trace):
             out.append(trace_line(item))
         elif isinstance(item, TraceError):
-            out.append(f"ERROR {item.source}|{item.line}|{item.field}|{item.trace_id}|{item.message}\n".encode("utf-8", "surrogateescape"))
+            out.append(_encode(f"ERROR {item.source}|{item.line}|{item.field}|{item.trace_id}|{item.message}\n"))
         elif isinstance(item, ConvertWarning):
-            out.append(f"WARNING {item}\n".encode("utf-8", "surrogateescape"))
+            out.append(_encode(f"WARNING {item}\n"))
         else:
-            out.append(f"UNEXPECTED {type(item).__name__} {item!r}\n".encode("utf-8", "surrogateescape"))
+            out.append(_encode(f"UNEXPECTED {type(item).__name__} {item!r}\n"))
     return b"".join(out)
 
 
@@ -76,7 +85,7 @@ def _one(out: Path, path: Path, conv_names) -> int:
         auto = detect_format(path).name
     except FormatError as exc:
         auto = f"refused: {exc}"
-    (out / f"{_slug(path)}.auto").write_text(auto + "\n", encoding="utf-8", errors="surrogateescape")
+    (out / f"{_slug(path)}.auto").write_bytes(_encode(auto + "\n"))
     for name in conv_names:
         (out / f"{_slug(path)}.{name}.out").write_bytes(_render(convert_file(path, name)))
     return len(conv_names)

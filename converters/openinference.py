@@ -28,7 +28,7 @@ from .support.errors import BadRecord, guarded, warning
 from .support.files import Origin, documents, load_json, maybe_json, sample_objects
 from .support.steps import default_id, dumps, finish, step
 from .support.times import time_key
-from .support.trees import (ToolEvent, assemble, flat_attrs, indexed, llm_event_from_messages, nest, otlp_requests,
+from .support.trees import (SpansByTrace, ToolEvent, assemble, flat_attrs, indexed, llm_event_from_messages, nest, otlp_requests,
                             otlp_span_keys, otlp_spans, tree_id, tree_order)
 
 NAME = "openinference"
@@ -340,16 +340,7 @@ def _build(tid: Any, spans: list, origin: Origin, labels: dict | None = None, ex
 def convert(path: Path) -> Iterator:
     path = Path(path)
     source = str(path)
-    groups: dict[Any, list] = {}
-    first: dict[Any, Origin] = {}
-
-    def add(spans: list, origin: Origin):
-        for sp in spans:
-            tid = sp["trace_id"]
-            if tid not in groups:
-                groups[tid] = []
-                first[tid] = origin
-            groups[tid].append(sp)
+    groups = SpansByTrace()
 
     for line, val in documents(path):
         if isinstance(val, TraceError):
@@ -360,7 +351,7 @@ def convert(path: Path) -> Iterator:
             for k, req in enumerate(otlp_requests(val)):
                 got: list = []
                 yield from guarded(origin, lambda: got.extend(otlp_spans(req, f"[{k}]." if isinstance(val, list) else "")))
-                add(got, origin)
+                groups.add(got, origin)
             continue
         if _is_labels(val):
             yield warning(source, line, "TRAIL labels file: no steps of its own; it is read with the trace it sits beside")
@@ -373,12 +364,11 @@ def convert(path: Path) -> Iterator:
                 yield from guarded(origin, _trail_trace, rec, origin, path)
             elif isinstance(rec, dict) and isinstance(rec.get("spans"), list):
                 yield from guarded(origin, lambda: got.extend(_phoenix(s, f"spans[{i}].") for i, s in enumerate(rec["spans"])))
-                add(got, origin)
+                groups.add(got, origin)
             else:
                 yield from guarded(origin, lambda: got.append(_phoenix(_span_object(rec), "")))
-                add(got, origin)
-    for tid, spans in groups.items():
-        origin = first[tid]
+                groups.add(got, origin)
+    for tid, spans, origin in groups:
         yield from guarded(Origin(NAME, source, origin.line), _build, tid, spans, origin, field=f"trace {tid}")
 
 

@@ -27,7 +27,7 @@ from .support.chat import task_from_input, value_text
 from .support.errors import BadRecord, guarded
 from .support.files import Origin, maybe_json, sample_objects
 from .support.steps import default_id, dumps, finish, step
-from .support.trees import (ToolEvent, assemble, indexed, llm_event_from_messages, nest, otlp_requests, otlp_span_keys,
+from .support.trees import (SpansByTrace, ToolEvent, assemble, indexed, llm_event_from_messages, nest, otlp_requests, otlp_span_keys,
                              otlp_spans, tree_order)
 
 NAME = "otel_genai"
@@ -259,8 +259,7 @@ def convert(path: Path) -> Iterator:
     """Every span of a file grouped by trace id (a trace's spans can come in several export batches)."""
     path = Path(path)
     source = str(path)
-    groups: dict[Any, list] = {}
-    first: dict[Any, Origin] = {}
+    groups = SpansByTrace()
     for line, k, item in _exports(path):
         if isinstance(item, TraceError):
             yield item
@@ -276,14 +275,8 @@ def convert(path: Path) -> Iterator:
         if errs:
             yield from errs
             continue
-        for sp in got:
-            tid = sp["trace_id"]
-            if tid not in groups:
-                groups[tid] = []
-                first[tid] = origin
-            groups[tid].append(sp)
-    for tid, spans in groups.items():
-        origin = first[tid]
+        groups.add(got, origin)
+    for tid, spans, origin in groups:
         yield from guarded(Origin(NAME, source, origin.line), _build, tid, spans, origin, field=f"traceId {tid}")
 
 

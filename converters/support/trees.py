@@ -15,6 +15,7 @@ from ls_trajeval.core.trace import Step, describe
 
 from .chat import ToolCall, content_text, message_parts, message_steps, norm_role, read_message, value_text
 from .errors import BadRecord
+from .files import Origin
 from .steps import render_args, step, step_metadata
 from .times import time_key
 
@@ -237,6 +238,29 @@ def flat_attrs(attrs: dict, prefix: str = "") -> dict:
         else:
             out[key] = v
     return out
+
+
+class SpansByTrace:
+    """Spans (dicts with a ``trace_id``) grouped by trace over a whole file, since a trace's spans can come in
+    several records or export batches; each trace keeps the origin of the record its first span came in."""
+
+    def __init__(self) -> None:
+        self._spans: dict[Any, list] = {}
+        self._first: dict[Any, Origin] = {}
+
+    def add(self, spans: list, origin: Origin) -> None:
+        for sp in spans:
+            tid = sp["trace_id"]
+            group = self._spans.get(tid)
+            if group is None:
+                group = self._spans[tid] = []
+                self._first[tid] = origin
+            group.append(sp)
+
+    def __iter__(self):
+        """(trace id, its spans in the order added, the origin of its first span), traces in first-seen order."""
+        for tid, spans in self._spans.items():
+            yield tid, spans, self._first[tid]
 
 
 def indexed(attrs: dict, prefix: str) -> list[dict]:

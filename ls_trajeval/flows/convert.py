@@ -137,8 +137,7 @@ def _mostly_blank(steps: list[Step]) -> bool:
     """At least half the steps without any text (stops as soon as more than half have some)."""
     need = len(steps) // 2 + 1
     for s in steps:
-        c = s.content
-        if c and not c.isspace() or not is_blank(s):  # the text test inlined: this runs for every trace
+        if not is_blank(s):
             need -= 1
             if not need:
                 return False

@@ -33,8 +33,10 @@ import json
 import os
 import random
 import statistics
+import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
@@ -432,8 +434,8 @@ def main() -> None:
     args = ap.parse_args()
     work = CACHE / "inputs"
     work.mkdir(parents=True, exist_ok=True)
-    outdir = CACHE / "out"
-    outdir.mkdir(exist_ok=True)
+    # outputs go to a directory of this run's own: several runs may share the cache (inputs, Potato)
+    outdir = Path(tempfile.mkdtemp(prefix="out-", dir=CACHE))
     potato = None if args.no_potato else ensure_potato()
     # bytecode cached for both tools, as an installed package has it (this environment may disable
     # it, which would make our start-up compile every module on every run); then one warm-up run each
@@ -462,6 +464,7 @@ def main() -> None:
             large.append({"format": name, "mb": p.stat().st_size / 1e6, "traces": counts(o, "trace")[0], "t": dt, "cpu": cpu, "rss": rss, "rc": rc})
             o.unlink()
             print(large[-1], flush=True)
+    shutil.rmtree(outdir, ignore_errors=True)
     report(rows, large, args, potato is not None)
 
 

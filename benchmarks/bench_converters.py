@@ -18,6 +18,9 @@ and peak RSS (``getrusage(RUSAGE_CHILDREN)``); ours and Potato's runs alternate,
 medians over ``--repeat`` runs (the machine is shared: CPU time is the steadier figure). Potato
 (``potato-annotation``, GPL-3.0) is installed by this script into its own virtual environment under
 ``~/.cache/ls-trajeval-bench`` and only run as a program; it is never imported here nor a dependency.
+Ours is installed the same way, as a user installs it: a wheel of this checkout in a virtual
+environment of its own there (rebuilt on every run; ``--editable`` times this interpreter's development
+install instead, whose import hook adds ~0.01 s to every start).
 
 ``--compare DIR`` times another version of ours in the same runs (before/after a change): DIR is put
 first on PYTHONPATH and must hold that version's ``ls_trajeval`` package with its converters inside,
@@ -29,6 +32,7 @@ as an installed copy has them, e.g. for the main branch::
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -44,7 +48,7 @@ from typing import Callable, Optional
 CACHE = Path(os.environ.get("LS_TRAJEVAL_BENCH_CACHE", Path.home() / ".cache" / "ls-trajeval-bench"))
 POTATO_VENV = CACHE / "potato-venv"
 POTATO_VERSION = "2.12.1"
-OURS = [sys.executable, "-m", "ls_trajeval", "convert"]
+ROOT = Path(__file__).resolve().parents[1]
 WORDS = "the agent reads file config parser tool returns value error retry <tag> & ünï code patch test".split()
 WRAP = (
     "import resource, subprocess, sys, time\n"
@@ -336,6 +340,34 @@ CASES = [
 ]
 
 
+def install_ours(editable: bool) -> list[str]:
+    """The command line of ours: this checkout installed as a user installs it (a wheel, not editable: an
+    editable install's import hook costs every start ~0.01 s that no user pays), in a virtual environment of
+    this checkout's own beside Potato's, reinstalled on every run so that it is the code as it is now.
+    ``editable``: this interpreter instead (the development install)."""
+    if editable:
+        return [sys.executable, "-m", "ls_trajeval", "convert"]
+    venv = CACHE / f"ours-venv-{hashlib.sha1(str(ROOT).encode()).hexdigest()[:8]}"
+    py = venv / "bin" / "python"
+    fresh = not py.exists()
+    if fresh:
+        print(f"installing this checkout into {venv}...", flush=True)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    # built from a copy of the files git knows (tracked or not ignored): a stale build/ folder of the checkout
+    # must not end up in the wheel
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                           capture_output=True, check=True).stdout.decode().split("\0")
+    with tempfile.TemporaryDirectory() as tmp:
+        for f in filter(None, files):
+            if (ROOT / f).is_file():
+                (Path(tmp) / f).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(ROOT / f, Path(tmp) / f)
+        # dependencies once; afterwards only this checkout's package, rebuilt
+        subprocess.run([str(py), "-m", "pip", "install", "-q", *([] if fresh else ["--no-deps", "--force-reinstall"]), tmp],
+                       check=True)
+    return [str(py), "-m", "ls_trajeval", "convert"]
+
+
 def ensure_potato() -> Path | None:
     py = POTATO_VENV / "bin" / "python"
     if py.exists() and subprocess.run([str(py), "-c", "import potato.trace_converter"], capture_output=True).returncode == 0:
@@ -346,10 +378,12 @@ def ensure_potato() -> Path | None:
     return py if r.returncode == 0 else None
 
 
-def measure(cmd: list[str], pythonpath: Optional[Path] = None) -> tuple[float, float, float, int]:
+def measure(cmd: list[str], pythonpath: Optional[Path] = None, cwd: Optional[Path] = None) -> tuple[float, float, float, int]:
     """(wall s, CPU s, peak RSS MiB, exit code) of one run in a fresh process."""
     env = dict(os.environ, PYTHONPATH=str(pythonpath)) if pythonpath else None
-    out = subprocess.run([sys.executable, "-c", WRAP, *cmd], capture_output=True, text=True, env=env)
+    # run from the outputs' folder: ``python -m`` puts the working directory first on sys.path, and a checkout's
+    # own ls_trajeval folder there would shadow the installed package
+    out = subprocess.run([sys.executable, "-c", WRAP, *cmd], capture_output=True, text=True, env=env, cwd=cwd)
     if out.stderr.strip():
         sys.stderr.write(out.stderr[-500:] + "\n")
     dt, cpu, rss_kb, rc = out.stdout.split()
@@ -388,22 +422,22 @@ def prepare(case: Case, work: Path, mb: float) -> tuple[Path, Optional[Path]]:
 
 
 def run_case(case: Case, work: Path, outdir: Path, mb: float, repeat: int, potato: Optional[Path],
-             compare: Optional[Path] = None) -> dict:
+             ours: list[str], compare: Optional[Path] = None) -> dict:
     ours_in, potato_in = prepare(case, work, mb)
     o, po, co = outdir / "ours.jsonl", outdir / "potato.jsonl", outdir / "compare.jsonl"
     ours_runs, potato_runs, compare_runs = [], [], []
     row = {"case": case.row, "mb": size_mb(ours_in), "note": case.note}
     use_potato = potato is not None and case.potato_fmt is not None
     for k in range(repeat):
-        ours_runs.append(measure([*OURS, str(ours_in), "--format", case.ours_fmt, "-o", str(o), "-q"]))
+        ours_runs.append(measure([*ours, str(ours_in), "--format", case.ours_fmt, "-o", str(o), "-q"], cwd=outdir))
         if k == 0:
             row["traces"], row["steps"] = counts(o, "trace")
         if use_potato:
-            potato_runs.append(measure([str(potato), "-m", "potato.trace_converter", "-i", str(potato_in), "-f", case.potato_fmt, "-o", str(po)]))
+            potato_runs.append(measure([str(potato), "-m", "potato.trace_converter", "-i", str(potato_in), "-f", case.potato_fmt, "-o", str(po)], cwd=outdir))
             if k == 0:
                 row["ptraces"], row["psteps"] = counts(po, "conversation")
         if compare:
-            compare_runs.append(measure([*OURS, str(ours_in), "--format", case.ours_fmt, "-o", str(co), "-q"], compare))
+            compare_runs.append(measure([*ours, str(ours_in), "--format", case.ours_fmt, "-o", str(co), "-q"], compare, outdir))
             if k == 0:
                 row["ctraces"] = counts(co, "trace")[0]
     med = lambda runs, i: statistics.median(r[i] for r in runs)  # noqa: E731
@@ -429,6 +463,8 @@ def main() -> None:
     ap.add_argument("--large", action="store_true", help="also convert 1 GB OpenAI Chat and ReAct text JSONL (ours only)")
     ap.add_argument("--large-mb", type=float, default=1000)
     ap.add_argument("--no-potato", action="store_true")
+    ap.add_argument("--editable", action="store_true", help="time this interpreter's (development) install of ours "
+                    "instead of a wheel of this checkout in its own environment")
     ap.add_argument("--compare", type=Path, metavar="DIR", help="also time the version of ours whose ls_trajeval package is in DIR")
     ap.add_argument("--out", type=Path, default=Path(__file__).with_name("README-converters.md"))
     args = ap.parse_args()
@@ -437,11 +473,12 @@ def main() -> None:
     # outputs go to a directory of this run's own: several runs may share the cache (inputs, Potato)
     outdir = Path(tempfile.mkdtemp(prefix="out-", dir=CACHE))
     potato = None if args.no_potato else ensure_potato()
+    ours = install_ours(args.editable)
     # bytecode cached for both tools, as an installed package has it (this environment may disable
     # it, which would make our start-up compile every module on every run); then one warm-up run each
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     os.environ["PYTHONPYCACHEPREFIX"] = str(CACHE / "pycache")
-    subprocess.run([sys.executable, "-m", "ls_trajeval", "formats"], capture_output=True)
+    subprocess.run([ours[0], "-m", "ls_trajeval", "formats"], capture_output=True)
     if potato is not None:
         subprocess.run([str(potato), "-m", "potato.trace_converter", "--list-formats"], capture_output=True)
     only = set(args.only.split(",")) if args.only else None
@@ -449,7 +486,7 @@ def main() -> None:
     for case in CASES:
         if only and case.row.split()[0] not in only:
             continue
-        row = run_case(case, work, outdir, args.mb, args.repeat, potato, args.compare)
+        row = run_case(case, work, outdir, args.mb, args.repeat, potato, ours, args.compare)
         rows.append(row)
         print({k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items() if k != "note"}, flush=True)
     large = []
@@ -460,7 +497,7 @@ def main() -> None:
                 print(f"generating {p.name}...", flush=True)
                 write_cases(p, None, gen, args.large_mb, "jsonl", "jsonl")
             o = outdir / "ours-large.jsonl"
-            dt, cpu, rss, rc = measure([*OURS, str(p), "--format", name, "-o", str(o), "-q"])
+            dt, cpu, rss, rc = measure([*ours, str(p), "--format", name, "-o", str(o), "-q"], cwd=outdir)
             large.append({"format": name, "mb": p.stat().st_size / 1e6, "traces": counts(o, "trace")[0], "t": dt, "cpu": cpu, "rss": rss, "rc": rc})
             o.unlink()
             print(large[-1], flush=True)
@@ -499,7 +536,8 @@ def report(rows, large, args, with_potato: bool) -> None:
         "",
         f"`python benchmarks/bench_converters.py --mb {args.mb:g} --repeat {args.repeat}` on this machine "
         f"({os.cpu_count()} CPUs shared with other work, Python {sys.version.split()[0]}). Potato = `potato-annotation` "
-        f"{POTATO_VERSION} (`python -m potato.trace_converter`), run alternately with ours on the same traces.",
+        f"{POTATO_VERSION} (`python -m potato.trace_converter`), run alternately with ours on the same traces; "
+        + ("ours: the development (editable) install." if args.editable else "ours: a wheel of this checkout, installed like Potato's."),
         "",
         "| case | input MB | traces ours / Potato | steps/trace ours / Potato | ours traces/s | ours MB/s | ours peak RSS MiB "
         "| Potato traces/s | Potato peak RSS MiB | ratio ours/Potato, CPU (wall) | input |"

@@ -11,9 +11,7 @@ level (whole documents and lines, no list splitting) for formats that read a fil
 """
 from __future__ import annotations
 
-import gzip
 import json
-import zipfile
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -45,8 +43,21 @@ def expand_inputs(inputs: list[str | Path]) -> Iterator[Path]:
             yield p
 
 
+#: a zip archive's end record (its signature) sits within this many bytes of the file's end
+_ZIP_TAIL = 22 + 0xFFFF
+
+
 def is_zip(path: Path) -> bool:
+    # zipfile (with shutil, bz2 and lzma) is imported only for a file whose tail holds an end record's signature,
+    # without which zipfile.is_zipfile says no too: most runs convert no archive and skip its start-up cost
     try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, 2)
+            fh.seek(max(0, size - _ZIP_TAIL))
+            if b"PK\x05\x06" not in fh.read():
+                return False
+        import zipfile
+
         return zipfile.is_zipfile(path)
     except OSError:
         return False
@@ -54,6 +65,8 @@ def is_zip(path: Path) -> bool:
 
 @lru_cache(maxsize=64)
 def zip_names(path: Path) -> tuple[str, ...]:
+    import zipfile
+
     try:
         with zipfile.ZipFile(path) as zf:
             return tuple(zf.namelist())
@@ -62,7 +75,11 @@ def zip_names(path: Path) -> tuple[str, ...]:
 
 
 def open_bytes(path: Path):
-    return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
+    if path.suffix == ".gz":
+        import gzip  # here: most inputs are not compressed
+
+        return gzip.open(path, "rb")
+    return open(path, "rb")
 
 
 def read_head(path: Path) -> str:

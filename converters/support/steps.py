@@ -49,7 +49,6 @@ null becomes ``""``); structured values become indented JSON.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from pathlib import Path
@@ -248,6 +247,8 @@ _ID_JSON = json.JSONEncoder(sort_keys=True, default=str)
 
 def stable_id(*parts: Any) -> str:
     """A trace id that is the same on every run for the same source (so re-import is idempotent)."""
+    import hashlib  # here: loading OpenSSL is a tenth of the start-up, and most records carry their own id
+
     return hashlib.sha1(_ID_JSON.encode(parts).encode()).hexdigest()[:16]
 
 

@@ -2,30 +2,57 @@
 
 One module per command family (``studio``: generate, import, layout, export, adjudicate, demo; ``convert``: convert, formats;
 ``analysis``: report, agreement, prm, align; ``ml``: the ML backend), one error handler and one exit-code contract
-(:mod:`.common`). May import everything in ``ls_trajeval``; nothing imports it. Modules behind the commands are
-imported when a command runs, so ``--help`` and ``convert`` start fast.
+(:mod:`.common`). May import everything in ``ls_trajeval``; nothing imports it. A command family's module is imported
+only when one of its commands runs (or help lists them), and the modules behind the commands only when a command
+runs, so ``convert`` starts without the studio, analysis and ML modules.
 """
 from __future__ import annotations
+
+import importlib
 
 import click
 
 from .. import __version__
-from .analysis import agreement_command, align_command, prm_command, report_command
 from .common import Group
-from .convert import convert_command, formats_command
-from .ml import ml_group
-from .studio import adjudicate, demo, export, generate, import_, layout
+
+#: command name -> (module of .cli, attribute): the one list of the CLI's commands
+COMMANDS = {
+    "generate": ("studio", "generate"),
+    "import": ("studio", "import_"),
+    "layout": ("studio", "layout"),
+    "export": ("studio", "export"),
+    "adjudicate": ("studio", "adjudicate"),
+    "demo": ("studio", "demo"),
+    "convert": ("convert", "convert_command"),
+    "formats": ("convert", "formats_command"),
+    "report": ("analysis", "report_command"),
+    "agreement": ("analysis", "agreement_command"),
+    "prm": ("analysis", "prm_command"),
+    "align": ("analysis", "align_command"),
+    "ml": ("ml", "ml_group"),
+}
 
 
-@click.group(cls=Group)
+class _LazyGroup(Group):
+    """Loads a command's module when the command is asked for (click's documented lazy-subcommand pattern)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in self.commands and name in COMMANDS:
+            module, attr = COMMANDS[name]
+            command = getattr(importlib.import_module(f"{__name__}.{module}"), attr)
+            if command.name != name:
+                raise RuntimeError(f"cli.COMMANDS: {module}.{attr} is the command {command.name!r}, not {name!r}")
+            self.add_command(command)
+        return self.commands.get(name)
+
+
+@click.group(cls=_LazyGroup)
 @click.version_option(__version__, prog_name="ls-trajeval")
 def main_group():
     """Per-step error localization for AI agent traces, in Label Studio."""
-
-
-for _command in (generate, import_, layout, export, adjudicate, demo, convert_command, formats_command, report_command,
-                 agreement_command, prm_command, align_command, ml_group):
-    main_group.add_command(_command)
 
 
 def main(argv=None):

@@ -9,7 +9,6 @@ file, line and field, and goes on with the next line.
 """
 from __future__ import annotations
 
-import gzip
 import io
 import json
 from dataclasses import dataclass, field
@@ -224,7 +223,12 @@ def parse_trace(
 def open_text(path: str | Path) -> io.TextIOBase:
     """Open a possibly gzipped text file; undecodable bytes become U+FFFD so a bad line stays one bad line."""
     p = Path(path)
-    raw = gzip.open(p, "rb") if p.suffix == ".gz" else open(p, "rb")
+    if p.suffix == ".gz":
+        import gzip  # here: most inputs are not compressed, and every run's start-up would pay for it
+
+        raw = gzip.open(p, "rb")
+    else:
+        raw = open(p, "rb")
     return io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape", newline="")
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import pickle
 import struct
 from collections import Counter, deque
 from dataclasses import dataclass, field
@@ -297,6 +296,8 @@ _FRAME = struct.Struct("<cQ")
 def _spool(path: str, fmt: str, spool: str) -> str:
     """Convert one file in a worker, writing its items to ``spool``: traces as their JSONL line, errors
     and warnings pickled, each framed by a tag and a length. Returns ``spool``."""
+    import pickle  # here: only runs with worker processes need it (start-up of every other run)
+
     with open(spool, "wb") as out:
         for item in convert_file(path, fmt):
             if isinstance(item, Trace):
@@ -309,6 +310,8 @@ def _spool(path: str, fmt: str, spool: str) -> str:
 
 
 def _unspool(spool: str) -> Iterator[ConvertItem]:
+    import pickle
+
     try:
         with open(spool, "rb") as fh:
             while head := fh.read(_FRAME.size):

@@ -113,6 +113,19 @@ def test_fast_commands_load_neither_the_sdk_nor_the_config_model_nor_pandas(argv
     assert out.stderr.splitlines()[-1] == "0 []", out.stderr
 
 
+def test_convert_with_a_format_loads_only_what_converting_needs(fixtures_dir, tmp_path):
+    """Start-up is a good part of a small conversion: the other command families, the worker machinery, archive
+    and compression modules stay out of a run that converts one plain JSONL file with a named format."""
+    argv = ["convert", str(fixtures_dir / "converters" / "react.jsonl"), "--format", "react", "-o", str(tmp_path / "o.jsonl")]
+    code = ("import sys\nfrom ls_trajeval.cli import main_group\n"
+            f"code = main_group.main({argv!r}, prog_name='ls-trajeval', standalone_mode=False)\n"
+            "unneeded = ['ls_trajeval.cli.studio', 'ls_trajeval.cli.analysis', 'ls_trajeval.cli.ml', 'zipfile', 'gzip',"
+            " 'pickle', 'concurrent.futures', 'ls_trajeval.converters.openai_chat']\n"
+            "print(code, [m for m in unneeded if m in sys.modules], file=sys.stderr)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stderr.splitlines()[-1] == "0 []", out.stderr
+
+
 def test_a_reader_that_goes_away_is_no_error(tmp_path):
     """``ls-trajeval convert ... -o - | head``: the converter stops quietly when head has read enough."""
     big = tmp_path / "big.jsonl"

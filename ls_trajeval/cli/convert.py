@@ -2,6 +2,7 @@
 Jinja2 or the Label Studio SDK, and neither imports them."""
 from __future__ import annotations
 
+import gc
 import sys
 
 import click
@@ -34,14 +35,23 @@ def convert_command(inputs: tuple[str, ...], fmt: str, output: str, quiet: bool,
             warnings.append(item)
 
     stats = ConvertStats()
-    items = convert_inputs(inputs, fmt, stats, jobs=jobs)
-    with writing(output):
-        if output == "-":
-            write_traces(items, sys.stdout, on_problem)
-            sys.stdout.flush()
-        else:
-            with open(output, "w", encoding="utf-8", newline="\n") as fh:
-                write_traces(items, fh, on_problem)
+    # converting makes millions of short-lived dicts and next to no reference cycles, while span formats hold a
+    # file's spans until its end: at the collector's default pace its passes walk those again and again
+    threshold = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 100)
+    try:
+        items = convert_inputs(inputs, fmt, stats, jobs=jobs)
+        with writing(output):
+            if output == "-":
+                write_traces(items, sys.stdout, on_problem)
+                sys.stdout.flush()
+            else:
+                with open(output, "w", encoding="utf-8", newline="\n") as fh:
+                    write_traces(items, fh, on_problem)
+    finally:  # the command may run inside a longer-lived program (tests, an embedding tool)
+        gc.set_threshold(*threshold)
+        gc.unfreeze()
     if not quiet:
         for w in warnings:
             click.echo(f"warning: {w}", err=True)

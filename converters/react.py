@@ -150,20 +150,21 @@ def _structured_steps(rec: dict) -> list:
     for i, st in enumerate(rec["steps"]):
         if st.__class__ is not dict:
             raise BadRecord(f"steps[{i}]", f"expected an object, got {type(st).__name__}")
-        ts = st.get("timestamp")
-        meta = {"step_index": i} if ts is None else {"timestamp": ts, "step_index": i}
-        th = st.get("thought")
+        get = st.get
+        ts = get("timestamp")
+        # a hot path: each step's metadata made for it here, not copied from a shared one
+        th = get("thought")
         if th is not None and th != "":
-            add(step("thought", th, None, dict(meta)))
-        act = st.get("action")
+            add(step("thought", th, None, {"step_index": i} if ts is None else {"timestamp": ts, "step_index": i}))
+        act = get("action")
         if act is not None and act != "":
             tool, given = _action_parts(act, i)
             if "action_input" in st:
                 given = render_args(st["action_input"])
-            add(step("action", tool, given, dict(meta)))
-        obs = st.get("observation")
+            add(step("action", tool, given, {"step_index": i} if ts is None else {"timestamp": ts, "step_index": i}))
+        obs = get("observation")
         if obs is not None:
-            add(step("observation", obs, None, meta))
+            add(step("observation", obs, None, {"step_index": i} if ts is None else {"timestamp": ts, "step_index": i}))
     return steps
 
 

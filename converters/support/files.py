@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator
 
 import orjson
 
-from ls_trajeval.core.trace import TraceError, iter_jsonl, loads_strict, open_text
+from ls_trajeval.core.trace import READ_BUFFER, TraceError, iter_jsonl, loads_strict, open_text
 
 from ..base import Sample
 
@@ -79,7 +79,7 @@ def open_bytes(path: Path):
         import gzip  # here: most inputs are not compressed
 
         return gzip.open(path, "rb")
-    return open(path, "rb")
+    return open(path, "rb", buffering=READ_BUFFER)
 
 
 def read_head(path: Path) -> str:

@@ -47,7 +47,8 @@ def convert_command(inputs: tuple[str, ...], fmt: str, output: str, quiet: bool,
                 write_traces(items, sys.stdout, on_problem)
                 sys.stdout.flush()
             else:
-                with open(output, "w", encoding="utf-8", newline="\n") as fh:
+                # a large buffer: the default 8 KiB makes a system call for every trace or two of a big output
+                with open(output, "w", encoding="utf-8", newline="\n", buffering=1 << 20) as fh:
                     write_traces(items, fh, on_problem)
     finally:  # the command may run inside a longer-lived program (tests, an embedding tool)
         gc.set_threshold(*threshold)

@@ -220,6 +220,10 @@ def parse_trace(
     return Trace(tid, task, steps, metadata, extra)
 
 
+#: bytes read from a file at a time: a line-by-line reader over the default 8 KiB makes a system call every few lines
+READ_BUFFER = 1 << 16
+
+
 def open_text(path: str | Path) -> io.TextIOBase:
     """Open a possibly gzipped text file; undecodable bytes become U+FFFD so a bad line stays one bad line."""
     p = Path(path)
@@ -228,7 +232,7 @@ def open_text(path: str | Path) -> io.TextIOBase:
 
         raw = gzip.open(p, "rb")
     else:
-        raw = open(p, "rb")
+        raw = open(p, "rb", buffering=READ_BUFFER)
     return io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape", newline="")
 
 

@@ -223,7 +223,7 @@ LABELLED = [
 def precision(active) -> dict:
     stats = {a.detector.name: {"tp": 0, "fp": 0, "fn": 0} for a in active}
     for steps in LABELLED:
-        trace = [detectors.Step(t, c, a) for t, c, a, _ in steps]
+        trace = [detectors.Step.of(t, c, a) for t, c, a, _ in steps]
         gold = {i: g for i, (_, _, _, g) in enumerate(steps) if g}
         for a in active:
             name = a.detector.name

@@ -128,7 +128,7 @@ class _Kickoff:
         tid = stable_id(name, self.origin.position)
         return [finish(self.origin, tid, self.task, self.steps,
                        {"started_at": self.times[0] if self.times else None, "ended_at": self.times[-1] if self.times else None,
-                        "task_names": sorted({m["task_name"] for s in self.steps if (m := s.extra.get("metadata", {})).get("task_name")})
+                        "task_names": sorted({m["task_name"] for s in self.steps if (m := s.get("metadata", {})).get("task_name")})
                         or None})]
 
 

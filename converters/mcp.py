@@ -219,7 +219,7 @@ def _finish(sess: _Session, path: Path) -> Trace | None:
         return None
     steps = []
     for e in sess.entries:
-        if len(e) == 1 and e[0].type == "action" and e[0].extra.get("metadata", {}).get("rpc_id") is not None:
+        if len(e) == 1 and e[0].type == "action" and e[0].get("metadata", {}).get("rpc_id") is not None:
             step_metadata(e[0])["no_response"] = True
         steps.extend(e)
     md = {"session_index": sess.index, "first_record": sess.first, **sess.info}

@@ -243,7 +243,7 @@ def message_list_trace(rec: dict, origin: Origin) -> list:
         if k != key and k not in ("task",) and not isinstance(v, list):
             md.setdefault("extra", {})[k] = v
     steps = out.steps()
-    md["agents"] = list(dict.fromkeys(a for s in steps if (a := s.extra.get("metadata", {}).get("agent"))))
+    md["agents"] = list(dict.fromkeys(a for s in steps if (a := s.get("metadata", {}).get("agent"))))
     tid = rec.get("trace_id") or rec.get("id") or rec.get("session_id") or default_id(origin)
     return [finish(origin, str(tid), task, steps, md, key)]
 

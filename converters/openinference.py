@@ -329,7 +329,7 @@ def _build(tid: Any, spans: list, origin: Origin, labels: dict | None = None, ex
         if isinstance(labels.get("errors"), list):
             where: dict = {}
             for i, s in enumerate(steps):
-                sid = s.extra.get("metadata", {}).get("span_id")
+                sid = s.get("metadata", {}).get("span_id")
                 if sid is not None:
                     where.setdefault(str(sid), []).append(i)
             md["error_steps"] = {str(e.get("location")): where.get(str(e.get("location")), [])

@@ -237,7 +237,7 @@ def _list_of(rec: dict) -> str:
 
 def _first_user(steps: list[Step]) -> str | None:
     for s in steps:
-        if s.type == "message" and s.extra.get("metadata", {}).get("role") == "user":
+        if s.type == "message" and s.get("metadata", {}).get("role") == "user":
             return s.content
     return None
 

@@ -126,22 +126,27 @@ def step(type_: str, content: Any, action_input: str | None = None, metadata: di
     """The one way to make a step. ``metadata`` is a dict made for this step (it becomes the step's
     metadata, not a copy): its null values are dropped, so a key appears only where known, and its
     ``timestamp`` goes to the step's top level when it is text or a number."""
+    # a hot path (every step of every converter): the step object is built in its output order, key by key
+    s = Step(type=type_, content=content if content.__class__ is str else text(content))
+    if action_input is not None:
+        s["action_input"] = action_input
     if not metadata:
-        return Step(type_, content if content.__class__ is str else text(content), action_input, {})
-    if None in metadata.values():  # most steps have no null: the dict is rebuilt only when one has (a hot path)
+        return s
+    if None in metadata.values():  # most steps have no null: the dict is rebuilt only when one has
         metadata = {k: v for k, v in metadata.items() if v is not None}
     ts = metadata.get("timestamp")
     if ts is not None and (ts.__class__ is str or ts.__class__ is int or ts.__class__ is float):
         del metadata["timestamp"]
-        extra = {"timestamp": ts, "metadata": metadata} if metadata else {"timestamp": ts}
-    else:  # none, or not a time a reader can show (an object, a boolean): it stays in metadata
-        extra = {"metadata": metadata} if metadata else {}
-    return Step(type_, content if content.__class__ is str else text(content), action_input, extra)
+        s["timestamp"] = ts
+    # else none, or not a time a reader can show (an object, a boolean): it stays in metadata
+    if metadata:
+        s["metadata"] = metadata
+    return s
 
 
 def step_metadata(s: Step) -> dict:
     """A step's metadata object, created when it has none (to add to a step already made)."""
-    return s.extra.setdefault("metadata", {})
+    return s.setdefault("metadata", {})
 
 
 class StepList:
@@ -302,12 +307,12 @@ def convention_problems(trace: Trace) -> list[str]:
                 out.append(f"{where}: action_input is not text")
         elif s.action_input is not None:
             out.append(f"{where}: action_input on a step that is not an action")
-        out += [f"{where}: key {k!r} at the top level" for k in s.extra if k not in STEP_KEYS]
-        ts = s.extra.get("timestamp", "")
+        out += [f"{where}: key {k!r} at the top level" for k in s if k not in STEP_KEYS]
+        ts = s.get("timestamp", "")
         if ts is None or isinstance(ts, bool) or not isinstance(ts, (str, int, float)):
             out.append(f"{where}: timestamp is {ts!r}")
-        if "metadata" in s.extra:
-            m = s.extra["metadata"]
+        if "metadata" in s:
+            m = s["metadata"]
             if not isinstance(m, dict) or not m:
                 out.append(f"{where}: metadata is not a non-empty object")
             else:

@@ -97,7 +97,7 @@ def _kind_for(step: Step) -> str:
 
 
 def _path_of(step: Step) -> str:
-    for holder in (step.extra, step.extra.get("metadata") if isinstance(step.extra.get("metadata"), dict) else {}):
+    for holder in (step, step.get("metadata") if isinstance(step.get("metadata"), dict) else {}):
         for key in ("path", "file_path", "file"):
             value = holder.get(key)
             if isinstance(value, str) and value:
@@ -107,7 +107,7 @@ def _path_of(step: Step) -> str:
 
 def _timestamp(step: Step) -> str:
     for key in ("timestamp", "time", "start_time"):
-        value = step.extra.get(key)
+        value = step.get(key)
         if isinstance(value, (str, int, float)) and not isinstance(value, bool):
             return str(value)
     return ""

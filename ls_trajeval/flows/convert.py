@@ -283,7 +283,7 @@ class SpooledTrace(Trace):
             obj = json.loads(self.json_line)
         steps = []
         for s in obj.pop("trace"):
-            steps.append(Step(s.pop("type"), s.pop("content"), s.pop("action_input", None), s))
+            steps.append(Step.of(s.pop("type"), s.pop("content"), s.pop("action_input", None), s))
         self.trace_id, self.task, self.steps = obj.pop("trace_id"), obj.pop("task"), steps
         self.metadata = obj.pop("metadata", {})
         self.extra = obj

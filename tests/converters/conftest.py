@@ -48,7 +48,7 @@ def types(trace):
 
 def meta(step) -> dict:
     """A step's metadata (where the step convention puts everything but type, content, action_input, timestamp)."""
-    return step.extra.get("metadata", {})
+    return step.get("metadata", {})
 
 
 def roundtrip(trace: Trace) -> dict:

@@ -53,30 +53,30 @@ def _trace(*steps: Step, **meta) -> Trace:
 
 
 def test_a_conforming_trace_has_no_problems():
-    t = _trace(Step("thought", "plan"),
-               Step("action", "search", '{"q": 1}', {"timestamp": "2025-01-01T00:00:00Z", "metadata": {"tool_call_id": "c1"}}),
-               Step("observation", "found", None, {"timestamp": 1746000001000000000, "metadata": {"tool_call_id": "c1"}}))
+    t = _trace(Step.of("thought", "plan"),
+               Step.of("action", "search", '{"q": 1}', {"timestamp": "2025-01-01T00:00:00Z", "metadata": {"tool_call_id": "c1"}}),
+               Step.of("observation", "found", None, {"timestamp": 1746000001000000000, "metadata": {"tool_call_id": "c1"}}))
     assert convention_problems(t) == []
 
 
 @pytest.mark.parametrize("bad,problem", [
-    (Step("observation", "x", None, {"tool_call_id": "c1"}), "key 'tool_call_id' at the top level"),
-    (Step("message", "x", None, {"role": "user"}), "key 'role' at the top level"),
-    (Step("observation", "x", "args"), "action_input on a step that is not an action"),
-    (Step("action", "search", None), "action_input is not text"),
-    (Step("action", "search", {"q": 1}), "action_input is not text"),
-    (Step("thinking", "x"), "unknown type"),
-    (Step("message", None), "content is not text"),
-    (Step("message", "x", None, {"timestamp": None}), "timestamp is None"),
-    (Step("message", "x", None, {"timestamp": {"s": 1}}), "timestamp is {'s': 1}"),
-    (Step("message", "x", None, {"timestamp": True}), "timestamp is True"),
-    (Step("message", "x", None, {"metadata": {}}), "metadata is not a non-empty object"),
-    (Step("message", "x", None, {"metadata": {"agent": None}}), "metadata.agent is null"),
+    (Step.of("observation", "x", None, {"tool_call_id": "c1"}), "key 'tool_call_id' at the top level"),
+    (Step.of("message", "x", None, {"role": "user"}), "key 'role' at the top level"),
+    (Step.of("observation", "x", "args"), "action_input on a step that is not an action"),
+    (Step.of("action", "search", None), "action_input is not text"),
+    (Step.of("action", "search", {"q": 1}), "action_input is not text"),
+    (Step.of("thinking", "x"), "unknown type"),
+    (Step.of("message", None), "content is not text"),
+    (Step.of("message", "x", None, {"timestamp": None}), "timestamp is None"),
+    (Step.of("message", "x", None, {"timestamp": {"s": 1}}), "timestamp is {'s': 1}"),
+    (Step.of("message", "x", None, {"timestamp": True}), "timestamp is True"),
+    (Step.of("message", "x", None, {"metadata": {}}), "metadata is not a non-empty object"),
+    (Step.of("message", "x", None, {"metadata": {"agent": None}}), "metadata.agent is null"),
 ])
 def test_each_rule_is_checked(bad, problem):
-    assert convention_problems(_trace(Step("thought", "ok"), bad)) == [f"step 1 ({bad.type}): {problem}"]
+    assert convention_problems(_trace(Step.of("thought", "ok"), bad)) == [f"step 1 ({bad.type}): {problem}"]
 
 
 def test_trace_provenance_is_checked():
-    t = Trace("t1", "task", [Step("thought", "ok")], {"source_file": "f.json", "model": None})
+    t = Trace("t1", "task", [Step.of("thought", "ok")], {"source_file": "f.json", "model": None})
     assert convention_problems(t) == ["trace metadata.source_format: missing", "trace metadata.model: null"]

@@ -49,7 +49,7 @@ def test_each_kickoff_is_a_trace_with_its_task_and_the_agents_output(path, kicko
         assert [(s.type, meta(s)["role"]) for s in t.steps] == [("message", "task"), ("message", "agent")]
         assert t.steps[1].content == done["output"]
         assert meta(t.steps[1])["agent"] == done["agent"].strip()
-        assert [s.extra["timestamp"] for s in t.steps] == [start["timestamp"], done["timestamp"]]
+        assert [s["timestamp"] for s in t.steps] == [start["timestamp"], done["timestamp"]]
         assert [meta(s)["source_line"] for s in t.steps] == [start["line"], done["line"]]
         assert t.metadata["source_line"] == start["line"]
         assert "action" not in [s.type for s in t.steps]  # the log holds no tool calls

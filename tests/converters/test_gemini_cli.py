@@ -47,7 +47,7 @@ def test_a_session_is_one_trace_with_every_call_followed_by_its_result(path, cal
     for i, s in enumerate(t.steps):
         if s.type == "action":
             c = by_id[meta(s)["tool_call_id"]]
-            assert json.loads(s.action_input) == c["args"] and s.extra["timestamp"] == c["timestamp"]
+            assert json.loads(s.action_input) == c["args"] and s["timestamp"] == c["timestamp"]
             assert t.steps[i + 1].content == c["result"][0]["functionResponse"]["response"]["output"]
     assert types(t).count("thought") == thoughts
     assert [s.content for s in t.steps if s.type == "message" and meta(s)["role"] == "user"] == src["users"]

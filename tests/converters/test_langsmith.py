@@ -40,7 +40,7 @@ def test_a_wrapped_openai_call_is_one_trace_with_the_answer_from_the_patch(path)
     answer = patches[0]["outputs"]["choices"][0]["message"]["content"]
     assert [(s.type, s.content) for s in t.steps] == [("message", answer)]
     assert meta(t.steps[0])["usage"]["total_tokens"] == patches[0]["outputs"]["usage_metadata"]["total_tokens"]
-    assert t.steps[0].extra["timestamp"] == posts[0]["start_time"]  # JS: epoch ms, py: ISO, both as written
+    assert t.steps[0]["timestamp"] == posts[0]["start_time"]  # JS: epoch ms, py: ISO, both as written
     assert meta(t.steps[0])["end_time"] == patches[0]["end_time"]  # the JS patch has no id: matched by dotted_order
     if path == JS:
         assert "id" not in patches[0]

@@ -52,7 +52,7 @@ def test_inspector_wrappers():
     assert types(t) == ["action", "observation", "action", "observation", "action"]
     assert t.steps[1].content == "127.0.0.1 localhost"
     assert (t.steps[2].content, t.steps[3].content) == ("resources/read", "x & y")
-    assert meta(t.steps[0])["direction"] == "outgoing" and t.steps[1].extra["timestamp"] == "2025-09-01T10:00:00.250Z"
+    assert meta(t.steps[0])["direction"] == "outgoing" and t.steps[1]["timestamp"] == "2025-09-01T10:00:00.250Z"
     assert t.trace_id == run(D / "inspector.json", "mcp")[0][0].trace_id
 
 

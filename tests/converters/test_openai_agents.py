@@ -75,7 +75,7 @@ def test_a_run_split_over_two_bodies_the_function_span_is_a_call_followed_by_its
     assert meta(h)["agent"] == "Orchestra Conductor"
     # order by start time, not by export (end) order: the agent span is exported last but comes first
     assert [meta(s)["span_type"] for s in t.steps] == ["agent", "response", "handoff", "response", "function", "function"]
-    starts = [s.extra["timestamp"] for s in t.steps]
+    starts = [s["timestamp"] for s in t.steps]
     assert starts == sorted(starts)
 
 

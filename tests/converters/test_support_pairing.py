@@ -39,7 +39,7 @@ def test_an_unknown_id_stays_in_place_marked_unpaired():
     out.call("k", step("action", "a", ""))
     assert out.result("x", step("observation", "orphan")) is False
     assert _contents(out) == ["a", "orphan"]
-    assert out.steps()[1].extra["metadata"] == {"unpaired": True}
+    assert out.steps()[1]["metadata"] == {"unpaired": True}
 
 
 def test_a_batch_adds_nothing_until_committed_and_pairs_across_records():

@@ -20,7 +20,7 @@ CONFIG = cfg.load(label_configs.path("trajectory_eval"))
 
 
 def S(t, c, a=None):
-    return Step(t, c, a)
+    return Step.of(t, c, a)
 
 
 def hits(det, steps):

@@ -150,9 +150,9 @@ def test_a_trace_handed_in_with_all_steps_empty_is_refused_and_the_rest_imports(
     from ls_trajeval.core.trace import Step, Trace
 
     fake = FakeStudio(label_config="<View/>")
-    hollow = Trace("hollow", "t", [Step("message", ""), Step("action", " ", "")],
+    hollow = Trace("hollow", "t", [Step.of("message", ""), Step.of("action", " ", "")],
                    {"source_file": "logs/a.json", "source_line": 3})
-    good = Trace("good", "t", [Step("message", ""), Step("observation", "done")])
+    good = Trace("good", "t", [Step.of("message", ""), Step.of("observation", "done")])
     errors = []
     summary = import_traces(fake, 7, [hollow, good], CONFIG, progress=False, on_error=errors.append)
     assert (summary.imported, summary.rejected) == (1, 1)

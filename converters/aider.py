@@ -46,11 +46,34 @@ def detect(sample: Sample) -> float:
     return 0.0
 
 
+def _edits(body: str) -> Iterator[re.Match]:
+    """``EDIT.finditer(body)``, found faster: the regular expression is tried only from two lines before each
+    ``<<<<<<< SEARCH`` line (an edit block is that line with at most a file-name line and a fence line before
+    it, neither of which can be such a line), instead of at every position of the reply."""
+    pos = 0
+    while True:
+        p = body.find("<<<<<<< SEARCH", pos)
+        while p > 0 and body[p - 1] != "\n":
+            p = body.find("<<<<<<< SEARCH", p + 1)
+        if p < 0:
+            return
+        start = p
+        for _ in range(2):
+            if start <= pos:
+                break
+            start = body.rfind("\n", 0, start - 1) + 1
+        m = EDIT.search(body, max(start, pos))
+        if m is None:
+            return
+        yield m
+        pos = m.end()
+
+
 def _reply(body: str, out: StepList, n: int, line: int) -> str | None:
     """Steps of one assistant reply; return the call id of its last edit (None when it has none)."""
     last = None
     pos = 0
-    for m in EDIT.finditer(body):
+    for m in _edits(body):
         before = body[pos:m.start()]
         if before.strip():
             out.add(step("message", before.strip("\n"), None, {"role": "assistant", "source_line": line}))
@@ -73,8 +96,17 @@ class _Session:
         self.seen_user = False
 
 
+HEADER = "# aider chat started at"
+# a user or aider-output line with the "\n" before it (a literal first character: the search skips from line
+# end to line end), for the fast reading of a session written with "\n" line ends (see _fast_blocks)
+_MARKED = re.compile(r"\n(?:(####)(?: ([^\n]*))?|(>)(?: ([^\n]*))?)(?=\n|\Z)")
+# whitespace-only lines at the start of a text (str.isspace's whitespace, as the line-by-line reading's strip())
+_BLANK_LINES = re.compile(r"(?:[^\S\n]*\n)*")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _blocks(lines: list[tuple[int, str]]) -> Iterator[tuple[str, int, str]]:
-    """(kind, first line, text) runs: 'user', 'tool' or 'assistant'."""
+    """(kind, first line, text) runs: 'user', 'tool' or 'assistant', line by line (any line ends)."""
     kind, start, buf = None, 0, []
     for n, ln in lines:
         body = ln.rstrip("\r\n")
@@ -95,14 +127,61 @@ def _blocks(lines: list[tuple[int, str]]) -> Iterator[tuple[str, int, str]]:
         yield kind, start, "\n".join(buf)
 
 
+def _fast_blocks(text: str, first: int) -> Iterator[tuple[str, int, str]]:
+    """The runs of :func:`_blocks` for a session's text whose lines all end in "\n" (the last may have none),
+    line ``first`` first: only the user and aider-output lines are visited one by one; the assistant's text
+    between them (most of a session) is sliced whole."""
+    kind, start, buf = None, 0, []
+    pos, line = 0, first  # the text before ``pos`` is handled; ``line`` is the number of the line at ``pos``
+    end = len(text)
+    # searched in the text after a "\n": each match's span then is its line's span in ``text``, minus one
+    for m in _MARKED.finditer("\n" + text):
+        gap_end = m.start()
+        if gap_end > pos:  # assistant lines between the previous marked line and this one
+            if kind == "user" or kind == "tool":  # blank lines after a user or aider block are dropped
+                skip = _BLANK_LINES.match(text, pos, gap_end).end()
+                line += text.count("\n", pos, skip)
+                pos = skip
+            if gap_end > pos:
+                if kind != "assistant":
+                    if kind is not None:
+                        yield kind, start, "\n".join(buf)
+                    kind, start, buf = "assistant", line, []
+                buf.append(text[pos:gap_end - 1])  # its lines, the last one's "\n" off
+                line += text.count("\n", pos, gap_end)
+        k = "user" if m.group(1) else "tool"
+        t = m.group(2) if k == "user" else m.group(4)
+        if k != kind:
+            if kind is not None:
+                yield kind, start, "\n".join(buf)
+            kind, start, buf = k, line, []
+        buf.append(t or "")
+        pos = m.end()  # past the line's "\n" (the match ends before it, one position further in ``text``)
+        line += 1
+    if end > pos:  # assistant lines after the last marked line
+        if kind == "user" or kind == "tool":
+            pos = _BLANK_LINES.match(text, pos, end).end()
+            if pos < end and text[pos:].isspace():  # a last blank line without its "\n"
+                pos = end
+            line = first + text.count("\n", 0, pos)
+        if end > pos:
+            if kind != "assistant":
+                if kind is not None:
+                    yield kind, start, "\n".join(buf)
+                kind, start, buf = "assistant", line, []
+            buf.append(text[pos:end - 1] if text.endswith("\n") else text[pos:end])
+    if kind is not None:
+        yield kind, start, "\n".join(buf)
+
+
 def _finish(path: Path, s: _Session) -> list:
     origin = Origin(NAME, str(path), s.line)
     meta = {"started_at": s.started or None, "session_index": s.index}
     return guarded(origin, lambda: [finish(origin, stable_id(path.name, s.started or s.index), s.task or "", s.out.steps(), meta)])
 
 
-def _session(path: Path, s: _Session, lines: list) -> Iterator:
-    for kind, n, body in _blocks(lines):
+def _session(path: Path, s: _Session, blocks: Iterator[tuple[str, int, str]]) -> Iterator:
+    for kind, n, body in blocks:
         if kind == "user":
             s.pending = None
             if body.startswith("/"):
@@ -130,27 +209,72 @@ def _session(path: Path, s: _Session, lines: list) -> Iterator:
     yield from _finish(path, s)
 
 
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")  # a line as text mode reads it: "\r\n", "\r" or "\n" ends it
+# SESSION with the "\n" before it, found in text with "\n" line ends (a literal start: the search skips ahead fast)
+_HEADER_LINE = re.compile(r"\n# aider chat started at[ \t]*(.*)")
+
+
+def _sessions(path: Path, header: re.Match | None, first: int, text: str, index: int):
+    """The errors and the trace of one session: its heading (None for text before the first one) and its
+    text (whole lines), the first line numbered ``first``; returns whether it made a session (text before the
+    first heading makes none when it is blank). A session with undecodable bytes or a "\r" line end is read
+    line by line (each bad line an error, the rest converted); the usual one is sliced whole."""
+    if "\r" not in text and _SURROGATE.search(text) is None:
+        if header is None and (not text or text.isspace()):
+            return False
+        session = _Session(header.group(1).strip(), first - 1, index) if header else _Session("", 1, index)
+        yield from _session(path, session, _fast_blocks(text, first))
+        return True
+    good = []
+    for n, ln in enumerate(_LINE.findall(text), first):
+        try:
+            ln.encode("utf-8")
+        except UnicodeEncodeError:
+            yield TraceError(str(path), n, None, "invalid UTF-8 (line skipped)")
+            continue
+        good.append((n, ln))
+    if header is None and not any(ln.strip() for _, ln in good):
+        return False
+    session = _Session(header.group(1).strip(), first - 1, index) if header else _Session("", 1, index)
+    yield from _session(path, session, _blocks(good))
+    return True
+
+
 def convert(path: Path) -> Iterator:
+    header: re.Match | None = None  # the current session's heading
+    first, parts, index = 1, [], 0  # its first line's number, its text so far (whole lines), sessions so far
+    n = 1  # the number of the next line read
     with open_text(path) as fh:
-        session = None
-        lines: list = []
-        index = 0
-        for n, ln in enumerate(fh, 1):
-            try:
-                ln.encode("utf-8")
-            except UnicodeEncodeError:
-                yield TraceError(str(path), n, None, "invalid UTF-8 (line skipped)")
-                continue
-            m = SESSION.match(ln.rstrip("\r\n"))
-            if m:
-                if session is not None or any(x.strip() for _, x in lines):
-                    yield from _session(path, session or _Session("", 1, index), lines)
-                    index += 1
-                session, lines = _Session(m.group(1).strip(), n, index), []
-                continue
-            lines.append((n, ln))
-        if session is not None or any(ln.strip() for _, ln in lines):
-            yield from _session(path, session or _Session("", 1, index), lines)
+        # whole lines about a MiB at a time; headings are found by a search over the batch, not line by line
+        while batch := fh.readlines(1 << 20):
+            text = "".join(batch)
+            if "\r" in text:  # a bare "\r" ends a line too: these batches are read line by line
+                spans, at = [], 0
+                for k, ln in enumerate(batch):
+                    if ln.startswith(HEADER) and _SURROGATE.search(ln) is None:
+                        m = SESSION.match(ln.rstrip("\r\n"))
+                        if m:
+                            spans.append((at, k, m))
+                    at += len(ln)
+            else:
+                spans, k, at = [], 0, 0
+                # searched after a "\n": a match's start is its line's start in ``text``
+                for m in _HEADER_LINE.finditer("\n" + text):
+                    if _SURROGATE.search(m.group(0)) is None:  # a line with undecodable bytes is no heading
+                        k += text.count("\n", at, m.start())
+                        at = m.start()
+                        spans.append((m.start(), k, m))
+            prev = 0
+            for start, k, m in spans:
+                parts.append(text[prev:start])
+                if header is not None or any(parts):
+                    index += yield from _sessions(path, header, first, "".join(parts), index)
+                header, first, parts = m, n + k + 1, []
+                prev = start + len(batch[k])
+            parts.append(text[prev:])
+            n += len(batch)
+    if header is not None or any(parts):
+        yield from _sessions(path, header, first, "".join(parts), index)
 
 
 CONVERTER = Converter(

@@ -34,9 +34,10 @@ def detect(sample: Sample) -> float:
     return 0.0
 
 
-def _result_step(res: dict, w: str, rk: int, **meta) -> Any:
-    if not isinstance(res, dict):
-        raise BadRecord(f"{w}observation.results[{rk}]", f"expected an object, got {type(res).__name__}")
+def _result_step(res: dict, i: int, rk: int, tool_name: str | None, step_id: Any) -> Any:
+    """The step of result ``rk`` of step ``i``, ``tool_name`` the call it answers (None when unpaired)."""
+    if res.__class__ is not dict:
+        raise BadRecord(f"steps[{i}].observation.results[{rk}]", f"expected an object, got {type(res).__name__}")
     content = res.get("content")
     refs = res.get("subagent_trajectory_ref")
     if content is None and refs:
@@ -45,9 +46,13 @@ def _result_step(res: dict, w: str, rk: int, **meta) -> Any:
             if isinstance(r, dict):
                 parts.append(f"[subagent {r.get('session_id', '')}: {r.get('trajectory_path', '')}]".replace(": ]", "]"))
         content = "\n".join(parts)
-    extra = {"subagent_trajectory_ref": refs} if refs else {}
-    stype = "error" if res.get("is_error") else "observation"
-    return step(stype, value_text(content), None, {"tool_call_id": call_id(res.get("source_call_id")), **extra, **meta})
+    meta = {"tool_call_id": call_id(res.get("source_call_id"))}
+    if refs:
+        meta["subagent_trajectory_ref"] = refs
+    if tool_name is not None:
+        meta["tool_name"] = tool_name
+    meta["step_id"] = step_id
+    return step("error" if res.get("is_error") else "observation", value_text(content), None, meta)
 
 
 def one(rec: Any, origin: Origin) -> list:
@@ -61,24 +66,26 @@ def one(rec: Any, origin: Origin) -> list:
     task = None
     for i, s in enumerate(steps_raw):
         # a field's location is spelled out only when it is wrong: the usual types are tested first
-        w = f"steps[{i}]."
-        if not isinstance(s, dict):
+        if s.__class__ is not dict:
             raise BadRecord(f"steps[{i}]", "expected a step object")
-        src = s.get("source")
+        get = s.get
+        src = get("source")
         if src.__class__ is not str:
-            src = expect(src, str, f"{w}source")
-        msg = s.get("message")
-        msg = msg if msg.__class__ is str else value_text(expect(msg, (str, list), f"{w}message", optional=True))
-        meta = {"step_id": s.get("step_id"), "source": src, "timestamp": s.get("timestamp")}
+            src = expect(src, str, f"steps[{i}].source")
+        msg = get("message")
+        msg = msg if msg.__class__ is str else value_text(expect(msg, (str, list), f"steps[{i}].message", optional=True))
+        step_id = get("step_id")
+        meta = {"step_id": step_id, "source": src, "timestamp": get("timestamp")}
         if src == "agent":
             meta["agent"] = agent.get("name")
-            meta["model"] = s.get("model_name") or default_model
-        if isinstance(s.get("extra"), dict) and s["extra"]:
-            meta["extra"] = s["extra"]
+            meta["model"] = get("model_name") or default_model
+        extra = get("extra")
+        if extra and extra.__class__ is dict:
+            meta["extra"] = extra
         turn = []
-        calls = s.get("tool_calls")
+        calls = get("tool_calls")
         if calls.__class__ is not list:
-            calls = expect(calls, list, f"{w}tool_calls", optional=True) or []
+            calls = expect(calls, list, f"steps[{i}].tool_calls", optional=True) or []
         if src == "user":
             turn.append(step("message", msg, None, {"role": "user", **meta}))
             if task is None:
@@ -86,45 +93,46 @@ def one(rec: Any, origin: Origin) -> list:
         elif src == "system":
             turn.append(step("system", msg, None, dict(meta)))
         elif src == "agent":
-            reasoning = s.get("reasoning_content")
+            reasoning = get("reasoning_content")
             if reasoning is not None and reasoning.__class__ is not str:
-                expect(reasoning, str, f"{w}reasoning_content")
+                expect(reasoning, str, f"steps[{i}].reasoning_content")
             if reasoning:
                 turn.append(step("thought", reasoning, None, {"reasoning": True, **meta}))
             if msg or not (reasoning or calls):
                 turn.append(step("thought" if calls else "message", msg, None, {"role": "assistant", **meta}))
         else:
             turn.append(step("other", value_text(s), None, dict(meta)))
-        obs = s.get("observation")
+        obs = get("observation")
         if obs.__class__ is not dict:
-            obs = expect(obs, dict, f"{w}observation", optional=True) or {}
+            obs = expect(obs, dict, f"steps[{i}].observation", optional=True) or {}
         results = obs.get("results")
         if results.__class__ is not list:
-            results = expect(results, list, f"{w}observation.results", optional=True) or []
+            results = expect(results, list, f"steps[{i}].observation.results", optional=True) or []
         by_id: dict[str, list[int]] = {}
         for k, r in enumerate(results):
-            if isinstance(r, dict) and r.get("source_call_id") is not None:
+            if r.__class__ is dict and r.get("source_call_id") is not None:
                 by_id.setdefault(str(r["source_call_id"]), []).append(k)
         used = set()
         for k, tc in enumerate(calls):
-            if not isinstance(tc, dict):
-                raise BadRecord(f"{w}tool_calls[{k}]", "expected a tool call object")
+            if tc.__class__ is not dict:
+                raise BadRecord(f"steps[{i}].tool_calls[{k}]", "expected a tool call object")
             fname = tc.get("function_name")
-            if not isinstance(fname, str):
-                raise BadRecord(f"{w}tool_calls[{k}].function_name", "missing" if fname is None else "expected a string")
+            if fname.__class__ is not str:
+                raise BadRecord(f"steps[{i}].tool_calls[{k}].function_name", "missing" if fname is None else "expected a string")
             cid = call_id(tc.get("tool_call_id"))
-            turn.append(step("action", fname, render_args(tc.get("arguments")),
-                             {"tool_call_id": cid, "step_id": s.get("step_id")}))
-            for rk in by_id.get(str(cid), []) if cid is not None else []:
+            turn.append(step("action", fname, render_args(tc.get("arguments")), {"tool_call_id": cid, "step_id": step_id}))
+            if cid is not None and by_id:
+                for rk in by_id.get(cid if cid.__class__ is str else str(cid), ()):
+                    if rk not in used:
+                        used.add(rk)
+                        turn.append(_result_step(results[rk], i, rk, fname, step_id))
+        if len(used) < len(results):
+            for rk, r in enumerate(results):
                 if rk not in used:
-                    used.add(rk)
-                    turn.append(_result_step(results[rk], w, rk, tool_name=fname, step_id=s.get("step_id")))
-        for rk, r in enumerate(results):
-            if rk not in used:
-                turn.append(_result_step(r, w, rk, step_id=s.get("step_id")))
+                    turn.append(_result_step(r, i, rk, None, step_id))
         if not turn:
             turn.append(step("message", msg, None, dict(meta)))
-        metrics = s.get("metrics")
+        metrics = get("metrics")
         if isinstance(metrics, dict) and metrics:
             step_metadata(turn[0])["metrics"] = {k: v for k, v in metrics.items() if k not in ("prompt_token_ids", "completion_token_ids", "logprobs")}
         steps.extend(turn)

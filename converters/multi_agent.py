@@ -181,19 +181,23 @@ def message_list_trace(rec: dict, origin: Origin) -> list:
     task = next((rec[k] for k in ("task", "question", "goal", "query", "input") if isinstance(rec.get(k), str)), None)
     first_user = None
     for i, m in enumerate(rec[key]):
-        w = f"{key}[{i}]"
-        if not isinstance(m, dict):
-            raise BadRecord(w, "expected a message object")
+        # a hot path (once per message): error locations are spelled out only when raised
+        if m.__class__ is not dict:
+            raise BadRecord(f"{key}[{i}]", "expected a message object")
+        get = m.get
         agent = _agent_of(m)
-        role = m.get("role") if isinstance(m.get("role"), str) else ""
-        base = {"agent": agent, "index": i, "timestamp": m.get("timestamp") or m.get("created_at"),
-                "usage": m.get("models_usage") or m.get("usage")}
-        mtype = m.get("type")
-        content = m.get("content")
+        role = get("role")
+        if role.__class__ is not str:
+            role = ""
+        ts = get("timestamp") or get("created_at")
+        usage = get("models_usage") or get("usage")
+        base = {"agent": agent, "index": i, "timestamp": ts, "usage": usage}
+        mtype = get("type")
+        content = get("content")
         if mtype == "ToolCallRequestEvent" and isinstance(content, list):
             for k, c in enumerate(content):
                 if not isinstance(c, dict):
-                    raise BadRecord(f"{w}.content[{k}]", "expected a function call object")
+                    raise BadRecord(f"{key}[{i}].content[{k}]", "expected a function call object")
                 cid = call_id(c.get("id"))
                 out.call(cid, step("action", str(c.get("name", "")), render_args(c.get("arguments")),
                                    {"tool_call_id": cid, **base}))
@@ -201,21 +205,25 @@ def message_list_trace(rec: dict, origin: Origin) -> list:
         if mtype == "ToolCallExecutionEvent" and isinstance(content, list):
             for k, c in enumerate(content):
                 if not isinstance(c, dict):
-                    raise BadRecord(f"{w}.content[{k}]", "expected a function result object")
+                    raise BadRecord(f"{key}[{i}].content[{k}]", "expected a function result object")
                 cid = call_id(c.get("call_id"))
                 out.result(cid, step("error" if c.get("is_error") else "observation", value_text(c.get("content")), None,
                                      {"tool_call_id": cid, "tool_name": c.get("name"), **base}))
             continue
         if content is not None and not isinstance(content, (str, list, dict)):
-            raise BadRecord(f"{w}.content", f"expected a string, got {type(content).__name__}")
+            raise BadRecord(f"{key}[{i}].content", f"expected a string, got {type(content).__name__}")
         if mtype == "ThoughtEvent":
             out.add(step("thought", value_text(content), None, {**base}))
             continue
         stype, meta = _classify(role or (agent or ""), agent if role else None)
-        for k, v in base.items():
-            if v is not None and (k != "agent" or v):
-                meta[k] = v
-        cid = call_id(m.get("tool_call_id"))
+        if agent:
+            meta["agent"] = agent
+        meta["index"] = i
+        if ts is not None:
+            meta["timestamp"] = ts
+        if usage is not None:
+            meta["usage"] = usage
+        cid = call_id(get("tool_call_id"))
         if cid is not None:
             meta["tool_call_id"] = cid
         if mtype:

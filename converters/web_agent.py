@@ -82,14 +82,14 @@ def detect(sample: Sample) -> float:
     return 0.0
 
 
-def _page(o: Any, where: str) -> tuple[str, dict]:
-    """(page text, metadata) for one observation value."""
+def _page(o: Any, where: tuple[str, int, str]) -> tuple[str, dict]:
+    """(page text, metadata) for one observation value; ``where`` (list, index, field) locates it."""
     if o is None:
         return "", {}
-    if isinstance(o, str):
+    if o.__class__ is str:
         return o, {}
     if not isinstance(o, dict):
-        raise BadRecord(where, f"expected an object or text, got {describe(o)}")
+        raise BadRecord("{}[{}].{}".format(*where), f"expected an object or text, got {describe(o)}")
     meta: dict = {}
     src = o
     # WebArena StateInfo: {"observation": {"text", "image"}, "info": {"page": {"url"}}}
@@ -121,7 +121,7 @@ def _page(o: Any, where: str) -> tuple[str, dict]:
     return text, meta
 
 
-def _action(a: Any, where: str) -> tuple[str, str]:
+def _action(a: Any, where: tuple[str, int, str]) -> tuple[str, str]:
     if isinstance(a, str):
         m = _VERB.match(a)
         return (m.group(1) if m else a.strip()[:40]), a
@@ -131,7 +131,7 @@ def _action(a: Any, where: str) -> tuple[str, str]:
         if isinstance(a.get("raw_prediction"), str):
             small.pop("raw_prediction", None)
         return str(at), render_args(small)
-    raise BadRecord(where, f"expected an action string or object, got {describe(a)}")
+    raise BadRecord("{}[{}]{}".format(*where), f"expected an action string or object, got {describe(a)}")
 
 
 def one(rec: Any, origin: Origin) -> list:
@@ -148,13 +148,17 @@ def one(rec: Any, origin: Origin) -> list:
             task = rec[k]
             break
     for i, it in enumerate(items):
-        w = f"{key}[{i}]"
-        if not isinstance(it, dict):
+        # a hot path (once per step): locations are put into words only when an error is raised
+        if it.__class__ is not dict:
             if isinstance(it, str):
-                steps.append(step("action", *_action(it, w), None, {"index": i}))
+                steps.append(step("action", *_action(it, (key, i, "")), {"index": i}))
                 continue
-            raise BadRecord(w, f"expected a step object, got {describe(it)}")
-        base = {"index": i, "step": it.get("step"), "timestamp": it.get("timestamp"), "reward": it.get("reward")}
+            raise BadRecord(f"{key}[{i}]", f"expected a step object, got {describe(it)}")
+        base = {"index": i}  # only what is known: no null for step() to filter out of each of the item's steps
+        for k in ("step", "timestamp", "reward"):
+            v = it.get(k)
+            if v is not None:
+                base[k] = v
         obs = None
         for k in _OBS_KEYS:
             if k in it:
@@ -173,7 +177,7 @@ def one(rec: Any, origin: Origin) -> list:
         if err:
             steps.append(step("error", value_text(err), None, {"about": "previous action", **base}))
         if obs is not None:
-            text, pmeta = _page(obs, w + "." + next((k for k in _OBS_KEYS if k in it), "state"))
+            text, pmeta = _page(obs, (key, i, next((k for k in _OBS_KEYS if k in it), "state")))
             if "url" in it and "url" not in pmeta:
                 pmeta["url"] = it["url"]
             if "screenshot" not in pmeta:
@@ -197,11 +201,11 @@ def one(rec: Any, origin: Origin) -> list:
         if thought:
             steps.append(step("thought", thought, None, {**base}))
         if act is not None and act != "":
-            name, ai_text = _action(act, w + ".action")
+            name, ai_text = _action(act, (key, i, ".action"))
             steps.append(step("action", name, ai_text, {"url": it.get("url") if obs is not None else None, **base}))
         after = it.get("result", it.get("next_obs", it.get("observation_after")))
         if after is not None:
-            text, pmeta = _page(after, w + ".result")
+            text, pmeta = _page(after, (key, i, "result"))
             steps.append(step("observation", text, None, {**pmeta, **base}))
         if obs is None and act is None and after is None and not thought:
             steps.append(step("other", dumps(it), None, {**base}))

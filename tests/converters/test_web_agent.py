@@ -1,3 +1,5 @@
+import json
+
 import pytest
 
 from conftest import FIXTURES, SCARY, auto_name, run, detect, meta, real_logs, roundtrip, types
@@ -54,3 +56,14 @@ def test_detect_fixture(name):
 @pytest.mark.parametrize("path", real_logs(), ids=lambda p: p.name)
 def test_detect_rejects_real_logs_of_other_formats(path):
     assert detect("web_agent", path) == 0
+
+
+def test_an_action_written_as_a_string_item_is_an_action(tmp_path):
+    """A trajectory may hold an action as a bare string between state objects; it once cost the whole record."""
+    p = tmp_path / "t.jsonl"
+    p.write_text(json.dumps({"intent": "buy", "trajectory": [
+        "click [1]", {"state": {"url": "u", "axtree_txt": "page"}, "action": "stop [done]"}]}) + "\n")
+    traces, errors, _ = run(p, "web_agent")
+    assert not errors and len(traces) == 1
+    assert [(s.type, s.content, s.action_input) for s in traces[0].steps] == [
+        ("action", "click", "click [1]"), ("observation", "page", None), ("action", "stop", "stop [done]")]

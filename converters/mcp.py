@@ -256,7 +256,8 @@ def convert(path: Path) -> Iterator:
             yield rec
             continue
         loc = line if idx is None else idx
-        msgs = _unwrap(rec)
+        # a hot path (once per message): the usual record is one bare JSON-RPC message
+        msgs = ((rec, None),) if rec.__class__ is dict and rec.get("jsonrpc") == "2.0" else _unwrap(rec)
         if not msgs:
             sess.entries.append([step("other", dumps(rec), None, {"source_line": line, "source_record": idx})])
             warned += 1
@@ -272,7 +273,7 @@ def convert(path: Path) -> Iterator:
                 sess = _Session(sess.index + 1)
             if sess.first is None:
                 sess.first = loc
-            m = dict(meta)
+            m = {} if meta is None else dict(meta)
             if line is not None:
                 m["source_line"] = line
             if idx is not None:

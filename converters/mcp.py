@@ -251,6 +251,7 @@ def convert(path: Path) -> Iterator:
     source = str(path)
     sess = _Session(0)
     warned = 0
+    origin = Origin(NAME, source)  # one, moved from message to message: it is read only when an error is made
     for line, idx, rec in _records(path):
         if isinstance(rec, TraceError):
             yield rec
@@ -264,7 +265,7 @@ def convert(path: Path) -> Iterator:
             if sess.first is None:
                 sess.first = loc
             continue
-        origin = Origin(NAME, source, line, idx)
+        origin.line, origin.index = line, idx
         for k, (msg, meta) in enumerate(msgs):
             if msg.get("method") == "initialize" and msg.get("id") is not None and sess.entries:
                 done = _finish(sess, path)

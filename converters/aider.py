@@ -131,45 +131,43 @@ def _fast_blocks(text: str, first: int) -> Iterator[tuple[str, int, str]]:
     """The runs of :func:`_blocks` for a session's text whose lines all end in "\n" (the last may have none),
     line ``first`` first: only the user and aider-output lines are visited one by one; the assistant's text
     between them (most of a session) is sliced whole."""
-    kind, start, buf = None, 0, []
+    kind, start, buf = None, 0, []  # the user or aider-output run being gathered
     pos, line = 0, first  # the text before ``pos`` is handled; ``line`` is the number of the line at ``pos``
     end = len(text)
     # searched in the text after a "\n": each match's span then is its line's span in ``text``, minus one
     for m in _MARKED.finditer("\n" + text):
         gap_end = m.start()
-        if gap_end > pos:  # assistant lines between the previous marked line and this one
-            if kind == "user" or kind == "tool":  # blank lines after a user or aider block are dropped
+        if gap_end > pos:  # assistant lines between the previous marked line and this one: a run of their own
+            if kind is not None:  # blank lines after a user or aider block are dropped
                 skip = _BLANK_LINES.match(text, pos, gap_end).end()
                 line += text.count("\n", pos, skip)
                 pos = skip
             if gap_end > pos:
-                if kind != "assistant":
-                    if kind is not None:
-                        yield kind, start, "\n".join(buf)
-                    kind, start, buf = "assistant", line, []
-                buf.append(text[pos:gap_end - 1])  # its lines, the last one's "\n" off
+                if kind is not None:
+                    yield kind, start, "\n".join(buf)
+                    kind = None
+                yield "assistant", line, text[pos:gap_end - 1]  # its lines, the last one's "\n" off
                 line += text.count("\n", pos, gap_end)
-        k = "user" if m.group(1) else "tool"
-        t = m.group(2) if k == "user" else m.group(4)
+        user, user_text, _, tool_text = m.groups()
+        k = "user" if user else "tool"
         if k != kind:
             if kind is not None:
                 yield kind, start, "\n".join(buf)
             kind, start, buf = k, line, []
-        buf.append(t or "")
+        buf.append((user_text if user else tool_text) or "")
         pos = m.end()  # past the line's "\n" (the match ends before it, one position further in ``text``)
         line += 1
     if end > pos:  # assistant lines after the last marked line
-        if kind == "user" or kind == "tool":
+        if kind is not None:
             pos = _BLANK_LINES.match(text, pos, end).end()
             if pos < end and text[pos:].isspace():  # a last blank line without its "\n"
                 pos = end
             line = first + text.count("\n", 0, pos)
         if end > pos:
-            if kind != "assistant":
-                if kind is not None:
-                    yield kind, start, "\n".join(buf)
-                kind, start, buf = "assistant", line, []
-            buf.append(text[pos:end - 1] if text.endswith("\n") else text[pos:end])
+            if kind is not None:
+                yield kind, start, "\n".join(buf)
+                kind = None
+            yield "assistant", line, text[pos:end - 1] if text.endswith("\n") else text[pos:end]
     if kind is not None:
         yield kind, start, "\n".join(buf)
 

@@ -159,10 +159,10 @@ def one(rec: Any, origin: Origin) -> list:
             v = it.get(k)
             if v is not None:
                 base[k] = v
-        obs = None
+        obs, obs_key = None, "state"
         for k in _OBS_KEYS:
             if k in it:
-                obs = it[k]
+                obs, obs_key = it[k], k
                 break
         # WebArena's alternating list: a StateInfo item {observation, info} with no action
         is_state_only = "action" not in it and "action_type" not in it
@@ -177,7 +177,7 @@ def one(rec: Any, origin: Origin) -> list:
         if err:
             steps.append(step("error", value_text(err), None, {"about": "previous action", **base}))
         if obs is not None:
-            text, pmeta = _page(obs, (key, i, next((k for k in _OBS_KEYS if k in it), "state")))
+            text, pmeta = _page(obs, (key, i, obs_key))
             if "url" in it and "url" not in pmeta:
                 pmeta["url"] = it["url"]
             if "screenshot" not in pmeta:

@@ -75,10 +75,17 @@ def one(rec: Any, origin: Origin) -> list:
         msg = get("message")
         msg = msg if msg.__class__ is str else value_text(expect(msg, (str, list), f"steps[{i}].message", optional=True))
         step_id = get("step_id")
-        meta = {"step_id": step_id, "source": src, "timestamp": get("timestamp")}
+        # only known values: no null for step() to filter out of each of the step's steps
+        meta = {"source": src} if step_id is None else {"step_id": step_id, "source": src}
+        ts = get("timestamp")
+        if ts is not None:
+            meta["timestamp"] = ts
         if src == "agent":
-            meta["agent"] = agent.get("name")
-            meta["model"] = get("model_name") or default_model
+            name, model = agent.get("name"), get("model_name") or default_model
+            if name is not None:
+                meta["agent"] = name
+            if model is not None:
+                meta["model"] = model
         extra = get("extra")
         if extra and extra.__class__ is dict:
             meta["extra"] = extra

@@ -22,7 +22,7 @@ from .support.chat import task_from_input, unwrap_message, value_text
 from .support.errors import BadRecord, each_record, expect
 from .support.files import Origin, maybe_json, sample_objects
 from .support.steps import default_id, dumps, finish, step
-from .support.times import time_key
+from .support.times import time_keys
 from .support.trees import ToolEvent, assemble, llm_event_from_messages, tree_order
 
 NAME = "langfuse"
@@ -91,7 +91,7 @@ def one(rec: Any, origin: Origin) -> list:
         if p is not None:
             has_kids.add(p)
     ordered = tree_order(obs, lambda o: o.get("id"), lambda o: o.get("parentObservationId"),
-                         lambda o: time_key(o.get("startTime")))
+                         keys=time_keys([o.get("startTime") for o in obs]))
     events: list = []
     pending_errs: list[tuple[int, Any]] = []  # (depth, step) of failing containers, emitted after their subtree
     for o, depth in ordered:

@@ -26,17 +26,19 @@ def tree_order(
     nodes: list,
     get_id: Callable[[Any], Any],
     get_parent: Callable[[Any], Any],
-    sort_key: Callable[[Any], Any],
+    sort_key: Callable[[Any], Any] | None = None,
+    *,
+    keys: list | None = None,
 ) -> list[tuple[Any, int]]:
-    """(node, depth) in depth-first order, siblings by sort_key then input order.
+    """(node, depth) in depth-first order, siblings by sort key then input order.
 
-    A node whose parent is absent is a root; nodes caught in a parent cycle are appended as roots
-    so none is lost.
+    The sort keys come from ``sort_key`` (called once per node) or ready in ``keys`` (one per node, as
+    :func:`.times.time_keys` makes them); None sorts last. A node whose parent is absent is a root;
+    nodes caught in a parent cycle are appended as roots so none is lost.
     """
-    keys = []  # each node's sort key once (it is a timestamp parse), not once per sort
-    for i, n in enumerate(nodes):
-        k = sort_key(n)
-        keys.append((k is None, k if k is not None else 0, i))
+    if keys is None:  # each node's sort key once (it is a timestamp parse), not once per sort
+        keys = [sort_key(n) for n in nodes]
+    keys = [(k is None, k if k is not None else 0, i) for i, k in enumerate(keys)]
     key = keys.__getitem__
     parents = [get_parent(n) for n in nodes]
     children: dict[int, list[int]] = {}

@@ -74,6 +74,11 @@ def _messages(v: Any) -> list:
     return [{"role": "assistant", "content": value_text(v)}]
 
 
+#: (metadata key, observation key) of the step metadata, in their order
+_META_KEYS = (("timestamp", "startTime"), ("end_time", "endTime"))
+_META_KEYS_AFTER_LEVEL = (("status_message", "statusMessage"), ("model", "model"))
+
+
 def one(rec: Any, origin: Origin) -> list:
     if not isinstance(rec, dict):
         raise BadRecord(None, "expected a Langfuse trace object")
@@ -97,16 +102,31 @@ def one(rec: Any, origin: Origin) -> list:
     for o, depth in ordered:
         while pending_errs and pending_errs[-1][0] >= depth:
             events.append(pending_errs.pop()[1])
-        t = (o.get("type") or "SPAN").upper()
-        level = o.get("level")
-        meta = {"observation_id": o.get("id"), "observation_type": t, "name": o.get("name"), "depth": depth,
-                "timestamp": o.get("startTime"), "end_time": o.get("endTime"), "level": level if level not in (None, "DEFAULT") else None,
-                "status_message": o.get("statusMessage"), "model": o.get("model")}
-        usage = o.get("usageDetails") or o.get("usage")
+        get = o.get
+        t = (get("type") or "SPAN").upper()
+        level = get("level")
+        oid = get("id")
+        # a hot path: the metadata is built without its nulls (every step drops them), not rebuilt to drop them
+        meta = {"observation_id": oid, "observation_type": t} if oid is not None else {"observation_type": t}
+        v = get("name")
+        if v is not None:
+            meta["name"] = v
+        meta["depth"] = depth
+        for k, src in _META_KEYS:
+            v = get(src)
+            if v is not None:
+                meta[k] = v
+        if level is not None and level != "DEFAULT":
+            meta["level"] = level
+        for k, src in _META_KEYS_AFTER_LEVEL:
+            v = get(src)
+            if v is not None:
+                meta[k] = v
+        usage = get("usageDetails") or get("usage")
         if usage:
             meta["usage"] = usage
         is_err = level == "ERROR"
-        leaf = o.get("id") not in has_kids
+        leaf = oid not in has_kids
         if t == "GENERATION":
             if is_err and o.get("output") is None:
                 events.append(step("error", value_text(o.get("statusMessage")), None, dict(meta)))

@@ -43,6 +43,9 @@ def detect(sample: Sample) -> float:
     return 0.0
 
 
+_ID_KEYS = ("id", "parent_run_id", "trace_id")
+
+
 def _flatten(run: dict, where: str, out: list, parent: Any = None) -> None:
     if not isinstance(run, dict):
         raise BadRecord(where, f"expected a run object, got {describe(run)}")
@@ -52,16 +55,21 @@ def _flatten(run: dict, where: str, out: list, parent: Any = None) -> None:
     kids = run.get("child_runs")
     if kids is not None and not isinstance(kids, list):
         raise BadRecord(f"{where}.child_runs", f"expected a list, got {describe(kids)}")
-    for k in ("id", "parent_run_id", "trace_id"):
-        tree_id(run.get(k), f"{where}.{k}")
-    node = {k: v for k, v in run.items() if k != "child_runs"}
+    for k in _ID_KEYS:
+        v = run.get(k)
+        if v is not None and v.__class__ is not str:  # a hot path: the location is built only to check an unusual id
+            tree_id(v, f"{where}.{k}")
+    node = dict(run)
+    node.pop("child_runs", None)
     if parent is not None and node.get("parent_run_id") is None:
         node["parent_run_id"] = parent
     if node.get("id") is None:
         node["id"] = f"{where}"
     out.append(node)
-    for i, c in enumerate(kids or []):
-        _flatten(c, f"{where}.child_runs[{i}]", out, node["id"])
+    if kids:
+        nid = node["id"]
+        for i, c in enumerate(kids):
+            _flatten(c, f"{where}.child_runs[{i}]", out, nid)
 
 
 def _order_key(r: dict):
@@ -176,8 +184,20 @@ def runs_trace(runs: list, origin: Origin) -> Trace:
             return False
         seen.add(r["id"])
         rt = r["run_type"]
-        meta = {"run_id": str(r["id"]), "run_name": r.get("name"), "run_type": rt, "depth": depth,
-                "timestamp": r.get("start_time"), "end_time": r.get("end_time")}
+        # a hot path: the metadata is built without its nulls (every step drops them), not rebuilt to drop them
+        meta = {"run_id": str(r["id"])}
+        get = r.get
+        v = get("name")
+        if v is not None:
+            meta["run_name"] = v
+        meta["run_type"] = rt
+        meta["depth"] = depth
+        v = get("start_time")
+        if v is not None:
+            meta["timestamp"] = v
+        v = get("end_time")
+        if v is not None:
+            meta["end_time"] = v
         if agent:
             meta["agent"] = agent
         err = r.get("error")
@@ -187,8 +207,12 @@ def runs_trace(runs: list, origin: Origin) -> Trace:
             extra = r.get("extra") if isinstance(r.get("extra"), dict) else {}
             ip = extra.get("invocation_params") if isinstance(extra.get("invocation_params"), dict) else {}
             md = extra.get("metadata") if isinstance(extra.get("metadata"), dict) else {}
-            meta["model"] = ip.get("model") or ip.get("model_name") or md.get("ls_model_name")
-            meta["usage"] = _tokens(r, r.get("outputs"))
+            v = ip.get("model") or ip.get("model_name") or md.get("ls_model_name")
+            if v is not None:
+                meta["model"] = v
+            v = _tokens(r, r.get("outputs"))
+            if v is not None:
+                meta["usage"] = v
             ev = llm_event_from_messages(_llm_outputs(r.get("outputs")), _llm_inputs(r.get("inputs")), **meta)
             if err:
                 events.append(step("error", value_text(err), None, dict(meta)))

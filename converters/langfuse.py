@@ -127,22 +127,20 @@ def one(rec: Any, origin: Origin) -> list:
             meta["usage"] = usage
         is_err = level == "ERROR"
         leaf = oid not in has_kids
+        out = get("output")
         if t == "GENERATION":
-            if is_err and o.get("output") is None:
-                events.append(step("error", value_text(o.get("statusMessage")), None, dict(meta)))
-            else:
-                ev = llm_event_from_messages(_messages(o.get("output")), _messages(o.get("input")), **meta)
-                events.append(ev)
-                if is_err:
-                    events.append(step("error", value_text(o.get("statusMessage")), None, dict(meta)))
-        elif t in ("TOOL", "RETRIEVER") or (t == "SPAN" and leaf and o.get("output") is not None):
-            out = o.get("output")
             if is_err and out is None:
-                out = o.get("statusMessage")
-            cid = None
-            md = o.get("metadata") if isinstance(o.get("metadata"), dict) else {}
-            cid = md.get("tool_call_id") or md.get("toolCallId")
-            events.append(ToolEvent(str(o.get("name") or t.lower()), o.get("input"), out, is_error=is_err,
+                events.append(step("error", value_text(get("statusMessage")), None, dict(meta)))
+            else:
+                events.append(llm_event_from_messages(_messages(out), _messages(get("input")), **meta))
+                if is_err:
+                    events.append(step("error", value_text(get("statusMessage")), None, dict(meta)))
+        elif t == "TOOL" or t == "RETRIEVER" or (t == "SPAN" and leaf and out is not None):
+            if is_err and out is None:
+                out = get("statusMessage")
+            md = get("metadata")
+            cid = (md.get("tool_call_id") or md.get("toolCallId")) if isinstance(md, dict) else None
+            events.append(ToolEvent(str(get("name") or t.lower()), get("input"), out, is_error=is_err,
                                     call_id=str(cid) if cid else None, meta=meta))
         elif t == "EVENT" or leaf:
             body = {k: o[k] for k in ("input", "output", "metadata") if o.get(k) is not None}

@@ -458,7 +458,9 @@ def llm_event_from_messages(out_msgs: list, in_msgs: list | None = None, **meta:
         if m is None:
             texts.append(content_text(raw))
             continue
-        role = norm_role(m.get("role"))
+        role = m.get("role")
+        if role != "assistant":  # a hot path: the usual spelling needs no normalising
+            role = norm_role(role)
         if role and role != "assistant":
             ev.extra_steps.extend(message_steps(m))
             continue
@@ -474,7 +476,8 @@ def llm_event_from_messages(out_msgs: list, in_msgs: list | None = None, **meta:
         m = read_message(raw)
         if m is None:
             continue
-        if norm_role(m.get("role")) == "tool" and m.get("tool_call_id"):
+        role = m.get("role")
+        if role != "user" and role != "system" and norm_role(role) == "tool" and m.get("tool_call_id"):
             ev.input_results[str(m["tool_call_id"])] = (content_text(m.get("content")), False)
         if m.get("content").__class__ is str and "parts" not in m:  # plain text: no tool results in it
             continue

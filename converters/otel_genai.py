@@ -162,11 +162,29 @@ def trace_steps(spans: list) -> tuple[list, str | None, dict, dict]:
             agents.pop()
         a = sp["attrs"]
         op = a.get("gen_ai.operation.name")
-        meta = {"span_id": sp["span_id"], "span_name": sp["name"], "depth": depth, "timestamp": sp["start_raw"],
-                "agent": agents[-1][1] if agents else None, "model": a.get("gen_ai.response.model") or a.get("gen_ai.request.model"),
-                "provider": a.get("gen_ai.provider.name") or a.get("gen_ai.system"), "usage": _usage(a),
-                "status": "ERROR" if sp["status_code"] == "ERROR" else None}
-        failed = sp["status_code"] == "ERROR" or a.get("error.type") is not None
+        # a hot path: the metadata is built without its nulls (every step drops them), not rebuilt to drop them
+        meta = {} if sp["span_id"] is None else {"span_id": sp["span_id"]}
+        if sp["name"] is not None:
+            meta["span_name"] = sp["name"]
+        meta["depth"] = depth
+        if sp["start_raw"] is not None:
+            meta["timestamp"] = sp["start_raw"]
+        if agents:
+            meta["agent"] = agents[-1][1]
+        v = a.get("gen_ai.response.model") or a.get("gen_ai.request.model")
+        if v is not None:
+            meta["model"] = v
+        v = a.get("gen_ai.provider.name") or a.get("gen_ai.system")
+        if v is not None:
+            meta["provider"] = v
+        usage = _usage(a)
+        if usage is not None:
+            meta["usage"] = usage
+        failed = sp["status_code"] == "ERROR"
+        if failed:
+            meta["status"] = "ERROR"
+        else:
+            failed = a.get("error.type") is not None
         if not _is_genai(sp):
             skipped += 1
             if failed:
@@ -190,13 +208,16 @@ def trace_steps(spans: list) -> tuple[list, str | None, dict, dict]:
                 out = _error_text(sp)
             events.append(ToolEvent(str(a.get("gen_ai.tool.name") or sp["name"] or "tool"), a.get("gen_ai.tool.call.arguments"),
                                     out, is_error=failed, call_id=str(a["gen_ai.tool.call.id"]) if a.get("gen_ai.tool.call.id") else None,
-                                    meta={k: v for k, v in meta.items() if k != "usage"}, has_output=has_out or failed))
+                                    meta={k: v for k, v in meta.items() if k != "usage"} if usage is not None else meta,
+                                    has_output=has_out or failed))
             continue
         ins, outs = model_messages(sp)
         if op in _CHAT_OPS or op is None or outs or ins:
             if task is None and ins:
                 task = task_from_input(ins)
-            meta["finish_reasons"] = a.get("gen_ai.response.finish_reasons")
+            v = a.get("gen_ai.response.finish_reasons")
+            if v is not None:
+                meta["finish_reasons"] = v
             if outs:
                 events.append(llm_event_from_messages(outs, ins, **meta))
             if failed:

@@ -188,10 +188,11 @@ def otlp_spans(req: Any, where: str = "", first: int = 0) -> list[dict]:
                     if isinstance(ev, dict):
                         events.append({"name": ev.get("name"),
                                        "attrs": otlp_attrs(ev.get("attributes"), spw, f".events[{e_i}].attributes")})
+                start = sp.get("startTimeUnixNano")
                 out.append({
                     "trace_id": sp.get("traceId"), "span_id": sp.get("spanId"), "parent_id": sp.get("parentSpanId") or None,
-                    "name": sp.get("name"), "start": time_key(sp.get("startTimeUnixNano")),
-                    "start_raw": sp.get("startTimeUnixNano"), "attrs": otlp_attrs(sp.get("attributes"), spw, ".attributes"),
+                    "name": sp.get("name"), "start": time_key(start),
+                    "start_raw": start, "attrs": otlp_attrs(sp.get("attributes"), spw, ".attributes"),
                     "events": events, "status_code": code, "status_message": msg, "service": res.get("service.name"),
                 })
     return out

@@ -64,3 +64,11 @@ def test_random_shapes_order_as_their_times():
             times.append(times[0][:19] + "Z")
         truth = [_true_ns(t) for t in times]
         assert _order(time_keys(times)) == _order(truth), times
+
+
+def test_digit_strings_scale_by_their_size():
+    from ls_trajeval.converters.support.times import time_key
+    assert time_key("1700000000000001500") == 1_700_000_000_000_001_500  # OTLP nanoseconds, kept
+    assert time_key("100000000000000000") == 10**17 * 1000  # exactly 10**17 is not past it: microseconds
+    assert time_key("0000000000000000001") == 10**9  # 1 written with leading zeros: seconds
+    assert time_key("1700000000") == 1_700_000_000 * 10**9

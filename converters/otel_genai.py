@@ -123,19 +123,22 @@ def model_messages(sp: dict) -> tuple[list, list]:
     return ins, outs
 
 
-_USAGE = (("input_tokens", ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens")),
-          ("output_tokens", ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens")))
+_USAGE = (("input_tokens", "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"),
+          ("output_tokens", "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"))
 
 
 def _usage(a: dict) -> dict | None:
-    u = {}
-    for k, names in _USAGE:
-        for n in names:
-            v = a.get(n)
-            if isinstance(v, (int, float)):
-                u[k] = v
-                break
-    return u or None
+    u = None
+    for k, current, older in _USAGE:
+        v = a.get(current)
+        if not isinstance(v, (int, float)):
+            v = a.get(older)
+            if not isinstance(v, (int, float)):
+                continue
+        if u is None:
+            u = {}
+        u[k] = v
+    return u
 
 
 def _error_text(sp: dict) -> str:
@@ -151,7 +154,7 @@ def _error_text(sp: dict) -> str:
 
 def trace_steps(spans: list) -> tuple[list, str | None, dict, dict]:
     """Steps, task and span counts of one trace, and its root span (the tree is ordered once for both)."""
-    ordered = tree_order(spans, lambda s: s["span_id"], lambda s: s["parent_id"], lambda s: s["start"])
+    ordered = tree_order(spans, lambda s: s["span_id"], lambda s: s["parent_id"], keys=[s["start"] for s in spans])
     events: list = []
     skipped = 0
     agents: list[tuple[int, str]] = []  # (depth, agent name) stack

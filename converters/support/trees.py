@@ -179,18 +179,23 @@ def otlp_spans(req: Any, where: str = "", first: int = 0) -> list[dict]:
                 spw = f"{sw}.spans[{k}]"
                 if not isinstance(sp, dict):
                     raise BadRecord(spw, f"expected a span object, got {describe(sp)}")
-                for idk in ("traceId", "spanId", "parentSpanId"):  # ids group and link spans: an object cannot
-                    if isinstance(sp.get(idk), (dict, list)):
-                        raise BadRecord(f"{spw}.{idk}", f"expected a string, got {describe(sp[idk])}")
-                code, msg = _status(sp.get("status"))
+                tid, sid, pid = sp.get("traceId"), sp.get("spanId"), sp.get("parentSpanId")
+                if tid.__class__ is not str or sid.__class__ is not str or pid.__class__ is not str:  # rare: check them
+                    for idk in ("traceId", "spanId", "parentSpanId"):  # ids group and link spans: an object cannot
+                        if isinstance(sp.get(idk), (dict, list)):
+                            raise BadRecord(f"{spw}.{idk}", f"expected a string, got {describe(sp[idk])}")
+                st = sp.get("status")
+                code, msg = ("UNSET", None) if st is None else _status(st)
                 events = []
-                for e_i, ev in enumerate(sp.get("events") or []):
-                    if isinstance(ev, dict):
-                        events.append({"name": ev.get("name"),
-                                       "attrs": otlp_attrs(ev.get("attributes"), spw, f".events[{e_i}].attributes")})
+                evs = sp.get("events")
+                if evs:
+                    for e_i, ev in enumerate(evs):
+                        if isinstance(ev, dict):
+                            events.append({"name": ev.get("name"),
+                                           "attrs": otlp_attrs(ev.get("attributes"), spw, f".events[{e_i}].attributes")})
                 start = sp.get("startTimeUnixNano")
                 out.append({
-                    "trace_id": sp.get("traceId"), "span_id": sp.get("spanId"), "parent_id": sp.get("parentSpanId") or None,
+                    "trace_id": tid, "span_id": sid, "parent_id": pid or None,
                     "name": sp.get("name"), "start": time_key(start),
                     "start_raw": start, "attrs": otlp_attrs(sp.get("attributes"), spw, ".attributes"),
                     "events": events, "status_code": code, "status_message": msg, "service": res.get("service.name"),

@@ -38,24 +38,29 @@ def tree_order(
     """
     if keys is None:  # each node's sort key once (it is a timestamp parse), not once per sort
         keys = [sort_key(n) for n in nodes]
-    keys = [(k is None, k if k is not None else 0, i) for i, k in enumerate(keys)]
-    key = keys.__getitem__
+    # a hot path: one stable sort of every node; children gathered in that order come out sorted, with no
+    # sort per parent (ties keep input order, as the index in the key did)
+    if None in keys:
+        keys = [(k is None, k if k is not None else 0) for k in keys]
+    order = sorted(range(len(nodes)), key=keys.__getitem__)
     parents = [get_parent(n) for n in nodes]
+    if parents.count(None) == len(parents):  # a flat list, the usual export: no ids to look up
+        return [(nodes[i], 0) for i in order]
+    ids = {}
+    for i, n in enumerate(nodes):
+        nid = get_id(n)
+        if nid is not None and nid not in ids:
+            ids[nid] = i
     children: dict[int, list[int]] = {}
     roots = []
-    if parents.count(None) < len(parents):  # else a flat list, the usual export: no ids to look up
-        ids = {}
-        for i, n in enumerate(nodes):
-            nid = get_id(n)
-            if nid is not None and nid not in ids:
-                ids[nid] = i
-        for i, pid in enumerate(parents):
-            if pid is not None and pid in ids and ids[pid] != i:
-                children.setdefault(ids[pid], []).append(i)
-            else:
-                roots.append(i)
-    if not children:  # a flat list: one sort
-        return [(nodes[i], 0) for i in sorted(range(len(nodes)), key=key)]
+    for i in order:
+        pid = parents[i]
+        if pid is not None and pid in ids and ids[pid] != i:
+            children.setdefault(ids[pid], []).append(i)
+        else:
+            roots.append(i)
+    if not children:
+        return [(nodes[i], 0) for i in order]
 
     out: list[tuple[Any, int]] = []
     seen = set()
@@ -70,11 +75,11 @@ def tree_order(
             out.append((nodes[i], d))
             kids = children.get(i)
             if kids:
-                kids = sorted(kids, key=key)
+                d += 1
                 for k in reversed(kids):
-                    stack.append((k, d + 1))
+                    stack.append((k, d))
 
-    for r in sorted(roots, key=key):
+    for r in roots:
         walk(r)
     for i in range(len(nodes)):
         if i not in seen:

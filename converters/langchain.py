@@ -180,12 +180,13 @@ def runs_trace(runs: list, origin: Origin) -> Trace:
 
     def walk(r: dict, depth: int, agent: str | None) -> bool:
         """Emit r's subtree; True when something in it already reported a failure."""
-        if r["id"] in seen:
+        rid = r["id"]
+        if rid in seen:
             return False
-        seen.add(r["id"])
+        seen.add(rid)
         rt = r["run_type"]
         # a hot path: the metadata is built without its nulls (every step drops them), not rebuilt to drop them
-        meta = {"run_id": str(r["id"])}
+        meta = {"run_id": str(rid)}
         get = r.get
         v = get("name")
         if v is not None:
@@ -200,33 +201,43 @@ def runs_trace(runs: list, origin: Origin) -> Trace:
             meta["end_time"] = v
         if agent:
             meta["agent"] = agent
-        err = r.get("error")
-        kids = sorted(children.get(r["id"], []), key=key)
+        err = get("error")
+        kids = children.get(rid, ())
+        if len(kids) > 1:
+            kids = sorted(kids, key=key)
         failed = False
-        if rt in ("llm", "chat_model"):
-            extra = r.get("extra") if isinstance(r.get("extra"), dict) else {}
-            ip = extra.get("invocation_params") if isinstance(extra.get("invocation_params"), dict) else {}
-            md = extra.get("metadata") if isinstance(extra.get("metadata"), dict) else {}
+        if rt == "llm" or rt == "chat_model":
+            outputs = get("outputs")
+            extra = get("extra")
+            if not isinstance(extra, dict):
+                extra = {}
+            ip = extra.get("invocation_params")
+            if not isinstance(ip, dict):
+                ip = {}
+            md = extra.get("metadata")
+            if not isinstance(md, dict):
+                md = {}
             v = ip.get("model") or ip.get("model_name") or md.get("ls_model_name")
             if v is not None:
                 meta["model"] = v
-            v = _tokens(r, r.get("outputs"))
+            v = _tokens(r, outputs)
             if v is not None:
                 meta["usage"] = v
-            ev = llm_event_from_messages(_llm_outputs(r.get("outputs")), _llm_inputs(r.get("inputs")), **meta)
+            ev = llm_event_from_messages(_llm_outputs(outputs), _llm_inputs(get("inputs")), **meta)
             if err:
                 events.append(step("error", value_text(err), None, dict(meta)))
                 failed = True
-            elif r.get("outputs") is not None:
+            elif outputs is not None:
                 events.append(ev)
-        elif rt in ("tool", "retriever"):
-            args, cid = _tool_input(r.get("inputs"))
-            if rt == "retriever" and isinstance(r.get("inputs"), dict) and "query" in r["inputs"]:
-                args = r["inputs"]["query"]
-            out, ocid = _tool_output(r.get("outputs"))
-            if rt == "retriever" and isinstance(r.get("outputs"), dict) and "documents" in r["outputs"]:
-                out = r["outputs"]["documents"]
-            events.append(ToolEvent(str(r.get("name") or rt), args, err if err else out, is_error=bool(err),
+        elif rt == "tool" or rt == "retriever":
+            inputs, outputs = get("inputs"), get("outputs")
+            args, cid = _tool_input(inputs)
+            if rt == "retriever" and isinstance(inputs, dict) and "query" in inputs:
+                args = inputs["query"]
+            out, ocid = _tool_output(outputs)
+            if rt == "retriever" and isinstance(outputs, dict) and "documents" in outputs:
+                out = outputs["documents"]
+            events.append(ToolEvent(str(get("name") or rt), args, err if err else out, is_error=bool(err),
                                     call_id=call_id(cid or ocid), meta=meta))
             failed = bool(err)
         elif rt in ("prompt", "parser", "embedding"):

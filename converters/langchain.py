@@ -43,6 +43,9 @@ def detect(sample: Sample) -> float:
     return 0.0
 
 
+_ID_KEYS = ("id", "parent_run_id", "trace_id")
+
+
 def _flatten(run: dict, where: str, out: list, parent: Any = None) -> None:
     if not isinstance(run, dict):
         raise BadRecord(where, f"expected a run object, got {describe(run)}")
@@ -52,16 +55,21 @@ def _flatten(run: dict, where: str, out: list, parent: Any = None) -> None:
     kids = run.get("child_runs")
     if kids is not None and not isinstance(kids, list):
         raise BadRecord(f"{where}.child_runs", f"expected a list, got {describe(kids)}")
-    for k in ("id", "parent_run_id", "trace_id"):
-        tree_id(run.get(k), f"{where}.{k}")
-    node = {k: v for k, v in run.items() if k != "child_runs"}
+    for k in _ID_KEYS:
+        v = run.get(k)
+        if v is not None and v.__class__ is not str:  # a hot path: the location is built only to check an unusual id
+            tree_id(v, f"{where}.{k}")
+    node = dict(run)
+    node.pop("child_runs", None)
     if parent is not None and node.get("parent_run_id") is None:
         node["parent_run_id"] = parent
     if node.get("id") is None:
         node["id"] = f"{where}"
     out.append(node)
-    for i, c in enumerate(kids or []):
-        _flatten(c, f"{where}.child_runs[{i}]", out, node["id"])
+    if kids:
+        nid = node["id"]
+        for i, c in enumerate(kids):
+            _flatten(c, f"{where}.child_runs[{i}]", out, nid)
 
 
 def _order_key(r: dict):
@@ -172,37 +180,64 @@ def runs_trace(runs: list, origin: Origin) -> Trace:
 
     def walk(r: dict, depth: int, agent: str | None) -> bool:
         """Emit r's subtree; True when something in it already reported a failure."""
-        if r["id"] in seen:
+        rid = r["id"]
+        if rid in seen:
             return False
-        seen.add(r["id"])
+        seen.add(rid)
         rt = r["run_type"]
-        meta = {"run_id": str(r["id"]), "run_name": r.get("name"), "run_type": rt, "depth": depth,
-                "timestamp": r.get("start_time"), "end_time": r.get("end_time")}
+        # a hot path: the metadata is built without its nulls (every step drops them), not rebuilt to drop them
+        meta = {"run_id": str(rid)}
+        get = r.get
+        v = get("name")
+        if v is not None:
+            meta["run_name"] = v
+        meta["run_type"] = rt
+        meta["depth"] = depth
+        v = get("start_time")
+        if v is not None:
+            meta["timestamp"] = v
+        v = get("end_time")
+        if v is not None:
+            meta["end_time"] = v
         if agent:
             meta["agent"] = agent
-        err = r.get("error")
-        kids = sorted(children.get(r["id"], []), key=key)
+        err = get("error")
+        kids = children.get(rid, ())
+        if len(kids) > 1:
+            kids = sorted(kids, key=key)
         failed = False
-        if rt in ("llm", "chat_model"):
-            extra = r.get("extra") if isinstance(r.get("extra"), dict) else {}
-            ip = extra.get("invocation_params") if isinstance(extra.get("invocation_params"), dict) else {}
-            md = extra.get("metadata") if isinstance(extra.get("metadata"), dict) else {}
-            meta["model"] = ip.get("model") or ip.get("model_name") or md.get("ls_model_name")
-            meta["usage"] = _tokens(r, r.get("outputs"))
-            ev = llm_event_from_messages(_llm_outputs(r.get("outputs")), _llm_inputs(r.get("inputs")), **meta)
+        if rt == "llm" or rt == "chat_model":
+            outputs = get("outputs")
+            extra = get("extra")
+            if not isinstance(extra, dict):
+                extra = {}
+            ip = extra.get("invocation_params")
+            if not isinstance(ip, dict):
+                ip = {}
+            md = extra.get("metadata")
+            if not isinstance(md, dict):
+                md = {}
+            v = ip.get("model") or ip.get("model_name") or md.get("ls_model_name")
+            if v is not None:
+                meta["model"] = v
+            v = _tokens(r, outputs)
+            if v is not None:
+                meta["usage"] = v
+            ev = llm_event_from_messages(_llm_outputs(outputs), _llm_inputs(get("inputs")), **meta)
             if err:
                 events.append(step("error", value_text(err), None, dict(meta)))
                 failed = True
-            elif r.get("outputs") is not None:
+            elif outputs is not None:
                 events.append(ev)
-        elif rt in ("tool", "retriever"):
-            args, cid = _tool_input(r.get("inputs"))
-            if rt == "retriever" and isinstance(r.get("inputs"), dict) and "query" in r["inputs"]:
-                args = r["inputs"]["query"]
-            out, ocid = _tool_output(r.get("outputs"))
-            if rt == "retriever" and isinstance(r.get("outputs"), dict) and "documents" in r["outputs"]:
-                out = r["outputs"]["documents"]
-            events.append(ToolEvent(str(r.get("name") or rt), args, err if err else out, is_error=bool(err),
+        elif rt == "tool" or rt == "retriever":
+            inputs, outputs = get("inputs"), get("outputs")
+            args, cid = _tool_input(inputs)
+            if rt == "retriever" and isinstance(inputs, dict) and "query" in inputs:
+                args = inputs["query"]
+            out, ocid = _tool_output(outputs)
+            if rt == "retriever" and isinstance(outputs, dict) and "documents" in outputs:
+                out = outputs["documents"]
+            events.append(ToolEvent(str(get("name") or rt), args, err if err else out, is_error=bool(err),
                                     call_id=call_id(cid or ocid), meta=meta))
             failed = bool(err)
         elif rt in ("prompt", "parser", "embedding"):

@@ -22,7 +22,7 @@ from .support.chat import task_from_input, unwrap_message, value_text
 from .support.errors import BadRecord, each_record, expect
 from .support.files import Origin, maybe_json, sample_objects
 from .support.steps import default_id, dumps, finish, step
-from .support.times import time_key
+from .support.times import time_keys
 from .support.trees import ToolEvent, assemble, llm_event_from_messages, tree_order
 
 NAME = "langfuse"
@@ -74,6 +74,11 @@ def _messages(v: Any) -> list:
     return [{"role": "assistant", "content": value_text(v)}]
 
 
+#: (metadata key, observation key) of the step metadata, in their order
+_META_KEYS = (("timestamp", "startTime"), ("end_time", "endTime"))
+_META_KEYS_AFTER_LEVEL = (("status_message", "statusMessage"), ("model", "model"))
+
+
 def one(rec: Any, origin: Origin) -> list:
     if not isinstance(rec, dict):
         raise BadRecord(None, "expected a Langfuse trace object")
@@ -91,38 +96,51 @@ def one(rec: Any, origin: Origin) -> list:
         if p is not None:
             has_kids.add(p)
     ordered = tree_order(obs, lambda o: o.get("id"), lambda o: o.get("parentObservationId"),
-                         lambda o: time_key(o.get("startTime")))
+                         keys=time_keys([o.get("startTime") for o in obs]))
     events: list = []
     pending_errs: list[tuple[int, Any]] = []  # (depth, step) of failing containers, emitted after their subtree
     for o, depth in ordered:
         while pending_errs and pending_errs[-1][0] >= depth:
             events.append(pending_errs.pop()[1])
-        t = (o.get("type") or "SPAN").upper()
-        level = o.get("level")
-        meta = {"observation_id": o.get("id"), "observation_type": t, "name": o.get("name"), "depth": depth,
-                "timestamp": o.get("startTime"), "end_time": o.get("endTime"), "level": level if level not in (None, "DEFAULT") else None,
-                "status_message": o.get("statusMessage"), "model": o.get("model")}
-        usage = o.get("usageDetails") or o.get("usage")
+        get = o.get
+        t = (get("type") or "SPAN").upper()
+        level = get("level")
+        oid = get("id")
+        # a hot path: the metadata is built without its nulls (every step drops them), not rebuilt to drop them
+        meta = {"observation_id": oid, "observation_type": t} if oid is not None else {"observation_type": t}
+        v = get("name")
+        if v is not None:
+            meta["name"] = v
+        meta["depth"] = depth
+        for k, src in _META_KEYS:
+            v = get(src)
+            if v is not None:
+                meta[k] = v
+        if level is not None and level != "DEFAULT":
+            meta["level"] = level
+        for k, src in _META_KEYS_AFTER_LEVEL:
+            v = get(src)
+            if v is not None:
+                meta[k] = v
+        usage = get("usageDetails") or get("usage")
         if usage:
             meta["usage"] = usage
         is_err = level == "ERROR"
-        leaf = o.get("id") not in has_kids
+        leaf = oid not in has_kids
+        out = get("output")
         if t == "GENERATION":
-            if is_err and o.get("output") is None:
-                events.append(step("error", value_text(o.get("statusMessage")), None, dict(meta)))
-            else:
-                ev = llm_event_from_messages(_messages(o.get("output")), _messages(o.get("input")), **meta)
-                events.append(ev)
-                if is_err:
-                    events.append(step("error", value_text(o.get("statusMessage")), None, dict(meta)))
-        elif t in ("TOOL", "RETRIEVER") or (t == "SPAN" and leaf and o.get("output") is not None):
-            out = o.get("output")
             if is_err and out is None:
-                out = o.get("statusMessage")
-            cid = None
-            md = o.get("metadata") if isinstance(o.get("metadata"), dict) else {}
-            cid = md.get("tool_call_id") or md.get("toolCallId")
-            events.append(ToolEvent(str(o.get("name") or t.lower()), o.get("input"), out, is_error=is_err,
+                events.append(step("error", value_text(get("statusMessage")), None, dict(meta)))
+            else:
+                events.append(llm_event_from_messages(_messages(out), _messages(get("input")), **meta))
+                if is_err:
+                    events.append(step("error", value_text(get("statusMessage")), None, dict(meta)))
+        elif t == "TOOL" or t == "RETRIEVER" or (t == "SPAN" and leaf and out is not None):
+            if is_err and out is None:
+                out = get("statusMessage")
+            md = get("metadata")
+            cid = (md.get("tool_call_id") or md.get("toolCallId")) if isinstance(md, dict) else None
+            events.append(ToolEvent(str(get("name") or t.lower()), get("input"), out, is_error=is_err,
                                     call_id=str(cid) if cid else None, meta=meta))
         elif t == "EVENT" or leaf:
             body = {k: o[k] for k in ("input", "output", "metadata") if o.get(k) is not None}

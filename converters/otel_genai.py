@@ -123,19 +123,22 @@ def model_messages(sp: dict) -> tuple[list, list]:
     return ins, outs
 
 
-_USAGE = (("input_tokens", ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens")),
-          ("output_tokens", ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens")))
+_USAGE = (("input_tokens", "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"),
+          ("output_tokens", "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"))
 
 
 def _usage(a: dict) -> dict | None:
-    u = {}
-    for k, names in _USAGE:
-        for n in names:
-            v = a.get(n)
-            if isinstance(v, (int, float)):
-                u[k] = v
-                break
-    return u or None
+    u = None
+    for k, current, older in _USAGE:
+        v = a.get(current)
+        if not isinstance(v, (int, float)):
+            v = a.get(older)
+            if not isinstance(v, (int, float)):
+                continue
+        if u is None:
+            u = {}
+        u[k] = v
+    return u
 
 
 def _error_text(sp: dict) -> str:
@@ -151,7 +154,7 @@ def _error_text(sp: dict) -> str:
 
 def trace_steps(spans: list) -> tuple[list, str | None, dict, dict]:
     """Steps, task and span counts of one trace, and its root span (the tree is ordered once for both)."""
-    ordered = tree_order(spans, lambda s: s["span_id"], lambda s: s["parent_id"], lambda s: s["start"])
+    ordered = tree_order(spans, lambda s: s["span_id"], lambda s: s["parent_id"], keys=[s["start"] for s in spans])
     events: list = []
     skipped = 0
     agents: list[tuple[int, str]] = []  # (depth, agent name) stack
@@ -162,11 +165,29 @@ def trace_steps(spans: list) -> tuple[list, str | None, dict, dict]:
             agents.pop()
         a = sp["attrs"]
         op = a.get("gen_ai.operation.name")
-        meta = {"span_id": sp["span_id"], "span_name": sp["name"], "depth": depth, "timestamp": sp["start_raw"],
-                "agent": agents[-1][1] if agents else None, "model": a.get("gen_ai.response.model") or a.get("gen_ai.request.model"),
-                "provider": a.get("gen_ai.provider.name") or a.get("gen_ai.system"), "usage": _usage(a),
-                "status": "ERROR" if sp["status_code"] == "ERROR" else None}
-        failed = sp["status_code"] == "ERROR" or a.get("error.type") is not None
+        # a hot path: the metadata is built without its nulls (every step drops them), not rebuilt to drop them
+        meta = {} if sp["span_id"] is None else {"span_id": sp["span_id"]}
+        if sp["name"] is not None:
+            meta["span_name"] = sp["name"]
+        meta["depth"] = depth
+        if sp["start_raw"] is not None:
+            meta["timestamp"] = sp["start_raw"]
+        if agents:
+            meta["agent"] = agents[-1][1]
+        v = a.get("gen_ai.response.model") or a.get("gen_ai.request.model")
+        if v is not None:
+            meta["model"] = v
+        v = a.get("gen_ai.provider.name") or a.get("gen_ai.system")
+        if v is not None:
+            meta["provider"] = v
+        usage = _usage(a)
+        if usage is not None:
+            meta["usage"] = usage
+        failed = sp["status_code"] == "ERROR"
+        if failed:
+            meta["status"] = "ERROR"
+        else:
+            failed = a.get("error.type") is not None
         if not _is_genai(sp):
             skipped += 1
             if failed:
@@ -190,13 +211,16 @@ def trace_steps(spans: list) -> tuple[list, str | None, dict, dict]:
                 out = _error_text(sp)
             events.append(ToolEvent(str(a.get("gen_ai.tool.name") or sp["name"] or "tool"), a.get("gen_ai.tool.call.arguments"),
                                     out, is_error=failed, call_id=str(a["gen_ai.tool.call.id"]) if a.get("gen_ai.tool.call.id") else None,
-                                    meta={k: v for k, v in meta.items() if k != "usage"}, has_output=has_out or failed))
+                                    meta={k: v for k, v in meta.items() if k != "usage"} if usage is not None else meta,
+                                    has_output=has_out or failed))
             continue
         ins, outs = model_messages(sp)
         if op in _CHAT_OPS or op is None or outs or ins:
             if task is None and ins:
                 task = task_from_input(ins)
-            meta["finish_reasons"] = a.get("gen_ai.response.finish_reasons")
+            v = a.get("gen_ai.response.finish_reasons")
+            if v is not None:
+                meta["finish_reasons"] = v
             if outs:
                 events.append(llm_event_from_messages(outs, ins, **meta))
             if failed:

@@ -26,34 +26,41 @@ def tree_order(
     nodes: list,
     get_id: Callable[[Any], Any],
     get_parent: Callable[[Any], Any],
-    sort_key: Callable[[Any], Any],
+    sort_key: Callable[[Any], Any] | None = None,
+    *,
+    keys: list | None = None,
 ) -> list[tuple[Any, int]]:
-    """(node, depth) in depth-first order, siblings by sort_key then input order.
+    """(node, depth) in depth-first order, siblings by sort key then input order.
 
-    A node whose parent is absent is a root; nodes caught in a parent cycle are appended as roots
-    so none is lost.
+    The sort keys come from ``sort_key`` (called once per node) or ready in ``keys`` (one per node, as
+    :func:`.times.time_keys` makes them); None sorts last. A node whose parent is absent is a root;
+    nodes caught in a parent cycle are appended as roots so none is lost.
     """
-    keys = []  # each node's sort key once (it is a timestamp parse), not once per sort
-    for i, n in enumerate(nodes):
-        k = sort_key(n)
-        keys.append((k is None, k if k is not None else 0, i))
-    key = keys.__getitem__
+    if keys is None:  # each node's sort key once (it is a timestamp parse), not once per sort
+        keys = [sort_key(n) for n in nodes]
+    # a hot path: one stable sort of every node; children gathered in that order come out sorted, with no
+    # sort per parent (ties keep input order, as the index in the key did)
+    if None in keys:
+        keys = [(k is None, k if k is not None else 0) for k in keys]
+    order = sorted(range(len(nodes)), key=keys.__getitem__)
     parents = [get_parent(n) for n in nodes]
+    if parents.count(None) == len(parents):  # a flat list, the usual export: no ids to look up
+        return [(nodes[i], 0) for i in order]
+    ids = {}
+    for i, n in enumerate(nodes):
+        nid = get_id(n)
+        if nid is not None and nid not in ids:
+            ids[nid] = i
     children: dict[int, list[int]] = {}
     roots = []
-    if parents.count(None) < len(parents):  # else a flat list, the usual export: no ids to look up
-        ids = {}
-        for i, n in enumerate(nodes):
-            nid = get_id(n)
-            if nid is not None and nid not in ids:
-                ids[nid] = i
-        for i, pid in enumerate(parents):
-            if pid is not None and pid in ids and ids[pid] != i:
-                children.setdefault(ids[pid], []).append(i)
-            else:
-                roots.append(i)
-    if not children:  # a flat list: one sort
-        return [(nodes[i], 0) for i in sorted(range(len(nodes)), key=key)]
+    for i in order:
+        pid = parents[i]
+        if pid is not None and pid in ids and ids[pid] != i:
+            children.setdefault(ids[pid], []).append(i)
+        else:
+            roots.append(i)
+    if not children:
+        return [(nodes[i], 0) for i in order]
 
     out: list[tuple[Any, int]] = []
     seen = set()
@@ -68,11 +75,11 @@ def tree_order(
             out.append((nodes[i], d))
             kids = children.get(i)
             if kids:
-                kids = sorted(kids, key=key)
+                d += 1
                 for k in reversed(kids):
-                    stack.append((k, d + 1))
+                    stack.append((k, d))
 
-    for r in sorted(roots, key=key):
+    for r in roots:
         walk(r)
     for i in range(len(nodes)):
         if i not in seen:
@@ -177,19 +184,25 @@ def otlp_spans(req: Any, where: str = "", first: int = 0) -> list[dict]:
                 spw = f"{sw}.spans[{k}]"
                 if not isinstance(sp, dict):
                     raise BadRecord(spw, f"expected a span object, got {describe(sp)}")
-                for idk in ("traceId", "spanId", "parentSpanId"):  # ids group and link spans: an object cannot
-                    if isinstance(sp.get(idk), (dict, list)):
-                        raise BadRecord(f"{spw}.{idk}", f"expected a string, got {describe(sp[idk])}")
-                code, msg = _status(sp.get("status"))
+                tid, sid, pid = sp.get("traceId"), sp.get("spanId"), sp.get("parentSpanId")
+                if tid.__class__ is not str or sid.__class__ is not str or pid.__class__ is not str:  # rare: check them
+                    for idk in ("traceId", "spanId", "parentSpanId"):  # ids group and link spans: an object cannot
+                        if isinstance(sp.get(idk), (dict, list)):
+                            raise BadRecord(f"{spw}.{idk}", f"expected a string, got {describe(sp[idk])}")
+                st = sp.get("status")
+                code, msg = ("UNSET", None) if st is None else _status(st)
                 events = []
-                for e_i, ev in enumerate(sp.get("events") or []):
-                    if isinstance(ev, dict):
-                        events.append({"name": ev.get("name"),
-                                       "attrs": otlp_attrs(ev.get("attributes"), spw, f".events[{e_i}].attributes")})
+                evs = sp.get("events")
+                if evs:
+                    for e_i, ev in enumerate(evs):
+                        if isinstance(ev, dict):
+                            events.append({"name": ev.get("name"),
+                                           "attrs": otlp_attrs(ev.get("attributes"), spw, f".events[{e_i}].attributes")})
+                start = sp.get("startTimeUnixNano")
                 out.append({
-                    "trace_id": sp.get("traceId"), "span_id": sp.get("spanId"), "parent_id": sp.get("parentSpanId") or None,
-                    "name": sp.get("name"), "start": time_key(sp.get("startTimeUnixNano")),
-                    "start_raw": sp.get("startTimeUnixNano"), "attrs": otlp_attrs(sp.get("attributes"), spw, ".attributes"),
+                    "trace_id": tid, "span_id": sid, "parent_id": pid or None,
+                    "name": sp.get("name"), "start": time_key(start),
+                    "start_raw": start, "attrs": otlp_attrs(sp.get("attributes"), spw, ".attributes"),
                     "events": events, "status_code": code, "status_message": msg, "service": res.get("service.name"),
                 })
     return out
@@ -456,7 +469,9 @@ def llm_event_from_messages(out_msgs: list, in_msgs: list | None = None, **meta:
         if m is None:
             texts.append(content_text(raw))
             continue
-        role = norm_role(m.get("role"))
+        role = m.get("role")
+        if role != "assistant":  # a hot path: the usual spelling needs no normalising
+            role = norm_role(role)
         if role and role != "assistant":
             ev.extra_steps.extend(message_steps(m))
             continue
@@ -472,7 +487,8 @@ def llm_event_from_messages(out_msgs: list, in_msgs: list | None = None, **meta:
         m = read_message(raw)
         if m is None:
             continue
-        if norm_role(m.get("role")) == "tool" and m.get("tool_call_id"):
+        role = m.get("role")
+        if role != "user" and role != "system" and norm_role(role) == "tool" and m.get("tool_call_id"):
             ev.input_results[str(m["tool_call_id"])] = (content_text(m.get("content")), False)
         if m.get("content").__class__ is str and "parts" not in m:  # plain text: no tool results in it
             continue

@@ -101,29 +101,29 @@ def test_a_command_run_on_its_own_keeps_the_contract(tmp_path):
     assert r.output.splitlines()[-1] == "error: no valid annotation lines in the input"
 
 
+def _loaded_by(argv: list[str], modules: list[str]) -> str:
+    """``EXIT_CODE [modules of the list a fresh process has imported after running the CLI with argv]``."""
+    code = ("import sys\nfrom ls_trajeval.cli import main_group\n"
+            f"code = main_group.main({argv!r}, prog_name='ls-trajeval', standalone_mode=False)\n"
+            f"print(code, [m for m in {modules!r} if m in sys.modules], file=sys.stderr)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    return out.stderr.splitlines()[-1] if out.stderr else out.stdout
+
+
 @pytest.mark.parametrize("argv", [["--help"], ["convert", "{fixture}", "-o", "{out}"], ["formats"]])
 def test_fast_commands_load_neither_the_sdk_nor_the_config_model_nor_pandas(argv, fixtures_dir, tmp_path):
     argv = [a.format(fixture=fixtures_dir / "converters" / "react.jsonl", out=tmp_path / "o.jsonl") for a in argv]
-    code = ("import sys\nfrom ls_trajeval.cli import main_group\n"
-            f"code = main_group.main({argv!r}, prog_name='ls-trajeval', standalone_mode=False)\n"
-            "heavy = ['label_studio_sdk', 'httpx', 'ls_trajeval.core.config', 'yaml', 'jinja2', 'pandas', 'numpy',"
-            " 'tqdm']\n"
-            "print(code, [m for m in heavy if m in sys.modules], file=sys.stderr)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert out.stderr.splitlines()[-1] == "0 []", out.stderr
+    heavy = ["label_studio_sdk", "httpx", "ls_trajeval.core.config", "yaml", "jinja2", "pandas", "numpy", "tqdm"]
+    assert _loaded_by(argv, heavy) == "0 []"
 
 
 def test_convert_with_a_format_loads_only_what_converting_needs(fixtures_dir, tmp_path):
     """Start-up is a good part of a small conversion: the other command families, the worker machinery, archive
     and compression modules stay out of a run that converts one plain JSONL file with a named format."""
     argv = ["convert", str(fixtures_dir / "converters" / "react.jsonl"), "--format", "react", "-o", str(tmp_path / "o.jsonl")]
-    code = ("import sys\nfrom ls_trajeval.cli import main_group\n"
-            f"code = main_group.main({argv!r}, prog_name='ls-trajeval', standalone_mode=False)\n"
-            "unneeded = ['ls_trajeval.cli.studio', 'ls_trajeval.cli.analysis', 'ls_trajeval.cli.ml', 'zipfile', 'gzip',"
-            " 'pickle', 'concurrent.futures', 'ls_trajeval.converters.openai_chat']\n"
-            "print(code, [m for m in unneeded if m in sys.modules], file=sys.stderr)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert out.stderr.splitlines()[-1] == "0 []", out.stderr
+    unneeded = ["ls_trajeval.cli.studio", "ls_trajeval.cli.analysis", "ls_trajeval.cli.ml", "zipfile", "gzip", "pickle",
+                "concurrent.futures", "ls_trajeval.converters.openai_chat"]
+    assert _loaded_by(argv, unneeded) == "0 []"
 
 
 def test_a_reader_that_goes_away_is_no_error(tmp_path):

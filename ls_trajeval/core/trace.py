@@ -12,8 +12,8 @@ from __future__ import annotations
 import io
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from operator import itemgetter, methodcaller
+from pathlib import Path
 from typing import Any, Iterable, Iterator, Union
 
 #: Step types the converters emit; the reader accepts any non-empty string.
@@ -38,8 +38,8 @@ def _set_action_input(step: "Step", value: Any) -> None:
 
 class Step(dict):
     """One step: its JSON object itself, ``{"type", "content", "action_input"?, ...}`` with every other key
-    (timestamp, metadata, ...) kept as given. Being the object it is written as, a step costs no copy when a
-    trace is written (converting, that copy was a sixth of the writing). Make one with :meth:`of`."""
+    (timestamp, metadata, ...) kept as given. Being the object it is written as, a step costs no copy when its
+    trace is written (a copy per step was a sixth of writing a converted trace). Make one with :meth:`of`."""
 
     __slots__ = ()
 

@@ -5,8 +5,8 @@ to a converter (CPU time on a shared 2-core machine wanders by ±10%; an instruc
     python benchmarks/converter_instructions.py --only aider,mcp --compare /tmp/main-pkg
 
 Each case converts the first ``--mb`` MB (whole lines) of bench_converters.py's 10 MB input for it, in a fresh
-``python -m ls_trajeval convert`` run under ``valgrind --tool=callgrind``, once to warm the bytecode cache and
-once counted; an empty input gives the start-up alone. ``--compare DIR`` counts another version of ours the
+``python -m ls_trajeval convert`` run under ``valgrind --tool=callgrind``, after an uncounted run on its first
+50 kB that caches the bytecode; an empty input gives the start-up alone. ``--compare DIR`` counts another version of ours the
 same way (DIR first on PYTHONPATH, holding that version's ``ls_trajeval`` package with its converters inside,
 as bench_converters.py describes). Needs ``valgrind`` (Debian: ``apt-get install valgrind``); about 10 s a run.
 
@@ -28,13 +28,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_converters import CACHE, CASES  # noqa: E402 - the benchmark's cases and inputs, one list of them
 
 
-def count(cmd: list[str], pythonpath: Path | None, cwd: str) -> int:
+def count(cmd: list[str], pythonpath: Path | None, cwd: str, warm: list[str] | None = None) -> int:
+    """Instructions of ``cmd``; ``warm`` (the same command on a small input) runs first, uncounted, so that the
+    bytecode of what it imports is cached, as an installed package has it."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPYCACHEPREFIX"] = str(CACHE / "pycache")
     if pythonpath:
         env["PYTHONPATH"] = str(pythonpath)
+    subprocess.run(warm or cmd, env=env, cwd=cwd, capture_output=True)
     run = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd]
-    subprocess.run(run, env=env, cwd=cwd, capture_output=True)  # bytecode cached, as an installed package has it
     out = subprocess.run(run, env=env, cwd=cwd, capture_output=True, text=True)
     m = re.search(r"Collected : (\d+)", out.stderr)
     if m is None:
@@ -79,9 +81,12 @@ def main() -> None:
                 continue
             part = Path(tmp) / f"{slug}{case.suffix}"
             head(src, part, int(args.mb * 1e6))
+            small = Path(tmp) / f"small-{slug}{case.suffix}"
+            head(src, small, 50_000)
             cells = [case.row, f"{part.stat().st_size / 1e6:.1f}"]
-            got = {n: count([*ours, str(part), "--format", case.ours_fmt, "-o", os.devnull, "-q"], pp, tmp) - start[n]
-                   for n, pp in versions}
+            cmd = [*ours, str(part), "--format", case.ours_fmt, "-o", os.devnull, "-q"]
+            warm = [*ours, str(small), "--format", case.ours_fmt, "-o", os.devnull, "-q"]
+            got = {n: count(cmd, pp, tmp, warm) - start[n] for n, pp in versions}
             cells.append(f"{got['ours'] / 1e6:.0f}")
             if args.compare:
                 cells += [f"{got['compared'] / 1e6:.0f}", f"{got['ours'] / got['compared']:.2f}"]

@@ -68,8 +68,8 @@ def main() -> None:
         empty.touch()
         versions = [("ours", None)] + ([("compared", args.compare)] if args.compare else [])
         start = {name: count([*ours, str(empty), "--format", "react", "-o", os.devnull, "-q"], pp, tmp) for name, pp in versions}
-        print(f"start-up (empty input): " + ", ".join(f"{n} {v / 1e6:.0f} M" for n, v in start.items()), flush=True)
-        print(f"| case | MB | ours M instructions (past start-up) |" + (" compared | ours / compared |" if args.compare else ""))
+        print("start-up (empty input): " + ", ".join(f"{n} {v / 1e6:.0f} M" for n, v in start.items()), flush=True)
+        print("| case | MB | ours M instructions (past start-up) |" + (" compared | ours / compared |" if args.compare else ""))
         print("|---|---|---|" + ("---|---|" if args.compare else ""))
         for case in CASES:
             if only and case.row.split()[0] not in only or case.ours_kind == "otlp" or not case.suffix:

@@ -197,13 +197,16 @@ def _add(sess: _Session, msg: dict, where: str, meta: dict) -> None:
         return
     if mid is None and "error" not in msg:
         raise BadRecord(where or None, "a JSON-RPC message needs a method or an id")
-    key = str(mid)
+    key = mid if mid.__class__ is str else str(mid)
     idx = sess.pending.pop(key, None)
     meth = sess.methods.get(key) if idx is not None else None
     name = None
+    if mid is not None:
+        meta["rpc_id"] = mid
     if idx is not None and meth == "tools/call":
         name = sess.entries[idx][0].content
-    st = _resp_step(msg, meth, name, where, dict(meta, rpc_id=mid, tool_call_id=key if meth == "tools/call" else None))
+        meta["tool_call_id"] = key
+    st = _resp_step(msg, meth, name, where, meta)
     if meth == "initialize" and isinstance(msg.get("result"), dict):
         sess.info["server"] = msg["result"].get("serverInfo")
         sess.info["protocolVersion"] = msg["result"].get("protocolVersion", sess.info.get("protocolVersion"))

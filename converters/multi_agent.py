@@ -26,6 +26,8 @@ NAME = "multi_agent"
 _WW_KEYS = ("mistake_agent", "mistake_step", "mistake_reason", "ground_truth", "question")
 _LIST_KEYS = ("messages", "chat_history", "conversation", "history")
 _AGENT_KEYS = ("agent", "name", "source", "sender", "speaker", "agent_name")
+#: AutoGen's event messages whose steps carry the message's agent, index, time and usage as they are
+_EVENT_TYPES = frozenset({"ToolCallRequestEvent", "ToolCallExecutionEvent", "ThoughtEvent"})
 _TERMINAL = re.compile(r"terminal|computer|executor|code_?exec|interpreter|shell|environment|sandbox", re.I)
 _ROLE_ANNOT = re.compile(r"^(.*?)\s*\(([^()]*)\)\s*$")
 _ROLES = {"user", "assistant", "system", "tool", "human", "ai", "function", "model", "developer"}
@@ -40,9 +42,10 @@ def _is_who_when(obj: Any) -> bool:
 
 def _agent_of(m: dict) -> str | None:
     for k in _AGENT_KEYS:
-        v = m.get(k)
-        if isinstance(v, str) and v:
-            return v
+        if k in m:
+            v = m[k]
+            if v and isinstance(v, str):
+                return v
     return None
 
 
@@ -191,9 +194,10 @@ def message_list_trace(rec: dict, origin: Origin) -> list:
             role = ""
         ts = get("timestamp") or get("created_at")
         usage = get("models_usage") or get("usage")
-        base = {"agent": agent, "index": i, "timestamp": ts, "usage": usage}
         mtype = get("type")
         content = get("content")
+        if mtype.__class__ is str and mtype in _EVENT_TYPES:
+            base = {"agent": agent, "index": i, "timestamp": ts, "usage": usage}
         if mtype == "ToolCallRequestEvent" and isinstance(content, list):
             for k, c in enumerate(content):
                 if not isinstance(c, dict):

@@ -91,34 +91,31 @@ def _page(o: Any, where: tuple[str, int, str]) -> tuple[str, dict]:
     if not isinstance(o, dict):
         raise BadRecord("{}[{}].{}".format(*where), f"expected an object or text, got {describe(o)}")
     meta: dict = {}
-    src = o
     # WebArena StateInfo: {"observation": {"text", "image"}, "info": {"page": {"url"}}}
-    if isinstance(o.get("observation"), dict):
-        src = o["observation"]
-    info = o.get("info") if isinstance(o.get("info"), dict) else {}
-    page = info.get("page")
+    src = o.get("observation")
+    if not isinstance(src, dict):
+        src = o
+    info = o.get("info")
+    page = info.get("page") if isinstance(info, dict) else None
     url = o.get("url") or src.get("url") or (page.get("url") if isinstance(page, dict) else None)
     if url is not None:
         meta["url"] = url
-    if isinstance(o.get("open_pages_urls"), list):
-        meta["open_pages_urls"] = o["open_pages_urls"]
+    v = o.get("open_pages_urls")
+    if isinstance(v, list):
+        meta["open_pages_urls"] = v
     for k in _SHOT:
-        v = src.get(k, o.get(k))
+        v = src.get(k) if src is o else src.get(k, o.get(k))
         if v is not None and v != "":
             meta["screenshot"] = media_ref(v)
             break
-    text = None
     for k in _PAGE_TEXT:
         v = src.get(k)
-        if isinstance(v, str):
-            text = v
+        if v.__class__ is str or isinstance(v, str):
             meta["page_field"] = k
-            break
-    if text is None:
-        rest = {k: v for k, v in src.items() if k not in _SHOT and k not in ("url", "last_action_error", "goal", "open_pages_urls")
-                and isinstance(v, (str, int, float, bool))}
-        text = dumps(rest) if rest else ""
-    return text, meta
+            return v, meta
+    rest = {k: v for k, v in src.items() if k not in _SHOT and k not in ("url", "last_action_error", "goal", "open_pages_urls")
+            and isinstance(v, (str, int, float, bool))}
+    return (dumps(rest) if rest else ""), meta
 
 
 def _action(a: Any, where: tuple[str, int, str]) -> tuple[str, str]:
@@ -187,10 +184,12 @@ def one(rec: Any, origin: Origin) -> list:
                         break
             steps.append(step("observation", text, None, {**pmeta, **base}))
         thought = None
-        ai = it.get("agent_info") if isinstance(it.get("agent_info"), dict) else {}
+        ai = it.get("agent_info")
+        if not isinstance(ai, dict):
+            ai = None
         for k in _THOUGHT:
-            v = it.get(k, ai.get(k))
-            if isinstance(v, str) and v:
+            v = it[k] if k in it else None if ai is None else ai.get(k)
+            if v and v.__class__ is str or isinstance(v, str) and v:
                 thought = v
                 break
         act = it.get("action") if "action" in it else (it if "action_type" in it else None)
@@ -202,7 +201,8 @@ def one(rec: Any, origin: Origin) -> list:
             steps.append(step("thought", thought, None, {**base}))
         if act is not None and act != "":
             name, ai_text = _action(act, (key, i, ".action"))
-            steps.append(step("action", name, ai_text, {"url": it.get("url") if obs is not None else None, **base}))
+            url = it.get("url") if obs is not None else None
+            steps.append(step("action", name, ai_text, dict(base) if url is None else {"url": url, **base}))
         after = it.get("result", it.get("next_obs", it.get("observation_after")))
         if after is not None:
             text, pmeta = _page(after, (key, i, "result"))

@@ -1,8 +1,9 @@
 """Langfuse trace exports (a trace with its ``observations``).
 
 Mapping: observations in tree order (``parentObservationId``; siblings by ``startTime``).
-GENERATION -> the model's output message (reasoning -> thought; text -> thought when a tool
-follows, else message; requested tool calls no TOOL observation executed -> action). TOOL -> action
+GENERATION -> the model's output message (an output object of message keys without a role is one
+too; reasoning -> thought; text -> thought when a tool follows, else message; requested tool calls
+no TOOL observation executed -> action). TOOL -> action
 (name, input) + observation (output), or error when level is ERROR. RETRIEVER -> action + documents.
 SPAN / AGENT / CHAIN with children are containers (an ERROR level on them adds an error step after
 their children); a childless SPAN with output is treated as a tool call (action + observation), a
@@ -57,6 +58,11 @@ def detect(sample: Sample) -> float:
     return 0.0
 
 
+#: the keys of a chat message besides its role
+_MESSAGE_KEYS = frozenset({"content", "tool_calls", "function_call", "refusal", "reasoning", "reasoning_content",
+                           "thinking", "name", "annotations", "audio"})
+
+
 def _messages(v: Any) -> list:
     v = maybe_json(v)
     if isinstance(v, list):
@@ -68,6 +74,8 @@ def _messages(v: Any) -> list:
             return [c.get("message") for c in v["choices"] if isinstance(c, dict) and isinstance(c.get("message"), dict)]
         if unwrap_message(v) is not None:
             return [v]
+        if "content" in v and v.keys() <= _MESSAGE_KEYS:  # the model's message written without its role
+            return [{"role": "assistant", **v}]
         return [{"role": "assistant", "content": dumps(v)}]
     if v is None:
         return []

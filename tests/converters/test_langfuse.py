@@ -1,3 +1,5 @@
+import json
+
 import pytest
 
 from conftest import FIXTURES, SCARY, auto_name, run, detect, meta, real_logs, roundtrip, types
@@ -45,3 +47,16 @@ def test_detect_fixture(name):
 @pytest.mark.parametrize("path", real_logs(), ids=lambda p: p.name)
 def test_detect_rejects_real_logs_of_other_formats(path):
     assert detect("langfuse", path) == 0
+
+
+def test_generation_output_without_role_is_the_models_message(tmp_path):
+    # {"content": ...} (a custom integration's generation.end(output=...)) is the model's message, not a record to
+    # show as JSON; an object with other keys still is one
+    obs = [{"id": "g1", "type": "GENERATION", "startTime": "2024-01-01T00:00:00Z", "output": {"content": "use <b> & \"quotes\""}},
+           {"id": "g2", "type": "GENERATION", "startTime": "2024-01-01T00:00:01Z", "output": {"content": "x", "score": 3}}]
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps({"id": "t1", "observations": obs}), encoding="utf-8")
+    (t,), errors, _ = run(p, "langfuse")
+    assert errors == []
+    assert [s.content for s in t.steps][0] == 'use <b> & "quotes"'
+    assert json.loads(t.steps[1].content) == {"content": "x", "score": 3}

@@ -19,7 +19,7 @@ from ls_trajeval.core.trace import Trace, TraceError, describe
 
 from .base import Converter, Sample
 from .support.chat import media_ref, value_text
-from .support.errors import BadRecord, guarded, join_field, warning
+from .support.errors import BadRecord, join_field, record_error, warning
 from .support.files import Origin, documents, loads, sample_objects
 from .support.steps import dumps, finish, render_args, stable_id, step, step_metadata
 
@@ -229,6 +229,14 @@ def _finish(sess: _Session, path: Path) -> Trace | None:
     return finish(Origin(NAME, str(path)), stable_id(path.name, sess.index, sess.first), "", steps, md)
 
 
+def _next_session(sess: _Session, msg: dict, path: Path) -> tuple[_Session, Trace | None]:
+    """The session an ``initialize`` message belongs to, and the one it ends (None if none): an initialize
+    request starts a new session once the current one holds anything."""
+    if msg.get("id") is None or not sess.entries:
+        return sess, None
+    return _Session(sess.index + 1), _finish(sess, path)
+
+
 def _records(path: Path) -> Iterator[tuple[int | None, int | None, Any]]:
     """(line, list index, record or TraceError): JSONL lines, or the items of a JSON list or of its
     usual wrapper key."""
@@ -260,21 +268,32 @@ def convert(path: Path) -> Iterator:
             yield rec
             continue
         loc = line if idx is None else idx
-        # a hot path (once per message): the usual record is one bare JSON-RPC message
-        msgs = ((rec, None),) if rec.__class__ is dict and rec.get("jsonrpc") == "2.0" else _unwrap(rec)
+        origin.line, origin.index = line, idx
+        if idx is None and rec.__class__ is dict and rec.get("jsonrpc") == "2.0":
+            # a hot path (once per message): the usual record is one bare JSON-RPC message on its own line
+            if rec.get("method") == "initialize":
+                sess, done = _next_session(sess, rec, path)
+                if done:
+                    yield done
+            if sess.first is None:
+                sess.first = loc
+            try:
+                _add(sess, rec, "", {} if line is None else {"source_line": line})
+            except Exception as exc:  # noqa: BLE001 - one odd message is its own located error; the session goes on
+                yield record_error(origin, exc, "", rec)
+            continue
+        msgs = _unwrap(rec)
         if not msgs:
             sess.entries.append([step("other", dumps(rec), None, {"source_line": line, "source_record": idx})])
             warned += 1
             if sess.first is None:
                 sess.first = loc
             continue
-        origin.line, origin.index = line, idx
         for k, (msg, meta) in enumerate(msgs):
-            if msg.get("method") == "initialize" and msg.get("id") is not None and sess.entries:
-                done = _finish(sess, path)
+            if msg.get("method") == "initialize":
+                sess, done = _next_session(sess, msg, path)
                 if done:
                     yield done
-                sess = _Session(sess.index + 1)
             if sess.first is None:
                 sess.first = loc
             m = {} if meta is None else dict(meta)
@@ -282,8 +301,10 @@ def convert(path: Path) -> Iterator:
                 m["source_line"] = line
             if idx is not None:
                 m["source_record"] = idx
-            # one odd message is its own located error; the session goes on
-            yield from guarded(origin, _add, sess, msg, f"[{k}]" if len(msgs) > 1 else "", m)
+            try:
+                _add(sess, msg, f"[{k}]" if len(msgs) > 1 else "", m)
+            except Exception as exc:  # noqa: BLE001 - one odd message is its own located error; the session goes on
+                yield record_error(origin, exc, "", msg)
     done = _finish(sess, path)
     if done:
         yield done

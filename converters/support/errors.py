@@ -66,7 +66,7 @@ def join_field(prefix: str, field: str | None) -> str | None:
 
 def guarded(origin: Origin, fn: Callable[..., Iterable | None], *args: Any, field: str = "") -> list:
     """Everything ``fn(*args)`` yields (or returns; None for nothing) for one record, or that record's
-    one located TraceError.
+    one located TraceError (:func:`record_error`; ``args[0]`` is the record).
 
     The record's output is all or nothing: a record that fails part-way yields only its error.
     ``field`` prefixes the error's field path (after the record's own place in a list).
@@ -74,20 +74,26 @@ def guarded(origin: Origin, fn: Callable[..., Iterable | None], *args: Any, fiel
     try:
         out = fn(*args)
         return [] if out is None else list(out)
-    except BadRecord as exc:
+    except Exception as exc:  # noqa: BLE001 - one odd record must not stop the file
+        return [record_error(origin, exc, field, args[0] if args else None)]
+
+
+def record_error(origin: Origin, exc: Exception, field: str = "", record: Any = None) -> TraceError:
+    """The located TraceError of a record whose conversion raised ``exc`` (a BadRecord says where and why;
+    anything else is reported with its type)."""
+    if isinstance(exc, BadRecord):
         msg = exc.message
-        if exc.about_record and args:
+        if exc.about_record and record is not None:
             try:
-                msg = f"{msg}; {what_is_there(args[0], origin)}"
+                msg = f"{msg}; {what_is_there(record, origin)}"
             except Exception:  # noqa: BLE001 - describing the record is a courtesy: it must not cost the error
                 pass
-        return [TraceError(origin.source, origin.line, join_field(join_field(origin.where, field) or "", exc.field),
-                           msg, exc.trace_id)]
-    except RecursionError:
-        return [TraceError(origin.source, origin.line, join_field(origin.where, field), "nested too deeply")]
-    except Exception as exc:  # noqa: BLE001 - one odd record must not stop the file
-        return [TraceError(origin.source, origin.line, join_field(origin.where, field),
-                           f"could not convert: {type(exc).__name__}: {exc}")]
+        return TraceError(origin.source, origin.line, join_field(join_field(origin.where, field) or "", exc.field),
+                          msg, exc.trace_id)
+    if isinstance(exc, RecursionError):
+        return TraceError(origin.source, origin.line, join_field(origin.where, field), "nested too deeply")
+    return TraceError(origin.source, origin.line, join_field(origin.where, field),
+                      f"could not convert: {type(exc).__name__}: {exc}")
 
 
 _LOOKS: dict = {}

@@ -126,26 +126,21 @@ def time_key(value: Any) -> int | None:
 
 # a UTC time in ISO text whose fields exist on every calendar day (days past the 28th, hour 24 and the year
 # 0 are left to time_key, which knows which of them exist); ASCII digits only ([0-9], not \d)
-_ISO_UTC = re.compile(r"(?!0000)[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
-                      r"(?:\.[0-9]{1,9})?(Z|\+00:00)?")
+_ISO_UTC_TIME = (r"(?!0000)[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
+                 r"(?:\.[0-9]{1,9})?")
+#: such times one per line, all with the first one's suffix ("Z", "+00:00" or none)
+_ISO_UTC_LINES = re.compile(rf"{_ISO_UTC_TIME}(Z|\+00:00|)(?:\n{_ISO_UTC_TIME}\1)*")
 
 
 def time_keys(values: list) -> list:
     """Sort keys ordering ``values`` as their :func:`time_key` values order them (equal times equal keys).
 
     A hot path: when every value is UTC ISO text of one shape (one length, one suffix), the text itself
-    is the key, since such strings compare in time order; anything else is read by time_key.
+    is the key, since such strings compare in time order; anything else is read by time_key. The shape
+    is checked by one match over all the values joined one per line (so no value may hold a line break).
     """
-    if values and values[0].__class__ is str:
-        first = _ISO_UTC.fullmatch(values[0])
-        if first is not None:
-            n, tz, match = len(values[0]), first.group(1), _ISO_UTC.fullmatch
-            for v in values:
-                if v.__class__ is not str or len(v) != n:
-                    break
-                m = match(v)
-                if m is None or m.group(1) != tz:
-                    break
-            else:
-                return list(values)
+    if values and values[0].__class__ is str and set(map(type, values)) == {str} and len(set(map(len, values))) == 1:
+        lines = "\n".join(values)
+        if lines.count("\n") == len(values) - 1 and _ISO_UTC_LINES.fullmatch(lines):
+            return list(values)
     return [time_key(v) for v in values]

@@ -72,3 +72,12 @@ def test_digit_strings_scale_by_their_size():
     assert time_key("100000000000000000") == 10**17 * 1000  # exactly 10**17 is not past it: microseconds
     assert time_key("0000000000000000001") == 10**9  # 1 written with leading zeros: seconds
     assert time_key("1700000000") == 1_700_000_000 * 10**9
+
+
+def test_values_holding_line_breaks_are_not_taken_for_times():
+    # each value is two times on two lines: none is a time (both unreadable, input order kept), though joined one per
+    # line they look like four
+    times = ["2024-01-01T00:00:05Z\n2024-01-01T00:00:01Z", "2024-01-01T00:00:02Z\n2024-01-01T00:00:03Z"]
+    keys = time_keys(times)
+    assert keys == [None, None]
+    assert _order(keys) == [0, 1]

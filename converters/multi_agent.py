@@ -74,6 +74,11 @@ def _generic_score(obj: Any) -> float:
     names = {a for m in msgs[:200] if (a := _agent_of(m)) and a.lower() not in _ROLES}
     if len(names) >= 2:
         return 0.75
+    # messages addressed from one agent to another (AutoGen's sender/receiver): two parties are enough, even
+    # when one is named for its role ("user_proxy" and "assistant")
+    parties = {p for m in msgs[:200] for k in ("sender", "receiver") if isinstance(p := m.get(k), str) and p}
+    if len(parties) >= 2 and all(isinstance(m.get("sender"), str) for m in msgs[:50]):
+        return 0.75
     return 0.0
 
 

@@ -118,3 +118,18 @@ def test_tool_use_parts_in_content_become_actions(tmp_path):
     assert types(t) == ["message", "thought", "action", "observation"]
     assert (t.steps[2].content, json.loads(t.steps[2].action_input), meta(t.steps[2])["tool_call_id"]) == ("add", {"a": 2, "b": 2}, "tu_1")
     assert t.steps[3].content == "4" and meta(t.steps[3])["tool_call_id"] == "tu_1"
+
+
+def test_detect_two_agents_addressing_each_other(tmp_path):
+    # AutoGen's two-agent chat: user_proxy and assistant write to each other; "assistant" is also a role word, and
+    # the transcript is still two agents talking
+    msgs = [{"sender": "user_proxy", "receiver": "assistant", "content": "plot <x> & y"},
+            {"sender": "assistant", "receiver": "user_proxy", "content": "```python\nplot()\n```"},
+            {"sender": "user_proxy", "receiver": "assistant", "content": "exitcode: 0"}]
+    p = tmp_path / "chat.jsonl"
+    p.write_text(json.dumps({"id": "c1", "task": "plot <x> & y", "messages": msgs}) + "\n", encoding="utf-8")
+    assert auto_name(p) == "multi_agent"
+    (t,), errors, _ = run(p)
+    assert errors == []
+    assert [s.content for s in t.steps] == [m["content"] for m in msgs]
+    assert [meta(s)["agent"] for s in t.steps] == ["user_proxy", "assistant", "user_proxy"]

@@ -110,7 +110,7 @@ def _page(o: Any, where: tuple[str, int, str]) -> tuple[str, dict]:
             break
     for k in _PAGE_TEXT:
         v = src.get(k)
-        if v.__class__ is str or isinstance(v, str):
+        if isinstance(v, str):
             meta["page_field"] = k
             return v, meta
     rest = {k: v for k, v in src.items() if k not in _SHOT and k not in ("url", "last_action_error", "goal", "open_pages_urls")
@@ -189,7 +189,7 @@ def one(rec: Any, origin: Origin) -> list:
             ai = None
         for k in _THOUGHT:
             v = it[k] if k in it else None if ai is None else ai.get(k)
-            if v and v.__class__ is str or isinstance(v, str) and v:
+            if isinstance(v, str) and v:
                 thought = v
                 break
         act = it.get("action") if "action" in it else (it if "action_type" in it else None)

@@ -229,12 +229,15 @@ def _finish(sess: _Session, path: Path) -> Trace | None:
     return finish(Origin(NAME, str(path)), stable_id(path.name, sess.index, sess.first), "", steps, md)
 
 
-def _next_session(sess: _Session, msg: dict, path: Path) -> tuple[_Session, Trace | None]:
-    """The session an ``initialize`` message belongs to, and the one it ends (None if none): an initialize
-    request starts a new session once the current one holds anything."""
-    if msg.get("id") is None or not sess.entries:
-        return sess, None
-    return _Session(sess.index + 1), _finish(sess, path)
+def _session_of(sess: _Session, msg: dict, loc: int | None, path: Path) -> tuple[_Session, Trace | None]:
+    """The session ``msg`` (at ``loc``) belongs to, and the one it ends (None if none): an initialize request
+    starts a new session once the current one holds anything."""
+    done = None
+    if msg.get("method") == "initialize" and msg.get("id") is not None and sess.entries:
+        sess, done = _Session(sess.index + 1), _finish(sess, path)
+    if sess.first is None:
+        sess.first = loc
+    return sess, done
 
 
 def _records(path: Path) -> Iterator[tuple[int | None, int | None, Any]]:
@@ -271,12 +274,10 @@ def convert(path: Path) -> Iterator:
         origin.line, origin.index = line, idx
         if idx is None and rec.__class__ is dict and rec.get("jsonrpc") == "2.0":
             # a hot path (once per message): the usual record is one bare JSON-RPC message on its own line
-            if rec.get("method") == "initialize":
-                sess, done = _next_session(sess, rec, path)
+            if rec.get("method") == "initialize" or sess.first is None:
+                sess, done = _session_of(sess, rec, loc, path)
                 if done:
                     yield done
-            if sess.first is None:
-                sess.first = loc
             try:
                 _add(sess, rec, "", {} if line is None else {"source_line": line})
             except Exception as exc:  # noqa: BLE001 - one odd message is its own located error; the session goes on
@@ -290,12 +291,10 @@ def convert(path: Path) -> Iterator:
                 sess.first = loc
             continue
         for k, (msg, meta) in enumerate(msgs):
-            if msg.get("method") == "initialize":
-                sess, done = _next_session(sess, msg, path)
+            if msg.get("method") == "initialize" or sess.first is None:
+                sess, done = _session_of(sess, msg, loc, path)
                 if done:
                     yield done
-            if sess.first is None:
-                sess.first = loc
             m = {} if meta is None else dict(meta)
             if line is not None:
                 m["source_line"] = line

@@ -19,7 +19,7 @@ from ls_trajeval.core.trace import TraceError
 from .base import Converter, Sample
 from .support.chat import call_id, content_text, openai_messages
 from .support.errors import BadRecord, expect, guarded
-from .support.files import Origin, SMALL_FILE, is_zip, iter_items, load_json_located, loads, zip_names
+from .support.files import STREAM_ABOVE, Origin, is_zip, iter_items, load_json_located, loads, zip_names
 from .support.steps import StepList, finish, render_args, step, text
 
 NAME = "inspect_ai"
@@ -170,14 +170,15 @@ def convert(path: Path) -> Iterator:
         yield from _convert_zip(path)
         return
     origin = Origin(NAME, str(path))
-    if path.stat().st_size > SMALL_FILE:
+    if path.stat().st_size > STREAM_ABOVE:
         header: dict = {}
-        for _, ev in iter_items(path, "eval"):
-            if isinstance(ev, TraceError):
-                yield ev
-                return
-            header["eval"] = ev
-            break
+        for key in ("status", "eval"):  # what _sample reads of the header (Inspect writes both before the samples)
+            for _, val in iter_items(path, key):
+                if isinstance(val, TraceError):
+                    yield val
+                    return
+                header[key] = val
+                break
         for i, s in iter_items(path, "samples.item"):
             if isinstance(s, TraceError):
                 yield s

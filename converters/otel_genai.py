@@ -247,7 +247,7 @@ def _build(tid: Any, spans: list, origin: Origin) -> list:
 def _big_export(path: Path) -> bool:
     """A single OTLP/JSON document too big to load whole (its spans are still grouped by trace id)."""
     try:
-        if path.stat().st_size <= files.SMALL_FILE:
+        if path.stat().st_size <= files.STREAM_ABOVE:
             return False
         head = files.read_head(path)
     except OSError:

@@ -29,7 +29,7 @@ from ls_trajeval.core.trace import TraceError, describe
 from .base import Converter, Sample
 from .support.chat import call_id, content_text, openai_messages, tool_call
 from .support.errors import BadRecord, expect, guarded, warning
-from .support.files import SMALL_FILE, Origin, iter_items, load_json_located
+from .support.files import STREAM_ABOVE, Origin, iter_items, load_json_located
 from .support.steps import StepList, default_id, finish, render_args, step
 
 NAME = "tau_bench"
@@ -185,7 +185,7 @@ def _big(path: Path) -> Iterator:
 
 def convert(path: Path) -> Iterator:
     source = str(path)
-    if path.suffix != ".gz" and path.stat().st_size > SMALL_FILE:
+    if path.suffix != ".gz" and path.stat().st_size > STREAM_ABOVE:
         yield from _big(path)
         return
     doc = load_json_located(path)

@@ -26,6 +26,10 @@ from ..base import Sample
 HEAD_BYTES = 64 * 1024
 #: files up to this size are parsed whole for detection; larger ones are sniffed from their head
 SMALL_FILE = 8 * 1024 * 1024
+#: a single JSON document up to this size is converted from its whole parse; a larger one, where its
+#: format allows, is streamed item by item with ijson. orjson parses a whole document ~2.4x faster than
+#: ijson streams it, and the parsed document takes ~6x its size in memory (~120 MiB peak at this size)
+STREAM_ABOVE = 16 * 1024 * 1024
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".jsonl.gz", ".ndjson.gz")
 
 

@@ -45,3 +45,12 @@ def test_eval_zip(tmp_path):
     assert types(traces[1]) == ["message", "action", "observation"]
     assert traces[1].steps[1].action_input == '{\n  "cmd": "ls"\n}'
     assert len(errors) == 1 and "samples/2_epoch_1.json" in errors[0].source
+
+
+def test_big_logs_are_streamed_sample_by_sample_to_the_same_traces(monkeypatch):
+    from ls_trajeval.converters import inspect_ai
+
+    paths = [need_real("inspect_ai", n) for n in ("log_tool_call_error.json", "log_read_sample.json")]
+    whole = [[t.to_json() for t in run(p)[0]] for p in paths]
+    monkeypatch.setattr(inspect_ai, "STREAM_ABOVE", 0)  # every log counts as big: read with ijson
+    assert [[t.to_json() for t in run(p)[0]] for p in paths] == whole and all(whole)

@@ -74,7 +74,7 @@ def test_big_export_is_streamed_with_the_same_result(name, monkeypatch, tmp_path
     from ls_trajeval.converters.support import files
 
     whole, whole_errors, _ = run(D / name, "otel_genai")
-    monkeypatch.setattr(files, "SMALL_FILE", 16)  # every document counts as big: read entry by entry with ijson
+    monkeypatch.setattr(files, "STREAM_ABOVE", 16)  # every document counts as big: read entry by entry with ijson
     streamed, streamed_errors, _ = run(D / name, "otel_genai")
     assert [t.to_json() for t in streamed] == [t.to_json() for t in whole] and streamed
     assert streamed_errors == whole_errors

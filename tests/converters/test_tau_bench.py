@@ -124,7 +124,7 @@ def test_detected(path):
 
 def test_big_files_are_streamed_to_the_same_traces(monkeypatch):
     whole = {p: [t.to_json() for t in run(p)[0]] for p in (V1, IRON)}
-    monkeypatch.setattr(tau_bench, "SMALL_FILE", 0)
+    monkeypatch.setattr(tau_bench, "STREAM_ABOVE", 0)
     for p, expected in whole.items():
         assert [t.to_json() for t in run(p)[0]] == expected
 

@@ -514,9 +514,10 @@ How to read it:
 - "steps/trace" is what each tool emitted per trace: ours counts trace steps, Potato counts conversation
   turns. Close figures show both did the same work; where Potato's is 0 it wrote empty conversations
   and no ratio is given.
-- Start-up is included on both sides, as a user pays it: about 0.06 s of CPU for ours (Python, click,
-  the convert command and the one converter asked for; with `--format auto` every detector, +0.02 s),
-  about 0.05 s for Potato (argparse). Both are installed from wheels and run with cached bytecode.
+- Start-up is included on both sides, as a user pays it, and costs both about the same: 0.04-0.06 s of CPU
+  depending on the machine's state (ours: Python, click, orjson, the convert command and the one converter
+  asked for; with `--format auto` every detector, +0.02 s; Potato: argparse and its modules). Both are
+  installed from wheels and run with cached bytecode.
 - Ours streams JSONL line by line (bytes decoded with orjson), so peak RSS stays flat however large the
   file; Potato reads the whole file into memory and builds every trace before writing.
 - Formats that have to see a whole trace before emitting it are bounded by the largest trace (or

@@ -8,7 +8,7 @@ The floor program below knows that one input and nothing else: no format detecti
 handling, no tree (the generated observations are flat and come in time order), no time parsing, no
 tool-call pairing, nothing kept for other shapes; it starts an interpreter, imports orjson and nothing
 more. Nobody could ship it; what it costs is what reading, building and writing the same output costs
-at the least. Potato's CPU time over the floor's is then the best ratio any converter writing our output
+at the least. Potato's CPU time over the floor's is then about the best ratio any converter writing our output
 could reach on this machine, and ours over the floor's is what our generality costs. The run stops with
 an error if the floor's output differs from ours by a byte.
 """

@@ -258,6 +258,6 @@ def gold_line(gold: Gold, settings: AnalysisSettings) -> dict:
             "task_id": f.get("task_id"), "annotator": GOLD_ANNOTATOR, "layout": f.get("layout"),
             "metadata": base.metadata}
     line = assemble(head, rec.scheme, steps, rec.labels, score, rec.n_steps, weights, settings.initial_for(rec),
-                    settings.min_for(rec))
+                    settings.min_for(rec), is_error=settings.is_error)
     line["gold"] = {"method": gold.method, "annotators": gold.annotators, "ties": gold.ties}
     return line

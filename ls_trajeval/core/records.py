@@ -14,14 +14,14 @@ from __future__ import annotations
 import gzip
 import json
 import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Mapping
-from typing import Any, Iterator, Sequence, Union
+from typing import Any
 
 from .config import Config
 from .fields import n_steps as task_n_steps
-from .labels import StepLabel
+from .labels import ROLES, SOURCES, Span, StepLabel, resolve_causes
 from .results import decode
 from .scoring import ScoreSummary, summarize
 from .tasks import step_text
@@ -35,10 +35,13 @@ HEAD_KEYS = ("trace_id", "task", "project_id", "task_id", "annotation_id", "anno
 RECORD_KEYS = frozenset({
     *HEAD_KEYS, "scheme", "running_score", "final_score", "n_steps", "n_errors", "first_error_step",
     "worst_severity", "severity_weights", "score_initial", "score_min", "model_version", "gold",
+    "root_cause_step", "rejected_suggestions",
 })
-#: The keys of one per-step entry
+#: The keys of one per-step entry: the guide's, then provenance (``source``, ``suggested_by``, ``confidence``),
+#: evidence spans, cause links (``caused_by``, ``role``) and the correction, added after them
 STEP_KEYS = ("step_index", "step_type", "step_text", "correctness", "error_category", "error_type", "severity",
-             "rationale", "score")
+             "rationale", "score", "source", "suggested_by", "confidence", "evidence", "caused_by", "role",
+             "correction")
 
 
 # ---------------------------------------------------------------- writing
@@ -90,21 +93,32 @@ def build_record(task: Mapping, annotation: Mapping, config: Config, *, layout: 
     }
     if annotation.get("model_version") is not None:
         head["model_version"] = annotation["model_version"]
+    warnings = list(labels.warnings)
     record = assemble(head, scheme.name, labels.steps, labels.whole_trace, summarize(labels.steps, scheme), n_steps,
-                      scheme.weights, scheme.running_score.initial, scheme.running_score.min)
+                      scheme.weights, scheme.running_score.initial, scheme.running_score.min,
+                      is_error=scheme.error_labels.__contains__, rejected_suggestions=labels.rejected_suggestions,
+                      warnings=warnings)
     where = f"task {task.get('id')} annotation {annotation.get('id')}"
-    return record, [f"{where}: {w}" for w in labels.warnings]
+    return record, [f"{where}: {w}" for w in warnings]
 
 
 def assemble(head: Mapping, scheme_name: str, steps: Sequence[StepLabel], whole_trace: Mapping,
-             score: ScoreSummary, n_steps: int, weights: Mapping[str, float], initial: float, minimum: float) -> dict:
+             score: ScoreSummary, n_steps: int, weights: Mapping[str, float], initial: float, minimum: float, *,
+             is_error: Callable[[str], bool], rejected_suggestions: Sequence[Mapping] = (),
+             warnings: list[str] | None = None) -> dict:
     """A record from its parts: ``head`` (the keys from ``trace_id`` to ``metadata``, and any other key of
     :data:`RECORD_KEYS` the writer sets, such as ``model_version``), one label per step (with its ``step_type`` and
     ``step_text``), the whole-trace labels and the score. :func:`build_record` and the gold labels of the analysis
-    write through it, so every record has one shape."""
+    write through it, so every record has one shape.
+
+    The steps' cause links are checked here and their roles set (:func:`~.labels.resolve_causes`; ``is_error``
+    tells a wrong step's correctness label); links it drops are described in ``warnings`` when a list is given."""
     unknown = set(head) - RECORD_KEYS
     if unknown:
         raise ValueError(f"not record keys: {sorted(unknown)}")
+    root_cause, dropped = resolve_causes(steps, is_error)
+    if warnings is not None:
+        warnings.extend(dropped)
     entries = [{
         "step_index": label.step_index,
         "step_type": label.step_type,
@@ -115,6 +129,13 @@ def assemble(head: Mapping, scheme_name: str, steps: Sequence[StepLabel], whole_
         "severity": label.severity,
         "rationale": label.rationale,
         "score": _num(running),
+        "source": label.source,
+        "suggested_by": label.suggested_by,
+        "confidence": label.confidence,
+        "evidence": [span.to_json() for span in label.evidence],
+        "caused_by": list(label.caused_by),
+        "role": label.role,
+        "correction": label.correction,
     } for label, running in zip(steps, score.curve)]
     return {
         **{k: head.get(k) for k in HEAD_KEYS},
@@ -131,6 +152,8 @@ def assemble(head: Mapping, scheme_name: str, steps: Sequence[StepLabel], whole_
         "severity_weights": {k: _num(v) for k, v in weights.items()},
         "score_initial": _num(initial),
         "score_min": _num(minimum),
+        "root_cause_step": root_cause,
+        "rejected_suggestions": [dict(r) for r in rejected_suggestions],
     }
 
 
@@ -161,6 +184,10 @@ class AnnotationRecord:
     fields: dict = field(default_factory=dict)
     #: the trace's metadata (agent, model, run, ...), when the export carries it
     metadata: dict = field(default_factory=dict)
+    #: the earliest origin of the trace's errors, as written (None without errors or in older exports)
+    root_cause_step: int | None = None
+    #: the suggestions the annotator removed, as written
+    rejected_suggestions: list = field(default_factory=list)
 
     def value(self, key: str) -> Any:
         """What the record says for ``key``: a key of the trace's metadata (``metadata.KEY`` to say so), else a
@@ -192,6 +219,64 @@ def _opt_str(v: Any) -> str | None:
     if v is None or v == "":
         return None
     return v if isinstance(v, str) else str(v)
+
+
+#: the keys of a per-step entry in the guide's own shape (the added keys come after them in STEP_KEYS)
+_GUIDE_STEP_KEYS = frozenset(STEP_KEYS[:STEP_KEYS.index("source")])
+
+
+def _nonneg_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _read_added_step_keys(e: Mapping, label: StepLabel) -> tuple[str, str] | None:
+    """Set ``label``'s provenance, evidence, cause links and correction from entry ``e``; (key, problem) when one is
+    malformed. Absent or null keys keep their defaults."""
+    source = e.get("source")
+    if source is not None:
+        if source not in SOURCES:
+            return "source", f"expected one of {', '.join(SOURCES)}, got {source!r}"
+        label.source = source
+    label.suggested_by = _opt_str(e.get("suggested_by"))
+    conf = e.get("confidence")
+    if conf is not None:
+        if _number(conf) is None or not 0 <= conf <= 1:
+            return "confidence", "expected a number from 0 to 1"
+        label.confidence = float(conf)
+    evidence = e.get("evidence")
+    if evidence:
+        if not isinstance(evidence, list):
+            return "evidence", "expected a list"
+        spans = []
+        for j, sp in enumerate(evidence):
+            if not (isinstance(sp, dict) and _nonneg_int(sp.get("start")) and _nonneg_int(sp.get("end"))
+                    and sp["start"] <= sp["end"] and isinstance(sp.get("text"), str)):
+                return f"evidence[{j}]", "expected {\"start\", \"end\", \"text\"} with 0 <= start <= end"
+            spans.append(Span(sp["start"], sp["end"], sp["text"]))
+        label.evidence = tuple(spans)
+    caused = e.get("caused_by")
+    if caused:
+        if not isinstance(caused, list) or not all(_nonneg_int(c) for c in caused):
+            return "caused_by", "expected a list of step indices"
+        label.caused_by = tuple(caused)
+    role = e.get("role")
+    if role is not None:
+        if role not in ROLES:
+            return "role", f"expected one of {', '.join(ROLES)} or null, got {role!r}"
+        label.role = role
+    correction = e.get("correction")
+    if correction is not None and not isinstance(correction, str):
+        return "correction", "expected a string or null"
+    label.correction = correction or None
+    return None
+
+
+def _rejected(v: Any) -> list[dict] | None:
+    if v is None:
+        return []
+    if not isinstance(v, list) or not all(isinstance(r, dict) and _nonneg_int(r.get("step_index")) for r in v):
+        return None
+    return v
 
 
 def parse_record(obj: Any, source: str, line: int, *, scheme: str | None = None,
@@ -236,9 +321,14 @@ def parse_record(obj: Any, source: str, line: int, *, scheme: str | None = None,
             st = str(st)
         cat, typ, sev, why = e.get("error_category"), e.get("error_type"), e.get("severity"), e.get("rationale")
         if cat is None and typ is None and sev is None and why is None:
-            steps.append(StepLabel(idx, corr, None, None, None, None, st, text))
+            label = StepLabel(idx, corr, None, None, None, None, st, text)
         else:
-            steps.append(StepLabel(idx, corr, _opt_str(cat), _opt_str(typ), _opt_str(sev), _opt_str(why), st, text))
+            label = StepLabel(idx, corr, _opt_str(cat), _opt_str(typ), _opt_str(sev), _opt_str(why), st, text)
+        if not _GUIDE_STEP_KEYS.issuperset(e):  # the added keys, when the line has some
+            problem = _read_added_step_keys(e, label)
+            if problem is not None:
+                return bad(problem[1], f"{found}[{i}].{problem[0]}")
+        steps.append(label)
     steps.sort(key=lambda s: s.step_index)
     n_file = obj.get("n_steps")
     n_steps = max(
@@ -267,6 +357,12 @@ def parse_record(obj: Any, source: str, line: int, *, scheme: str | None = None,
     if not isinstance(annotator, str) or not annotator:
         aid = obj.get("annotator_id")
         annotator = f"annotator_{aid}" if aid is not None else Path(source).name.split(".")[0]
+    rejected = _rejected(obj.get("rejected_suggestions"))
+    if rejected is None:
+        return bad("expected a list of objects with a step_index", "rejected_suggestions")
+    root = obj.get("root_cause_step")
+    if root is not None and not _nonneg_int(root):
+        return bad("expected a step index or null", "root_cause_step")
     task = obj.get("task")
     return AnnotationRecord(
         source=source, line=line, trace_id=str(tid), task=task if isinstance(task, str) else "",
@@ -275,6 +371,7 @@ def parse_record(obj: Any, source: str, line: int, *, scheme: str | None = None,
         score_initial=_number(obj.get("score_initial")), score_min=_number(obj.get("score_min")),
         final_score=_number(obj.get("final_score")), fields=fields,
         metadata=obj["metadata"] if isinstance(obj.get("metadata"), dict) else {},
+        root_cause_step=root, rejected_suggestions=rejected,
     )
 
 
@@ -309,7 +406,7 @@ def read_lines(path: str | Path) -> Iterator[tuple[int, Any] | TraceError]:
 
 
 def read_records(inputs: Sequence[str | Path], *, scheme: str | None = None,
-                 default_correctness: str = "correct") -> Iterator[Union[AnnotationRecord, TraceError]]:
+                 default_correctness: str = "correct") -> Iterator[AnnotationRecord | TraceError]:
     """Every record of every input (files, or directories of ``*.jsonl[.gz]``); bad lines as located errors.
 
     The same annotation seen twice (a file passed both directly and through its directory, or a re-export) is

@@ -181,6 +181,16 @@ def decode(result: list[Mapping], config: Config, n_steps: int) -> TraceLabels:
     return TraceLabels(steps, whole, warnings)
 
 
+def _mark_suggestion(items: list[dict], step: StepLabel) -> None:
+    """A suggestion's confidence on each of its step's results (Label Studio's per-region ``score``), and the judge
+    that made it on the first (the mark, or the paged correctness): the decoder finds both by result id."""
+    if step.confidence is not None:
+        for it in items:
+            it["score"] = step.confidence
+    if step.suggested_by is not None and items:
+        items[0]["judge"] = step.suggested_by
+
+
 def encode(labels: TraceLabels, config: Config, layout: str, transcript: Sequence[Mapping] | None = None,
            origin: str = "manual", confirm_review: bool = True) -> list[dict]:
     """Label Studio results for ``labels``, in the shapes the labeling UI itself saves.
@@ -209,6 +219,7 @@ def encode(labels: TraceLabels, config: Config, layout: str, transcript: Sequenc
 
     for step in labels.steps:
         wrong = step.correctness in errors
+        first = len(out)
         if layout == "paged":
             i = step.step_index
             to_name = "te_task"  # every per-step control names the task text (see the paged template)
@@ -239,6 +250,8 @@ def encode(labels: TraceLabels, config: Config, layout: str, transcript: Sequenc
                 out.append(item(rationale, "te_trace", "textarea", {**span, "text": [step.rationale]}, rid))
         else:
             raise ValueError(f"unknown layout {layout!r}")
+        if step.confidence is not None or step.suggested_by is not None:
+            _mark_suggestion(out[first:], step)
     for name, value in labels.whole_trace.items():
         if value is not None:
             out.append(item(name, "te_task", "choices", {"choices": [value]}))

@@ -69,6 +69,13 @@ class Credentials:
     token: str
 
 
+def init_args(creds: Credentials) -> list[str]:
+    """``label-studio init``'s arguments for ``creds``. Each value is joined to its option (``--password=...``): a
+    generated password starts with "-" once in 64, and argparse takes a separate "-..." for an option."""
+    return ["init", f"--username={creds.email}", f"--password={creds.password}", f"--user-token={creds.token}",
+            "--no-browser", "--quiet", "--enable-legacy-api-token"]
+
+
 def ensure_initialized(data_dir: Path, email: str = "admin@example.com", log=None,
                        extra_env: dict | None = None) -> Credentials:
     """Initialise ``data_dir`` once (user, token, migrations); afterwards just read the credentials back."""
@@ -78,9 +85,7 @@ def ensure_initialized(data_dir: Path, email: str = "admin@example.com", log=Non
     if state.exists():
         return Credentials(**json.loads(state.read_text()))
     creds = Credentials(email, secrets.token_urlsafe(12), secrets.token_hex(20))
-    cmd = _label_studio_cmd() + ["init", "--username", creds.email, "--password", creds.password,
-                                 "--user-token", creds.token, "--no-browser", "--quiet",
-                                 "--enable-legacy-api-token"]
+    cmd = _label_studio_cmd() + init_args(creds)
     if log:
         log("initialising Label Studio in %s (first run only, about a minute)..." % data_dir)
     proc = subprocess.run(cmd, env=server_env(data_dir, extra_env), capture_output=True, text=True,

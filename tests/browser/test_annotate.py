@@ -44,7 +44,10 @@ def step_entry(i: int, t: dict, **wrong) -> dict:
         given = s["action_input"]
         text += "\n" + (given if isinstance(given, str) else json.dumps(given, indent=2, ensure_ascii=False))
     entry = {"step_index": i, "step_type": s["type"], "step_text": text, "correctness": "correct",
-             "error_category": None, "error_type": None, "severity": None, "rationale": None, "score": 100}
+             "error_category": None, "error_type": None, "severity": None, "rationale": None, "score": 100,
+             # made by hand, no span, no links, no correction: a wrong step is then an origin
+             "source": "human", "suggested_by": None, "confidence": None, "evidence": [], "caused_by": [],
+             "role": None, "correction": None}
     entry.update(wrong)
     return entry
 
@@ -53,7 +56,8 @@ def expected_record(t: dict, layout: str, wrong: bool = True) -> dict:
     steps = [step_entry(i, t) for i in range(6)]
     if wrong:
         steps[3] = step_entry(3, t, correctness="incorrect", error_category="reasoning",
-                              error_type="incorrect_assumption", severity="major", rationale=RATIONALE, score=95)
+                              error_type="incorrect_assumption", severity="major", rationale=RATIONALE, score=95,
+                              role="origin")
         steps[4]["score"] = steps[5]["score"] = 95
     return {"trace_id": t["trace_id"], "task": t["task"], "layout": layout, "metadata": t.get("metadata", {}),
             "scheme": "error_localization",
@@ -61,7 +65,8 @@ def expected_record(t: dict, layout: str, wrong: bool = True) -> dict:
             "running_score": [s["score"] for s in steps], "final_score": steps[-1]["score"], "n_steps": 6,
             "n_errors": 1 if wrong else 0, "first_error_step": 3 if wrong else None,
             "worst_severity": "major" if wrong else None,
-            "severity_weights": {"minor": -1, "major": -5, "critical": -10}, "score_initial": 100, "score_min": 0}
+            "severity_weights": {"minor": -1, "major": -5, "critical": -10}, "score_initial": 100, "score_min": 0,
+            "root_cause_step": 3 if wrong else None, "rejected_suggestions": []}
 
 
 VOLATILE = ("project_id", "task_id", "annotation_id", "annotator_id", "created_at", "updated_at", "lead_time")

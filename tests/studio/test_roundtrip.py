@@ -111,12 +111,16 @@ def test_export_has_every_step_with_its_labels_and_scores(exported, layout):
     assert [s["correctness"] for s in steps] == ["correct"] * 3 + ["incorrect", "correct", "correct", "incorrect"]
     assert steps[3] == {"step_index": 3, "step_type": "thought", "step_text": f"It must subtract the discount. {NASTY}",
                         "correctness": "incorrect", "error_category": "reasoning", "error_type": "incorrect_assumption",
-                        "severity": "major", "rationale": RATIONALE, "score": 95}
+                        "severity": "major", "rationale": RATIONALE, "score": 95,
+                        # made by hand, a whole-step mark, linked to nothing
+                        "source": "human", "suggested_by": None, "confidence": None, "evidence": [], "caused_by": [],
+                        "role": "origin", "correction": None}
     assert (steps[6]["error_category"], steps[6]["error_type"], steps[6]["severity"], steps[6]["rationale"]) == (
         "action", "premature_termination", "critical", None)
     assert all(s["error_type"] is None and s["severity"] is None for i, s in enumerate(steps) if i not in (3, 6))
     assert rec["running_score"] == [100, 100, 100, 95, 95, 95, 85] and rec["final_score"] == 85
     assert (rec["n_errors"], rec["first_error_step"], rec["worst_severity"]) == (2, 3, "critical")
+    assert (rec["root_cause_step"], rec["rejected_suggestions"]) == (3, [])
     assert rec["overall_success"] == "failure"
     assert rec["task"] == TRACES[0]["task"]
     assert rec["annotator"] == "admin@example.com" and rec["lead_time"] == 42.5

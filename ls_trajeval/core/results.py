@@ -203,25 +203,34 @@ def encode(labels: TraceLabels, config: Config, layout: str, transcript: Sequenc
     def new_id() -> str:
         return f"{prefix}{next(counter):02x}"
 
-    def item(from_name: str, to_name: str, rtype: str, value: dict, rid: str | None = None) -> dict:
-        return {"id": rid or new_id(), "from_name": from_name, "to_name": to_name, "type": rtype,
-                "origin": origin, "value": value}
+    def item(from_name: str, to_name: str, rtype: str, value: dict, rid: str | None = None,
+             step: StepLabel | None = None, mark: bool = False) -> dict:
+        out = {"id": rid or new_id(), "from_name": from_name, "to_name": to_name, "type": rtype, "origin": origin,
+               "value": value}
+        # a suggestion's confidence is Label Studio's per-region score, on each of the region's results; the
+        # judge that made it (merged predictions) on its mark
+        if step is not None and step.confidence is not None:
+            out["score"] = step.confidence
+        if mark and step is not None and step.suggested_by is not None:
+            out["judge"] = step.suggested_by
+        return out
 
     for step in labels.steps:
         wrong = step.correctness in errors
         if layout == "paged":
             i = step.step_index
             to_name = "te_task"  # every per-step control names the task text (see the paged template)
-            out.append(item(f"{correctness}_{i}", to_name, "choices", {"choices": [step.correctness]}))
+            out.append(item(f"{correctness}_{i}", to_name, "choices", {"choices": [step.correctness]}, step=step,
+                            mark=True))
             if not wrong:
                 continue
             if step.error_type:
                 out.append(item(f"{type_}_{i}", to_name, "taxonomy",
-                                {"taxonomy": [[step.error_category, step.error_type]]}))
+                                {"taxonomy": [[step.error_category, step.error_type]]}, step=step))
             if step.severity:
-                out.append(item(f"{severity}_{i}", to_name, "choices", {"choices": [step.severity]}))
+                out.append(item(f"{severity}_{i}", to_name, "choices", {"choices": [step.severity]}, step=step))
             if step.rationale and with_rationale:
-                out.append(item(f"{rationale}_{i}", to_name, "textarea", {"text": [step.rationale]}))
+                out.append(item(f"{rationale}_{i}", to_name, "textarea", {"text": [step.rationale]}, step=step))
         elif layout == "transcript":
             if not wrong:
                 continue
@@ -229,14 +238,15 @@ def encode(labels: TraceLabels, config: Config, layout: str, transcript: Sequenc
             i = str(step.step_index)
             span = {"start": i, "end": i, "startOffset": 0, "endOffset": len(text)}
             rid = new_id()
-            out.append(item(marks, "te_trace", "paragraphlabels", {**span, "paragraphlabels": [step.correctness]}, rid))
+            out.append(item(marks, "te_trace", "paragraphlabels", {**span, "paragraphlabels": [step.correctness]}, rid,
+                            step, mark=True))
             if step.severity:
                 out.append(item(severity, "te_trace", "paragraphlabels", {**span, "paragraphlabels": [step.severity]},
-                                rid))
+                                rid, step))
             if step.error_type:
-                out.append(item(type_, "te_trace", "choices", {**span, "choices": [step.error_type]}, rid))
+                out.append(item(type_, "te_trace", "choices", {**span, "choices": [step.error_type]}, rid, step))
             if step.rationale and with_rationale:
-                out.append(item(rationale, "te_trace", "textarea", {**span, "text": [step.rationale]}, rid))
+                out.append(item(rationale, "te_trace", "textarea", {**span, "text": [step.rationale]}, rid, step))
         else:
             raise ValueError(f"unknown layout {layout!r}")
     for name, value in labels.whole_trace.items():

@@ -69,6 +69,16 @@ def _step_range(value: Mapping) -> range | None:
     return range(start, end + 1)
 
 
+def _suggestion(item: Mapping, target: dict) -> None:
+    """A suggestion's confidence (the per-region ``score``, a number in [0, 1]) and judge, where a result has them."""
+    score = item.get("score")
+    if isinstance(score, (int, float)) and not isinstance(score, bool) and 0 <= score <= 1:
+        target["confidence"] = float(score)
+    judge = item.get("judge")
+    if isinstance(judge, str) and judge:
+        target["suggested_by"] = judge
+
+
 def decode(result: list[Mapping], config: Config, n_steps: int) -> TraceLabels:
     """Per-step labels (one per step, correct ones included) and whole-trace values of one annotation."""
     scheme = config.trajectory
@@ -135,6 +145,7 @@ def decode(result: list[Mapping], config: Config, n_steps: int) -> TraceLabels:
                 continue
             target: dict = {}
             put(target, kind, value, name)
+            _suggestion(item, target)
             if "correctness" in target:
                 correctness[idx] = target.pop("correctness")
             details.setdefault(idx, {}).update(target)
@@ -146,6 +157,7 @@ def decode(result: list[Mapping], config: Config, n_steps: int) -> TraceLabels:
                 region["steps"] = steps
             kind = "label" if name == names.marks else per_region[name]
             put(region, kind, value, f"region {rid}")
+            _suggestion(item, region)
             if kind == "severity" and "severity" in region and item.get("type") in ("paragraphlabels", "labels"):
                 region["severity_label"] = True
         elif name in whole:
@@ -175,9 +187,12 @@ def decode(result: list[Mapping], config: Config, n_steps: int) -> TraceLabels:
     default = scheme.correctness_default
     steps = [StepLabel(idx, default, None, None, None, None) for idx in range(n_steps)]
     for idx, label in correctness.items():
-        d = details.get(idx, {}) if label in scheme.error_labels else {}
+        d = details.get(idx, {})
+        suggestion = d.get("confidence"), d.get("suggested_by")  # a paged correct step's too
+        if label not in scheme.error_labels:
+            d = {}
         steps[idx] = StepLabel(idx, label, d.get("error_category"), d.get("error_type"), d.get("severity"),
-                               d.get("rationale"))
+                               d.get("rationale"), None, None, *suggestion)
     return TraceLabels(steps, whole, warnings)
 
 

@@ -168,8 +168,7 @@ def parse_answer(content: str | None, scheme: TrajectoryScheme, numbers: Sequenc
     errors = sorted(Draft202012Validator(answer_schema(scheme, numbers)).iter_errors(doc),
                     key=lambda e: list(e.absolute_path))
     if errors:
-        shown = "; ".join(f"{'/'.join(map(str, e.absolute_path)) or '(the answer)'}: {e.message[:200]}"
-                          for e in errors[:3])
+        shown = "; ".join(f"{'/'.join(map(str, e.absolute_path)) or '(the answer)'}: {_problem(e)}" for e in errors[:3])
         more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
         raise InvalidAnswer(f"does not match the schema: {shown}{more}")
     seen: dict[int, int] = {}
@@ -183,6 +182,14 @@ def parse_answer(content: str | None, scheme: TrajectoryScheme, numbers: Sequenc
             f"step{'s' * (len(twice) > 1)} {', '.join(f'#{n}' for n in twice)} given twice" if twice else ""])))
     order = {n: i for i, n in enumerate(numbers)}
     return sorted(doc["steps"], key=lambda e: order[e["step"]])
+
+
+def _problem(error: Any) -> str:
+    """A schema violation in a line (a long list of allowed values is not repeated: the prompt lists them)."""
+    if error.validator == "enum" and len(error.validator_value) > 6:
+        return f"{json.dumps(error.instance, ensure_ascii=False)[:80]} is not one of the {len(error.validator_value)} " \
+               "allowed values"
+    return error.message[:200]
 
 
 def to_label(entry: dict, scheme: TrajectoryScheme) -> StepLabel:

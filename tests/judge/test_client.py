@@ -86,7 +86,10 @@ def test_an_answer_that_breaks_the_schema_is_reported_after_the_retries(standin,
     (v,) = make_judge(standin, judge_config, invalid_retries=2).run([judge_input(judge_traces["judge-schema"])])
     assert len(standin.requests_for("judge-case:schema")) == 3 and v.steps is None
     assert v.problem.startswith("invalid answer: does not match the schema: ")
-    assert "'teleportation' is not one of" in v.problem and "1.4 is greater than the maximum of 1" in v.problem
+    assert v.problem == "invalid answer: does not match the schema: steps/0/confidence: 1.4 is greater than the " \
+                        "maximum of 1; steps/0/error_type: \"teleportation\" is not one of the 19 allowed values; " \
+                        "steps/0/severity: 'catastrophic' is not one of ['minor', 'major', 'critical', None] " \
+                        "(3 answers, none valid)"
     assert v.problem.endswith("(3 answers, none valid)")
 
 

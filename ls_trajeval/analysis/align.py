@@ -275,7 +275,7 @@ def plot_confusion(result: AlignResult) -> bytes:
     return png(fig)
 
 
-def write_outputs(result: AlignResult, out_dir: Union[str, Path], doc: Optional[dict] = None,
+def write_outputs(result: AlignResult, out_dir: Union[str, Path], doc: dict | None = None,
                   plots: bool = True) -> list:
     """confusion_categories.csv / .png, per_trace.csv and align.json (``doc``, by default ``result.to_json()``) in
     ``out_dir``."""

@@ -77,7 +77,8 @@ class Scope:
         return bool(judged) and all(judged)
 
     def to_json(self) -> dict:
-        return {"scope": self.name, "certified": self.certified, "figures": {c.figure: c.to_json() for c in self.checks}}
+        return {"scope": self.name, "certified": self.certified,
+                "figures": {c.figure: c.to_json() for c in self.checks}}
 
 
 @dataclass

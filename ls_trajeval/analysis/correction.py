@@ -105,9 +105,10 @@ def rogan_gladen(errors, steps, judge: np.ndarray, level: float = LEVEL) -> Corr
     if not (math.isfinite(p) and math.isfinite(j)) or j <= 0:
         return Corrected(p, se, sp, math.nan, math.nan, math.nan)
     pi = (p + sp - 1) / j
-    var = (ratio_variance(errors, steps) + pi ** 2 * ratio_variance(tp, tp + fn)
-           + (1 - pi) ** 2 * ratio_variance(tn, tn + fp) - 2 * pi * (1 - pi) * ratio_covariance(tp, tp + fn, tn, tn + fp)
-           ) / j ** 2
+    se_var, sp_var = ratio_variance(tp, tp + fn), ratio_variance(tn, tn + fp)
+    covariance = ratio_covariance(tp, tp + fn, tn, tn + fp)
+    var = (ratio_variance(errors, steps) + pi ** 2 * se_var + (1 - pi) ** 2 * sp_var
+           - 2 * pi * (1 - pi) * covariance) / j ** 2
     half = float(norm.ppf(0.5 + level / 2)) * math.sqrt(max(var, 0.0))
 
     def clip(x: float) -> float:
@@ -135,11 +136,11 @@ def corrected_rates(traces: pd.DataFrame, errors: pd.DataFrame, judge: JudgeErro
         for what, column, counts in [(ANY_ERROR, "errors", judge.flag),
                                      *[(c, f"cat:{c}", judge.categories.get(
                                          NO_CATEGORY if c == _REPORT_NO_CATEGORY else c)) for c in categories]]:
-            c = rogan_gladen(units[column], units["steps"], counts) if counts is not None else \
+            r = rogan_gladen(units[column], units["steps"], counts) if counts is not None else \
                 Corrected(units[column].sum() / units["steps"].sum(), math.nan, math.nan, math.nan, math.nan, math.nan)
             row = {"what": what, "errors": int(units[column].sum()), "steps": int(units["steps"].sum()),
-                   "apparent_rate": c.apparent, "sensitivity": c.sensitivity, "specificity": c.specificity,
-                   "corrected_rate": c.value, "corrected_rate_low": c.low, "corrected_rate_high": c.high}
+                   "apparent_rate": r.apparent, "sensitivity": r.sensitivity, "specificity": r.specificity,
+                   "corrected_rate": r.value, "corrected_rate_low": r.low, "corrected_rate_high": r.high}
             rows.append({by: group or "(all)", **row} if by is not None else row)
     columns = ([by] if by is not None else []) + ["what", "errors", "steps", "apparent_rate", "sensitivity",
                                                   "specificity", "corrected_rate", "corrected_rate_low",

@@ -23,14 +23,17 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..core import results
 from ..core.config import Config
-from ..core.fields import (ACCEPTANCE, ACCEPTANCE_DETAIL, LEAST_CONFIDENCE, LEAST_CONFIDENT_STEP, SUGGESTIONS_BY,
-                           n_steps)
+from ..core.fields import ACCEPTANCE, ACCEPTANCE_DETAIL, LEAST_CONFIDENCE, LEAST_CONFIDENT_STEP, SUGGESTIONS_BY, n_steps
 from ..core.labels import step_number
 from ..studio import client as studio
 from .projects import project_config
+
+if TYPE_CHECKING:  # the audit's statistics need the [analysis] extra; accepting does not
+    from ..analysis.stats import Proportion
 
 ACCEPTED, AUDIT = "accepted", "audit"
 #: the Data Manager tab of the tasks left for people to audit
@@ -60,7 +63,7 @@ def _live(annotations) -> list[dict]:
     return [a for a in annotations or [] if not a.get("was_cancelled")]
 
 
-def _latest(predictions, version: str, prediction_id=None) -> dict | None:
+def _latest(predictions, version: str | None, prediction_id=None) -> dict | None:
     mine = sorted((p for p in predictions or [] if p.get("model_version") == version), key=lambda p: p.get("id") or 0)
     exact = [p for p in mine if prediction_id is not None and p.get("id") == prediction_id]
     return (exact or mine or [None])[-1]
@@ -77,7 +80,7 @@ def accept_project(client, project_id: int, *, threshold: float, audit: float, s
     ``model_version`` accepts only that judge's (by default whichever the task's ``least_confidence`` describes)."""
     summary = AcceptSummary(project_id, threshold, audit, seed)
     me = studio.whoami(client).get("id")
-    eligible: list[tuple[int, dict, float, dict]] = []  # task id, prediction, its least confidence, task data
+    eligible: list[tuple[int, dict, dict]] = []  # task id, the prediction to accept, what the decision is made from
     for task in studio.iter_tasks(client, project_id, page_size=100):
         summary.tasks += 1
         data = task.get("data") or {}
@@ -106,10 +109,10 @@ def accept_project(client, project_id: int, *, threshold: float, audit: float, s
         if least < threshold:
             summary.below += 1
             continue
-        eligible.append((task["id"], prediction, least, detail))
+        eligible.append((task["id"], prediction, detail))
     rng = random.Random(seed)
     sample = set(rng.sample([t for t, *_ in eligible], math.ceil(audit * len(eligible)))) if audit > 0 else set()
-    for task_id, prediction, least, detail in eligible:
+    for task_id, prediction, detail in eligible:
         summary.versions.add(detail["model_version"])
         if task_id in sample:
             studio.update_task_data(client, task_id, {ACCEPTANCE: AUDIT, ACCEPTANCE_DETAIL: {**detail, "seed": seed}})
@@ -156,8 +159,9 @@ class AuditReport:
     audit_tasks: int
     audited: list[AuditedTrace]
     method: str
-    traces: object = None  # analysis.stats.Proportion of traces with a wrong step
-    steps: object = None  # ... of wrong steps
+    #: the share of audited traces with a wrong step, and of wrong steps
+    traces: Proportion
+    steps: Proportion
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -199,7 +203,7 @@ def _differences(suggested, annotated, scheme) -> tuple[int, int, list[str]]:
 
 def audit_report(client, project_id: int, *, method: str = "wilson", config: Config | None = None) -> AuditReport:
     """The measured error rate of the accepted suggestions, from the audit tasks people have annotated."""
-    from ..analysis.stats import proportion_interval
+    from ..analysis.stats import proportion_interval  # statsmodels: the [analysis] extra
 
     project = studio.get_project(client, project_id)
     config = project_config(project, config)
@@ -215,7 +219,7 @@ def audit_report(client, project_id: int, *, method: str = "wilson", config: Con
         annotations = sorted(_live(task.get("annotations")), key=lambda a: (a.get("updated_at") or "", a.get("id")))
         if not annotations:
             continue
-        detail = data.get(ACCEPTANCE_DETAIL) if isinstance(data.get(ACCEPTANCE_DETAIL), dict) else {}
+        detail: dict = data[ACCEPTANCE_DETAIL] if isinstance(data.get(ACCEPTANCE_DETAIL), dict) else {}
         prediction = _latest(task.get("predictions"), detail.get("model_version"), detail.get("prediction"))
         if prediction is None:
             problems.append(f"task {task['id']}: the prediction of {detail.get('model_version')!r} it was decided "
@@ -227,10 +231,10 @@ def audit_report(client, project_id: int, *, method: str = "wilson", config: Con
         wrong, severity, notes = _differences(suggested, annotated, scheme)
         audited.append(AuditedTrace(task["id"], None if data.get(config.id_key) is None else str(data[config.id_key]),
                                     n, wrong, severity, notes))
-    report = AuditReport(project_id, accepted, audit_tasks, audited, method, problems=problems)
-    report.traces = proportion_interval([t.wrong_steps > 0 for t in audited], [1] * len(audited), method)
-    report.steps = proportion_interval([t.wrong_steps for t in audited], [t.steps for t in audited], method)
-    return report
+    return AuditReport(project_id, accepted, audit_tasks, audited, method,
+                       proportion_interval([t.wrong_steps > 0 for t in audited], [1] * len(audited), method),
+                       proportion_interval([t.wrong_steps for t in audited], [t.steps for t in audited], method),
+                       problems)
 
 
 def format_audit(r: AuditReport) -> str:

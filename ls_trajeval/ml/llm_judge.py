@@ -2,11 +2,11 @@
 project's taxonomy, severity, rationale, confidence), as structured output validated against a JSON schema built
 from the taxonomy.
 
-- **Requests**: the official ``openai`` client's chat completions, one request per trace; a trace whose prompt would
-  exceed ``max_prompt_chars`` is judged in windows of consecutive steps, each request carrying the earlier steps
-  shortened as context (as many of the latest as fit half the limit) (a verdict on a step depends on what came before it, so the whole trace in one request gives
-  the judge all of it at the least cost: its content is sent once). A step longer than ``max_step_chars`` is cut in
-  its middle, saying how much was cut.
+- **Requests**: the official ``openai`` client's chat completions, one request per trace (a verdict on a step
+  depends on what came before it, so the whole trace in one request gives the judge all of it at the least cost: its
+  content is sent once). A trace whose prompt would exceed ``max_prompt_chars`` is judged in windows of consecutive
+  steps, each request carrying the earlier steps shortened as context (as many of the latest as fit half the limit).
+  A step longer than ``max_step_chars`` is cut in its middle, saying how much was cut.
 - **Structured output**: ``response_format`` ``json_schema`` (strict) where the server supports it, ``json_object``
   or none where not; whatever comes back is parsed and validated against the full schema (``jsonschema``: labels,
   types and severities from the taxonomy, every step asked for exactly once, confidence in [0, 1], a type and a
@@ -187,8 +187,8 @@ def parse_answer(content: str | None, scheme: TrajectoryScheme, numbers: Sequenc
 def _problem(error: Any) -> str:
     """A schema violation in a line (a long list of allowed values is not repeated: the prompt lists them)."""
     if error.validator == "enum" and len(error.validator_value) > 6:
-        return f"{json.dumps(error.instance, ensure_ascii=False)[:80]} is not one of the {len(error.validator_value)} " \
-               "allowed values"
+        value = json.dumps(error.instance, ensure_ascii=False)[:80]
+        return f"{value} is not one of the {len(error.validator_value)} allowed values"
     return error.message[:200]
 
 
@@ -261,8 +261,8 @@ def plan_windows(item: JudgeInput, prompt: Prompt, max_prompt_chars: int, max_st
     """(steps to judge, earlier steps as context, how many before those are left out) per request: the whole trace
     when its prompt fits ``max_prompt_chars``, else consecutive windows of at least one step each. A window's context
     is the steps before it, each cut to its first characters, the most recent ones that fit half the limit."""
-    steps = [{"step": i + 1, "type": kind, "content": _cut(text, max_step_chars)}
-             for i, (kind, text) in enumerate(item.steps)]
+    steps: list[dict[str, Any]] = [{"step": i + 1, "type": kind, "content": _cut(text, max_step_chars)}
+                                    for i, (kind, text) in enumerate(item.steps)]
     if not steps:
         return []
     whole = sum(len(m["content"]) for m in prompt.messages(item.task, steps, [], len(steps)))
@@ -382,8 +382,8 @@ class LLMJudge:
 
         self.budget.check()
         try:
-            raw = self.client.chat.completions.with_raw_response.create(model=self.settings.model, messages=messages,
-                                                                        **extra)
+            raw = self.client.chat.completions.with_raw_response.create(
+                model=self.settings.model, messages=messages, **extra)  # type: ignore[arg-type]  # plain dicts
             completion = raw.parse()
         except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
             raise JudgeFailed(f"{self.settings.base_url} refused the API key (HTTP {exc.status_code}): "
@@ -532,7 +532,7 @@ class _Unanswered(Exception):
 def _message(exc: Exception) -> str:
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
-        inner = body.get("error") if isinstance(body.get("error"), dict) else body
+        inner = body["error"] if isinstance(body.get("error"), dict) else body
         text = inner.get("message") or json.dumps(body, ensure_ascii=False)
     else:
         text = getattr(exc, "message", None) or str(exc)

@@ -96,8 +96,8 @@ def test_report_corrects_the_judges_rates(alignment, tmp_path):
 
 
 def test_report_corrects_per_group(alignment, tmp_path):
-    labels = _write(tmp_path / "judged.jsonl", [("R1", 10, {0: WT, 1: WT, 2: WT}), ("R3", 20, {i: WT for i in range(4)})],
-                    "judge")
+    labels = _write(tmp_path / "judged.jsonl",
+                    [("R1", 10, {0: WT, 1: WT, 2: WT}), ("R3", 20, {i: WT for i in range(4)})], "judge")
     out = tmp_path / "report"
     res = CliRunner().invoke(report_command, [str(labels), "--judge-align", str(alignment), "-o", str(out),
                                               "--no-plots", "--by", "annotator"])

@@ -65,7 +65,7 @@ def test_judge_stores_predictions_in_the_ui_shapes_and_a_rerun_costs_nothing(ls_
     project = new_project("judge e2e")
     r = run_judge(standin, project, cache)
     assert r.exit_code == 1, r.output  # the schema case was rejected
-    assert f"judged 7 of 8 traces (0 from the cache)" in r.stdout and "7 predictions created" in r.stdout
+    assert "judged 7 of 8 traces (0 from the cache)" in r.stdout and "7 predictions created" in r.stdout
     assert re.search(r"error: judge-schema \(task \d+\): invalid answer: does not match the schema: .*"
                      r'"teleportation" is not one of the 19 allowed values', r.stderr)
     assert "added the Data Manager tab 'Least confident first'" in r.stdout

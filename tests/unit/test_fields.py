@@ -6,8 +6,14 @@ import pytest
 
 from ls_trajeval import label_configs
 from ls_trajeval.core import config as cfg
-from ls_trajeval.core.fields import (ACCEPTANCE_FIELDS, DISPUTE_FIELDS, SCORE_FIELDS, SUGGESTION_FIELDS, TASK_FIELDS,
-                                     n_steps)
+from ls_trajeval.core.fields import (
+    ACCEPTANCE_FIELDS,
+    DISPUTE_FIELDS,
+    SCORE_FIELDS,
+    SUGGESTION_FIELDS,
+    TASK_FIELDS,
+    n_steps,
+)
 from ls_trajeval.core.tasks import task_data
 from ls_trajeval.core.trace import parse_trace
 

@@ -6,18 +6,14 @@ import json
 
 import pytest
 
-from ls_trajeval.core import config as cfg
 from ls_trajeval.core.errors import UserError
 from ls_trajeval.core.labels import StepLabel
 from ls_trajeval.ml.llm_judge import InvalidAnswer, Prompt, answer_schema, parse_answer, to_label, wire_schema
 
-POTATO = cfg.loads("""
-annotation_schemes:
-  - annotation_type: trajectory_eval
-    name: step_errors
-    correctness_options: [correct, incorrect, partially_correct]
-    error_types: [{name: reasoning, subtypes: [logical_error]}, {name: action, subtypes: [wrong_tool]}]
-""").trajectory
+from .test_results import POTATO as POTATO_CONFIG
+
+#: Potato's dialect: three correctness labels (one partial), two categories of one type each, default severities
+POTATO = POTATO_CONFIG.trajectory
 
 
 def entry(step, correctness="correct", error_type=None, severity=None, confidence=0.5):

@@ -338,6 +338,8 @@ class Budget:
 class _Window:
     numbers: list[int]
     messages: list[dict]
+    #: the request's other settings (response format, temperature, ...)
+    extra: dict[str, Any]
     key: str
     labels: list[StepLabel] = field(default_factory=list)
 
@@ -392,10 +394,14 @@ class LLMJudge:
             raise JudgeFailed(f"{self.settings.base_url}: model {self.settings.model!r} or the address not found "
                               f"(HTTP 404): {_message(exc)}") from None
         except openai.APIStatusError as exc:
-            hint = " (the server may not support this response format: try --response-format json_object or none)" \
-                if exc.status_code == 400 and "response_format" in _message(exc) else ""
-            raise _Unanswered(f"HTTP {exc.status_code} after {self.settings.retries} retries: "
-                              f"{_message(exc)}{hint}") from None
+            message, code = _message(exc), exc.status_code
+            retried = f" after {self.settings.retries} retries" if code in (408, 409, 429) or code >= 500 else ""
+            hint = ""
+            if code == 400 and "response_format" in message:
+                hint = " (the server may not support this response format: try --response-format json_object or none)"
+            elif code == 400 and "context" in message.lower():
+                hint = " (the prompt may be too long for the model: lower --max-prompt-chars)"
+            raise _Unanswered(f"HTTP {code}{retried}: {message}{hint}") from None
         except openai.APITimeoutError:
             raise _Unanswered(f"no answer within {self.settings.timeout:g} s, {self.settings.retries} retries") \
                 from None
@@ -439,7 +445,7 @@ class LLMJudge:
                     return
                 except InvalidAnswer:
                     pass  # stored under an older schema: ask again
-        extra = self._request_settings(window.numbers)
+        extra = window.extra
         messages = list(window.messages)
         attempts = self.settings.invalid_retries + 1
         for attempt in range(attempts):
@@ -451,7 +457,7 @@ class LLMJudge:
             except InvalidAnswer as exc:
                 verdict.invalid += 1
                 if attempt + 1 == attempts:
-                    raise InvalidAnswer(f"{exc} ({attempts} answers, none valid)") from None
+                    raise InvalidAnswer(f"{exc} ({attempts} answer{'s' * (attempts > 1)}, none valid)") from None
                 verdict.retries += 1
                 messages = [*messages, {"role": "assistant", "content": content},
                             {"role": "user", "content": f"That answer is not valid: {exc}. Answer again with one "
@@ -475,8 +481,8 @@ class LLMJudge:
                                                     self.settings.max_step_chars):
             numbers = [s["step"] for s in steps]
             messages = self.prompt.messages(item.task, steps, context, len(item.steps), omitted)
-            windows.append(_Window(numbers, messages,
-                                   cache_key(self.settings.model, messages, self._request_settings(numbers))))
+            extra = self._request_settings(numbers)
+            windows.append(_Window(numbers, messages, extra, cache_key(self.settings.model, messages, extra)))
         verdict.windows = len(windows)
         try:
             for w in windows:

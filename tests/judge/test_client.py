@@ -105,6 +105,14 @@ def test_429_and_5xx_are_retried_with_backoff(standin, judge_config, judge_trace
     assert v.steps is None and v.problem.startswith(f"no answer: HTTP {status} after 0 retries: ")
 
 
+def test_a_refused_request_is_not_retried_and_says_what_may_help(standin, judge_config):
+    (v,) = make_judge(standin, judge_config).run([JudgeInput("f", "judge-case:no-json-schema", (("thought", "x"),))])
+    assert len(standin.requests) == 1  # a 400 is the request's fault: sending it again would not help
+    assert v.problem == "no answer: HTTP 400: Invalid parameter: 'response_format' of type 'json_schema' is not " \
+                        "supported with this model. (the server may not support this response format: try " \
+                        "--response-format json_object or none)"
+
+
 def test_a_slow_answer_times_out_and_is_asked_again(standin, judge_config, judge_traces):
     (v,) = make_judge(standin, judge_config, timeout=2.0).run([judge_input(judge_traces["judge-slow"])])
     assert len(standin.requests_for("judge-case:slow")) == 2  # the first held back 60 s, the second answered
@@ -121,7 +129,7 @@ def test_fenced_answers_pass_refusals_and_cut_answers_do_not(standin, judge_conf
     got = by_key(make_judge(standin, judge_config, invalid_retries=0).run([fenced, refusal, cut]))
     assert got["judge-fenced"].steps[1].error_type == "missed_element"
     assert got["r"].problem == "invalid answer: the model refused: I can't help with reviewing this content. " \
-                               "(1 answers, none valid)"
+                               "(1 answer, none valid)"
     assert "cut off at the token limit" in got["c"].problem
 
 

@@ -72,10 +72,7 @@ def judge_project(client, project_id: int, settings: JudgeSettings, *, config: C
     template_text, source = _template(prompt_path)
     prompt = Prompt(config.trajectory, config.instructions, template_text, source)
     if model_version is None:
-        from importlib import resources
-
-        text = template_text or resources.files("ls_trajeval.templates").joinpath("judge_prompt.j2").read_text("utf-8")
-        model_version = default_model_version(settings.model, text)
+        model_version = default_model_version(settings.model, prompt.text)
     summary = JudgeSummary(project_id, model_version)
     cache = AnswerCache(cache_path or default_path()) if use_cache else None
     summary.cache = str(cache.path) if cache is not None else None
@@ -108,7 +105,7 @@ def judge_project(client, project_id: int, settings: JudgeSettings, *, config: C
                 summary.problems.append(f"{trace_id} (task {task['id']}): {verdict.problem}")
             else:
                 summary.judged += 1
-                summary.from_cache += verdict.windows == verdict.cached
+                summary.from_cache += int(verdict.windows == verdict.cached)
                 labels = TraceLabels(verdict.steps)
                 store.put(task, labels)
             if on_verdict is not None:

@@ -223,6 +223,8 @@ class Prompt:
         env.filters["json"] = lambda v: json.dumps(v, ensure_ascii=False)
         if template_text is None:
             template_text = resources.files("ls_trajeval.templates").joinpath("judge_prompt.j2").read_text("utf-8")
+        #: the template's source (a judge's model version names it by its hash)
+        self.text = template_text
         try:
             self.template = env.from_string(template_text)
         except jinja2.TemplateSyntaxError as exc:

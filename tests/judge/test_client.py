@@ -114,12 +114,12 @@ def test_a_refused_request_is_not_retried_and_says_what_may_help(standin, judge_
 
 
 def test_a_slow_answer_times_out_and_is_asked_again(standin, judge_config, judge_traces):
-    (v,) = make_judge(standin, judge_config, timeout=2.0).run([judge_input(judge_traces["judge-slow"])])
+    (v,) = make_judge(standin, judge_config, timeout=5.0).run([judge_input(judge_traces["judge-slow"])])
     assert len(standin.requests_for("judge-case:slow")) == 2  # the first held back 60 s, the second answered
     assert v.problem is None and v.retries == 1 and v.steps[1].error_type == "premature_termination"
     standin.reset()
-    (v,) = make_judge(standin, judge_config, timeout=2.0, retries=0).run([judge_input(judge_traces["judge-slow"])])
-    assert v.problem == "no answer: no answer within 2 s, 0 retries"
+    (v,) = make_judge(standin, judge_config, timeout=5.0, retries=0).run([judge_input(judge_traces["judge-slow"])])
+    assert v.problem == "no answer: no answer within 5 s, 0 retries"
 
 
 def test_fenced_answers_pass_refusals_and_cut_answers_do_not(standin, judge_config, judge_traces):

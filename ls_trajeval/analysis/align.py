@@ -12,7 +12,9 @@ record does not list is the default label. Figures, each with a bootstrap 95% in
 
 Intervals resample traces (steps of one trace are not independent), by :func:`.stats.bootstrap_intervals`.
 Traces only in one file and traces whose step counts differ are reported with their locations and left out of
-every figure.
+every figure. The result also keeps each trace's counts of the error flag and of each category in both (``to_json``:
+``per_trace_counts``): what a judge's sensitivity and specificity, and their uncertainty, are computed from
+(:mod:`.correction`). :func:`pair` is the pairing alone, for :mod:`.certify`.
 """
 from __future__ import annotations
 
@@ -53,6 +55,17 @@ class Metric:
 
 
 @dataclass
+class Pairing:
+    """PRED and GOLD records paired by trace id, and what could not be paired."""
+
+    pairs: list  # (pred, gold) records with the same step count, in GOLD's order
+    pred_only: list  # (trace_id, file:line)
+    gold_only: list
+    mismatches: list  # dicts, located
+    duplicates: list  # "file:line: ..." messages
+
+
+@dataclass
 class AlignResult:
     within: int
     traces: int
@@ -65,6 +78,9 @@ class AlignResult:
     mismatches: list = field(default_factory=list)  # dicts, located
     duplicates: list = field(default_factory=list)  # "file:line: ..." messages
     resamples: int = 0
+    #: per paired trace: [trace_id, steps, tp, fp, fn, tn, then per category gold, pred, both]; see ``to_json``
+    trace_counts: list = field(default_factory=list)
+    categories: list = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {
@@ -77,6 +93,11 @@ class AlignResult:
             "only_in_gold": [{"trace_id": t, "at": w} for t, w in self.gold_only],
             "step_count_mismatches": self.mismatches, "duplicates": self.duplicates,
             "bootstrap_resamples": self.resamples, "interval": "percentile bootstrap over traces, 95%",
+            # steps each trace has, and how many PRED and GOLD mark (tp: both; fp: PRED only; fn: GOLD only; tn:
+            # neither) as errors and as each category (gold:C, pred:C, both:C)
+            "per_trace_counts": {"columns": ["trace_id", *COUNT_COLUMNS,
+                                             *[f"{w}:{c}" for c in self.categories for w in ("gold", "pred", "both")]],
+                                 "rows": self.trace_counts},
         }
 
 
@@ -106,6 +127,7 @@ def _trace_counts(pred: AnnotationRecord, gold: AnnotationRecord, settings: Anal
                   confusion: dict) -> tuple:
     counts = np.zeros(len(_COLS), dtype=np.int64)
     p_steps, g_steps = step_labels(pred, settings), step_labels(gold, settings)
+    by_category: dict = {}  # category -> [gold, pred, both]
     for p, g in zip(p_steps, g_steps):
         pe, ge = settings.is_error(p.correctness), settings.is_error(g.correctness)
         counts[_C["tp" if pe and ge else "fp" if pe else "fn" if ge else "tn"]] += 1
@@ -115,6 +137,11 @@ def _trace_counts(pred: AnnotationRecord, gold: AnnotationRecord, settings: Anal
             counts[_C["type"]] += p.error_type == g.error_type
         key = (_category(g, settings), _category(p, settings))
         confusion[key] = confusion.get(key, 0) + 1
+        for which, cat in enumerate(key):
+            if cat != NO_ERROR:
+                by_category.setdefault(cat, [0, 0, 0])[which] += 1
+        if key[0] == key[1] != NO_ERROR:
+            by_category[key[0]][2] += 1
     pf, gf = first_error(pred, settings), first_error(gold, settings)
     exact = pf == gf
     near = exact or (pf is not None and gf is not None and abs(pf - gf) <= within)
@@ -129,7 +156,7 @@ def _trace_counts(pred: AnnotationRecord, gold: AnnotationRecord, settings: Anal
         "first_error_distance": abs(pf - gf) if pf is not None and gf is not None else None,
         "tp": int(counts[_C["tp"]]), "fp": int(counts[_C["fp"]]), "fn": int(counts[_C["fn"]]),
     }
-    return counts, row
+    return counts, row, by_category
 
 
 def _kappa(tp, fp, fn, tn) -> float:
@@ -159,17 +186,16 @@ _UNITS = {"step_accuracy": ("steps", "steps"), "error_precision": ("steps PRED m
           "type_accuracy": ("steps both mark", "both")}
 
 
-def align(pred: Iterable[AnnotationRecord], gold: Iterable[AnnotationRecord], settings: AnalysisSettings, *,
-          within: int = 1, resamples: int = 2000, seed: int = 0) -> AlignResult:
-    """Pair PRED and GOLD records by trace_id and measure PRED against GOLD (see the module docstring)."""
-    import pandas as pd
+#: the error flag's counts of a trace in ``per_trace_counts``
+COUNT_COLUMNS = ("steps", "tp", "fp", "fn", "tn")
 
+
+def pair(pred: Iterable[AnnotationRecord], gold: Iterable[AnnotationRecord]) -> Pairing:
+    """PRED and GOLD paired by trace_id; a trace in one only, or with another step count, is listed instead."""
     duplicates: list = []
     p_by = _one_per_trace(pred, "PRED", duplicates)
     g_by = _one_per_trace(gold, "GOLD", duplicates)
-    pred_only = [(t, _where(r)) for t, r in p_by.items() if t not in g_by]
-    gold_only = [(t, _where(r)) for t, r in g_by.items() if t not in p_by]
-    mismatches, rows, per_trace, confusion = [], [], [], {}
+    pairs, mismatches = [], []
     for tid, g in g_by.items():
         p = p_by.get(tid)
         if p is None:
@@ -178,9 +204,32 @@ def align(pred: Iterable[AnnotationRecord], gold: Iterable[AnnotationRecord], se
             mismatches.append({"trace_id": tid, "pred_steps": p.n_steps, "gold_steps": g.n_steps,
                                "pred_at": _where(p), "gold_at": _where(g)})
             continue
-        counts, row = _trace_counts(p, g, settings, within, confusion)
+        pairs.append((p, g))
+    return Pairing(pairs, [(t, _where(r)) for t, r in p_by.items() if t not in g_by],
+                   [(t, _where(r)) for t, r in g_by.items() if t not in p_by], mismatches, duplicates)
+
+
+def align(pred: Iterable[AnnotationRecord], gold: Iterable[AnnotationRecord], settings: AnalysisSettings, *,
+          within: int = 1, resamples: int = 2000, seed: int = 0) -> AlignResult:
+    """Pair PRED and GOLD records by trace_id and measure PRED against GOLD (see the module docstring)."""
+    return measure(pair(pred, gold), settings, within=within, resamples=resamples, seed=seed)
+
+
+def measure(paired: Pairing, settings: AnalysisSettings, *, within: int = 1, resamples: int = 2000,
+            seed: int = 0) -> AlignResult:
+    """Every figure of PRED against GOLD over the traces :func:`pair` paired."""
+    import pandas as pd
+
+    rows, per_trace, confusion, by_category = [], [], {}, []
+    for p, g in paired.pairs:
+        counts, row, cats = _trace_counts(p, g, settings, within, confusion)
         rows.append(counts)
         per_trace.append(row)
+        by_category.append(cats)
+    categories = sorted({c for cats in by_category for c in cats})
+    trace_counts = [[row["trace_id"], *(int(c[_C[k]]) for k in COUNT_COLUMNS),
+                     *(n for cat in categories for n in cats.get(cat, (0, 0, 0)))]
+                    for row, c, cats in zip(per_trace, rows, by_category)]
     counts = np.array(rows, dtype=np.int64).reshape(-1, len(_COLS))
     total = counts.sum(axis=0)
     point = _statistics(total, within)
@@ -199,8 +248,9 @@ def align(pred: Iterable[AnnotationRecord], gold: Iterable[AnnotationRecord], se
     for (g_cat, p_cat), c in confusion.items():
         matrix.loc[g_cat, p_cat] = c
     return AlignResult(within=within, traces=n, steps=int(total[_C["steps"]]) if n else 0, metrics=metrics,
-                       confusion=matrix, per_trace=per_trace, pred_only=pred_only, gold_only=gold_only,
-                       mismatches=mismatches, duplicates=duplicates, resamples=resamples if n else 0)
+                       confusion=matrix, per_trace=per_trace, pred_only=paired.pred_only, gold_only=paired.gold_only,
+                       mismatches=paired.mismatches, duplicates=paired.duplicates, resamples=resamples if n else 0,
+                       trace_counts=trace_counts, categories=categories)
 
 
 def plot_confusion(result: AlignResult) -> bytes:
@@ -225,8 +275,10 @@ def plot_confusion(result: AlignResult) -> bytes:
     return png(fig)
 
 
-def write_outputs(result: AlignResult, out_dir: Union[str, Path], plots: bool = True) -> list:
-    """confusion_categories.csv / .png, per_trace.csv and align.json in ``out_dir``."""
+def write_outputs(result: AlignResult, out_dir: Union[str, Path], doc: dict | None = None,
+                  plots: bool = True) -> list:
+    """confusion_categories.csv / .png, per_trace.csv and align.json (``doc``, by default ``result.to_json()``) in
+    ``out_dir``."""
     import json
 
     import pandas as pd
@@ -238,7 +290,8 @@ def write_outputs(result: AlignResult, out_dir: Union[str, Path], plots: bool = 
     pd.DataFrame(result.per_trace, columns=["trace_id", "steps", "gold_errors", "pred_errors", "gold_first_error",
                                             "pred_first_error", "first_error_distance", "tp", "fp", "fn"]
                  ).to_csv(files[1], index=False)
-    files[2].write_text(json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    files[2].write_text(json.dumps(doc if doc is not None else result.to_json(), indent=2, ensure_ascii=False) + "\n",
+                        encoding="utf-8")
     if plots:
         files.append(out / "confusion_categories.png")
         files[-1].write_bytes(plot_confusion(result))

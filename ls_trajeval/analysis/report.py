@@ -505,6 +505,7 @@ TABLE_TITLES = {
     "first_error_position": "First-error step",
     "errors_by_step_type": "Errors by step type",
     "category_by_severity": "Category × severity",
+    "corrected_error_rates": "Error rates corrected for the judge's measured error (Rogan–Gladen)",
     "groups": "By {by}: errors, scores and the first error",
     "group_error_rates": "By {by}: error rate per category",
     "traces_worst_first": "Traces, worst first",
@@ -516,6 +517,9 @@ TABLE_TITLES = {
 }
 #: what a table's HTML view says under its title
 TABLE_NOTES = {
+    "corrected_error_rates": "The labels came from a judge whose sensitivity and specificity align measured against "
+                             "gold labels: true rate = (apparent + specificity − 1) / (sensitivity + specificity − 1), "
+                             "clipped to [0, 1]; 95% delta-method intervals over traces (docs/analysis.md).",
     "groups": breakdown.INTERVAL_NOTE + ". first_error_position: 0 = first step, 1 = last; first_error_step: mean, "
               "as the UI numbers steps.",
     "group_error_rates": breakdown.INTERVAL_NOTE + "; error steps of the category per step.",
@@ -531,10 +535,15 @@ LIMITED = {"error_types", "failure_modes_by_frequency", "failure_modes_by_impact
 
 
 def comparison_tables(d: ReportData, *, task_link: Optional[Callable[[int, int], str]] = None,
-                      agreement=None, resamples: int = 2000, seed: int = 0) -> dict:
-    """The tables that compare: groups (with ``d.by``), traces worst first, annotators, and with an
+                      agreement=None, resamples: int = 2000, seed: int = 0, judge=None) -> dict:
+    """The tables that compare: with a judge's measured errors (:class:`~.correction.JudgeErrors`) the error rates
+    corrected for them, groups (with ``d.by``), traces worst first, annotators, and with an
     :class:`~.agreement.AgreementResult` the agreement and the adjudication list."""
     tables: dict = {}
+    if judge is not None:
+        from .correction import corrected_rates
+
+        tables["corrected_error_rates"] = corrected_rates(d.traces, d.errors, judge, d.by)
     if d.by is not None:
         tables["groups"], tables["group_error_rates"] = breakdown.group_tables(
             d.traces, d.errors, d.by, resamples=resamples, seed=seed)
@@ -631,20 +640,22 @@ class ReportOutput:
 
 def write_report(d: ReportData, out_dir: Union[str, Path], *, top: int = 10, curve_x: str = "position",
                  plots: bool = True, inputs: Iterable[str] = (), task_link: Optional[Callable[[int, int], str]] = None,
-                 agreement=None, resamples: int = 2000, seed: int = 0) -> ReportOutput:
+                 agreement=None, resamples: int = 2000, seed: int = 0, judge=None) -> ReportOutput:
     """The tables (CSV, Parquet when pyarrow is there), the plots and report.html in ``out_dir``. ``task_link``
     (project id, task id -> address) links each trace to its Label Studio task; ``agreement`` (an
     :class:`~.agreement.AgreementResult`) adds the agreement and the adjudication list; ``resamples`` and ``seed``
-    are the bootstrap's, for the group figures."""
+    are the bootstrap's, for the group figures; ``judge`` (:class:`~.correction.JudgeErrors`) adds the error rates
+    corrected for a judge's measured error."""
     from jinja2 import Environment, PackageLoader
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tables = build_tables(d, top)
     top = tables.pop("_top")
-    compare = comparison_tables(d, task_link=task_link, agreement=agreement, resamples=resamples, seed=seed)
+    compare = comparison_tables(d, task_link=task_link, agreement=agreement, resamples=resamples, seed=seed,
+                                judge=judge)
     # what answers "which agent fails where" comes first; agreement after the error tables
-    front = ("groups", "group_error_rates", "traces_worst_first", "annotators")
+    front = ("corrected_error_rates", "groups", "group_error_rates", "traces_worst_first", "annotators")
     tables = {**{k: compare[k] for k in front if k in compare}, **tables,
               **{k: v for k, v in compare.items() if k not in front}}
     files = []
@@ -732,6 +743,10 @@ def terminal_summary(out: ReportOutput, top: int = 5) -> str:
     block("Top failure modes by impact", tables["failure_modes_by_impact"],
           ["category", "error_type", "count", "mean_severity_weight", "impact"], top)
     block("Final score", tables["final_score_stats"], ["group", "n", "mean", "median"], 20)
+    if "corrected_error_rates" in tables:
+        block("Error rates corrected for the judge's measured error (Rogan–Gladen, 95% intervals)",
+              _with_intervals(tables["corrected_error_rates"]),
+              ([d.by] if d.by else []) + ["what", "apparent_rate", "sensitivity", "specificity", "corrected_rate"], 40)
     if "groups" in tables:
         block(f"By {d.by} (95% intervals)", _with_intervals(tables["groups"]),
               [d.by, "annotations", "error_rate", "mean_final_score", "first_error_position"], 20)

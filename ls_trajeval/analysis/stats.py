@@ -1,12 +1,14 @@
-"""Statistics from maintained libraries (statsmodels for Cohen's and Fleiss' kappa, krippendorff for alpha, scipy
-for bootstrap intervals), as small functions over label arrays and count tables; undefined values come back as
-NaN. Anything that compares raters or judges (``agreement``, ``align``) or puts an interval on a figure
-(``align``, ``report --by``) builds its tables and calls these.
+"""Statistics from maintained libraries (statsmodels for Cohen's and Fleiss' kappa and the intervals of a proportion,
+krippendorff for alpha, scipy for bootstrap intervals), as small functions over label arrays and count tables;
+undefined values come back as NaN. Anything that compares raters or judges (``agreement``, ``align``) or puts an
+interval on a figure (``align``, ``align --certify``, ``report --by``, the judges' audit) builds its tables and calls
+these.
 """
 from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -133,3 +135,66 @@ def ratio(num, den) -> np.ndarray:
     num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
+
+
+def ratio_covariance(y1, x1, y2, x2) -> float:
+    """The covariance of two ratios Σy/Σx counted over the same independent units (rows: traces) whose parts
+    (steps) need not be: the linearization estimator Σ e1·e2 / (Σx1 · Σx2), with e = y − (Σy/Σx)·x per unit.
+    NaN when a ratio has no denominator. With one trial per unit it is the binomial variance p(1 − p)/n."""
+    y1, x1, y2, x2 = (np.asarray(a, dtype=float) for a in (y1, x1, y2, x2))
+    n1, n2 = x1.sum(), x2.sum()
+    if len(x1) == 0 or n1 <= 0 or n2 <= 0:
+        return math.nan
+    e1, e2 = y1 - y1.sum() / n1 * x1, y2 - y2.sum() / n2 * x2
+    return float((e1 * e2).sum() / (n1 * n2))
+
+
+def ratio_variance(y, x) -> float:
+    """The variance of the ratio Σy/Σx over independent units (see :func:`ratio_covariance`)."""
+    return ratio_covariance(y, x, y, x)
+
+
+#: the intervals of a proportion :func:`proportion_interval` computes (statsmodels' names in brackets)
+INTERVAL_METHODS = {"wilson": "wilson", "clopper-pearson": "beta"}
+
+
+@dataclass(frozen=True)
+class Proportion:
+    """A proportion with its interval; ``trials`` (steps, traces) are counted over ``units`` (traces), worth
+    ``effective`` independent trials."""
+
+    value: float
+    low: float
+    high: float
+    successes: float
+    trials: float
+    units: int
+    effective: float
+    method: str
+
+    def to_json(self) -> dict:
+        def num(v: float) -> float | None:
+            return round(float(v), 6) if math.isfinite(v) else None
+        return {"value": num(self.value), "ci_low": num(self.low), "ci_high": num(self.high),
+                "successes": num(self.successes), "trials": num(self.trials), "units": self.units,
+                "effective_trials": num(self.effective), "interval": self.method}
+
+
+def proportion_interval(y, x, method: str = "wilson", level: float = LEVEL) -> Proportion:
+    """Σy/Σx over units (one row per trace: its successes and trials) and its ``level`` interval: Wilson's or
+    Clopper–Pearson's (statsmodels), on the effective number of trials of Korn and Graubard (1998): the trials over
+    the design effect, the ratio's linearization variance (:func:`ratio_variance`) over the binomial one, taken at
+    least 1 (steps of one trace that err together are worth fewer than independent steps, never more). With one
+    trial per unit the design effect is 1 and the interval is the textbook one."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    y, x = np.asarray(y, dtype=float), np.asarray(x, dtype=float)
+    successes, trials = float(y.sum()), float(x.sum())
+    if trials <= 0:
+        return Proportion(math.nan, math.nan, math.nan, successes, trials, len(x), 0.0, method)
+    p = successes / trials
+    binomial = p * (1 - p) / trials
+    deff = max(1.0, ratio_variance(y, x) / binomial) if binomial > 0 else 1.0
+    effective = trials / deff
+    low, high = proportion_confint(p * effective, effective, alpha=1 - level, method=INTERVAL_METHODS[method])
+    return Proportion(p, float(low), float(high), successes, trials, len(x), effective, method)

@@ -84,15 +84,20 @@ def _common(f):
 @click.option("--resamples", default=2000, show_default=True, type=click.IntRange(0),
               help="Bootstrap resamples for the --by intervals; 0 = no intervals.")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap.")
+@click.option("--judge-align", "judge_align", type=click.Path(dir_okay=False), default=None,
+              help="The labels came from a judge: correct the error rates for its error as measured by `align` "
+                   "against gold labels (its align.json), Rogan-Gladen with 95% intervals.")
 @click.option("-q", "--quiet", is_flag=True, help="No terminal summary.")
 def report_command(inputs, config, correct_label, outcome_key, output, top, curve_x, no_plots, by, url, resamples,
-                   seed, quiet):
+                   seed, judge_align, quiet):
     """Error report (tables, plots, HTML) from trajectory_eval JSONL files or directories."""
     need_extra("analysis", *REPORT_NEEDS)
     from ..analysis.agreement import assess
+    from ..analysis.correction import read_alignment
     from ..analysis.report import aggregate, terminal_summary, write_report
     from ..studio.urls import task_url
 
+    judge = read_alignment(judge_align) if judge_align else None
     settings = _settings(config, correct_label, outcome_key)
     printer = _ErrorPrinter()
     data = aggregate(inputs, settings, on_error=printer, by=by)
@@ -103,7 +108,7 @@ def report_command(inputs, config, correct_label, outcome_key, output, top, curv
     link = (lambda project, task: task_url(url, project, task)) if url else None
     with writing(output):
         out = write_report(data, output, top=top, curve_x=curve_x, plots=not no_plots, inputs=inputs,
-                           task_link=link, agreement=agreement, resamples=resamples, seed=seed)
+                           task_link=link, agreement=agreement, resamples=resamples, seed=seed, judge=judge)
     if not quiet:
         click.echo(terminal_summary(out))
     printer.done()
@@ -193,17 +198,37 @@ def prm_command(inputs, config, correct_label, outcome_key, output, shape, parti
               help="trajectory_eval YAML config: which correctness label means 'no error'.")
 @click.option("--correct-label", multiple=True,
               help="Correctness label(s) that mean 'no error' (default: from --config, else 'correct').")
-def align_command(pred, gold, within, as_json, out_dir, resamples, seed, config, correct_label):
+@click.option("--certify", is_flag=True,
+              help="Also state, overall and per error type, whether the lower end of each figure's 95% interval "
+                   "clears the thresholds below.")
+@click.option("--min-precision", type=click.FloatRange(0, 1), default=None,
+              help="--certify: the least lower bound of error_precision.")
+@click.option("--min-recall", type=click.FloatRange(0, 1), default=None,
+              help="--certify: the least lower bound of error_recall.")
+@click.option("--min-first-error", type=click.FloatRange(0, 1), default=None,
+              help="--certify: the least lower bound of first_error_within_K (K: --within).")
+@click.option("--interval", "interval", type=click.Choice(["wilson", "clopper-pearson"]), default="wilson",
+              show_default=True, help="--certify: the interval of each proportion (on the effective number of "
+                                      "steps, as the steps of one trace are not independent).")
+def align_command(pred, gold, within, as_json, out_dir, resamples, seed, config, correct_label, certify,
+                  min_precision, min_recall, min_first_error, interval):
     """Measure PRED labels (a judge, a detector, an annotator) against GOLD labels, both trajectory_eval JSONL.
 
     Traces are paired by trace_id. Exit code 1 when input lines were rejected or paired traces differ in
-    their step counts (they are left out and listed), 2 when no trace could be paired.
+    their step counts (they are left out and listed), 2 when no trace could be paired. The certification's
+    verdict does not change the exit code: read it from the text or from --json's "certification".
     """
     need_extra("analysis", *ALIGN_NEEDS)
-    from ..analysis.align import align, format_text, write_outputs
+    from ..analysis import certify as certification
+    from ..analysis.align import format_text, measure, pair, write_outputs
     from ..analysis.settings import read
     from ..core.records import AnnotationRecord
 
+    thresholds = certification.Thresholds(min_precision, min_recall, min_first_error)
+    if certify and thresholds == certification.Thresholds():
+        raise click.UsageError("--certify needs a threshold: --min-precision, --min-recall or --min-first-error")
+    if not certify and thresholds != certification.Thresholds():
+        raise click.UsageError("--min-precision, --min-recall and --min-first-error go with --certify")
     settings = _settings(config, correct_label, None)
     printer = _ErrorPrinter()
 
@@ -214,7 +239,8 @@ def align_command(pred, gold, within, as_json, out_dir, resamples, seed, config,
             else:
                 printer(item)
 
-    result = align(valid(pred), valid(gold), settings, within=within, resamples=resamples, seed=seed)
+    paired = pair(valid(pred), valid(gold))
+    result = measure(paired, settings, within=within, resamples=resamples, seed=seed)
     for msg in result.duplicates:
         click.echo(f"warning: {msg}", err=True)
     for tid, where in result.pred_only:
@@ -227,8 +253,14 @@ def align_command(pred, gold, within, as_json, out_dir, resamples, seed, config,
     if result.traces == 0:
         printer.finish()
         raise UserError("no trace of PRED is in GOLD with the same number of steps")
+    doc = result.to_json()
+    text = format_text(result)
+    if certify:
+        verdict = certification.certify(paired.pairs, settings, thresholds, within=within, method=interval)
+        doc["certification"] = verdict.to_json()
+        text += "\n\n" + certification.format_text(verdict)
     if out_dir:
         with writing(out_dir):
-            write_outputs(result, out_dir)
-    click.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False) if as_json else format_text(result))
+            write_outputs(result, out_dir, doc)
+    click.echo(json.dumps(doc, indent=2, ensure_ascii=False) if as_json else text)
     printer.done()

@@ -20,8 +20,18 @@ SCORE_FIELDS = ("running_score", "n_errors", "first_error_step", "worst_severity
 #: ``disputedness`` sorts most disputed first
 DISPUTE_FIELDS = ("disputedness", "n_annotators", "disputed_steps", "correctness_disputes", "error_type_disputes",
                   "severity_disputes", "first_error_disputed", "steps_in_dispute", "first_errors")
+#: what a task's stored suggestions are least sure of (written by ``judge`` and ``judge merge``, with the
+#: predictions): ``least_confidence`` (a number: the Data Manager sorts the review queue by it, least confident
+#: first), the step it is about (``#N``) and the model version of the suggestions it describes
+LEAST_CONFIDENCE, LEAST_CONFIDENT_STEP, SUGGESTIONS_BY = "least_confidence", "least_confident_step", "suggestions_by"
+SUGGESTION_FIELDS = (LEAST_CONFIDENCE, LEAST_CONFIDENT_STEP, SUGGESTIONS_BY)
+#: ``judge accept``: ``acceptance`` is ``accepted`` (an annotation was made from the suggestion) or ``audit`` (left
+#: for people, to measure what accepting costs); ``te_acceptance`` what it was decided from (model version,
+#: prediction, threshold, the task's least confidence)
+ACCEPTANCE, ACCEPTANCE_DETAIL = "acceptance", "te_acceptance"
+ACCEPTANCE_FIELDS = (ACCEPTANCE, ACCEPTANCE_DETAIL)
 #: every task-data key ls-trajeval writes
-TASK_FIELDS = (TRANSCRIPT, PAGES, N_STEPS, *SCORE_FIELDS, *DISPUTE_FIELDS)
+TASK_FIELDS = (TRANSCRIPT, PAGES, N_STEPS, *SCORE_FIELDS, *DISPUTE_FIELDS, *SUGGESTION_FIELDS, *ACCEPTANCE_FIELDS)
 #: where a task keeps its trace id besides ``data``: listing ``id,meta`` is a few bytes a task, where the data
 #: holds the whole trace three times over
 META_TRACE_ID = "te_trace_id"

@@ -69,6 +69,16 @@ def _step_range(value: Mapping) -> range | None:
     return range(start, end + 1)
 
 
+def _suggestion(item: Mapping, target: dict) -> None:
+    """A suggestion's confidence (the per-region ``score``, a number in [0, 1]) and judge, where a result has them."""
+    score = item.get("score")
+    if isinstance(score, (int, float)) and not isinstance(score, bool) and 0 <= score <= 1:
+        target["confidence"] = float(score)
+    judge = item.get("judge")
+    if isinstance(judge, str) and judge:
+        target["suggested_by"] = judge
+
+
 def decode(result: list[Mapping], config: Config, n_steps: int) -> TraceLabels:
     """Per-step labels (one per step, correct ones included) and whole-trace values of one annotation."""
     scheme = config.trajectory
@@ -135,6 +145,7 @@ def decode(result: list[Mapping], config: Config, n_steps: int) -> TraceLabels:
                 continue
             target: dict = {}
             put(target, kind, value, name)
+            _suggestion(item, target)
             if "correctness" in target:
                 correctness[idx] = target.pop("correctness")
             details.setdefault(idx, {}).update(target)
@@ -146,6 +157,7 @@ def decode(result: list[Mapping], config: Config, n_steps: int) -> TraceLabels:
                 region["steps"] = steps
             kind = "label" if name == names.marks else per_region[name]
             put(region, kind, value, f"region {rid}")
+            _suggestion(item, region)
             if kind == "severity" and "severity" in region and item.get("type") in ("paragraphlabels", "labels"):
                 region["severity_label"] = True
         elif name in whole:
@@ -175,20 +187,13 @@ def decode(result: list[Mapping], config: Config, n_steps: int) -> TraceLabels:
     default = scheme.correctness_default
     steps = [StepLabel(idx, default, None, None, None, None) for idx in range(n_steps)]
     for idx, label in correctness.items():
-        d = details.get(idx, {}) if label in scheme.error_labels else {}
+        d = details.get(idx, {})
+        suggestion = d.get("confidence"), d.get("suggested_by")  # a paged correct step's too
+        if label not in scheme.error_labels:
+            d = {}
         steps[idx] = StepLabel(idx, label, d.get("error_category"), d.get("error_type"), d.get("severity"),
-                               d.get("rationale"))
+                               d.get("rationale"), confidence=suggestion[0], suggested_by=suggestion[1])
     return TraceLabels(steps, whole, warnings)
-
-
-def _mark_suggestion(items: list[dict], step: StepLabel) -> None:
-    """A suggestion's confidence on each of its step's results (Label Studio's per-region ``score``), and the judge
-    that made it on the first (the mark, or the paged correctness): the decoder finds both by result id."""
-    if step.confidence is not None:
-        for it in items:
-            it["score"] = step.confidence
-    if step.suggested_by is not None and items:
-        items[0]["judge"] = step.suggested_by
 
 
 def encode(labels: TraceLabels, config: Config, layout: str, transcript: Sequence[Mapping] | None = None,
@@ -213,26 +218,34 @@ def encode(labels: TraceLabels, config: Config, layout: str, transcript: Sequenc
     def new_id() -> str:
         return f"{prefix}{next(counter):02x}"
 
-    def item(from_name: str, to_name: str, rtype: str, value: dict, rid: str | None = None) -> dict:
-        return {"id": rid or new_id(), "from_name": from_name, "to_name": to_name, "type": rtype,
-                "origin": origin, "value": value}
+    def item(from_name: str, to_name: str, rtype: str, value: dict, rid: str | None = None,
+             step: StepLabel | None = None, mark: bool = False) -> dict:
+        out = {"id": rid or new_id(), "from_name": from_name, "to_name": to_name, "type": rtype, "origin": origin,
+               "value": value}
+        # a suggestion's confidence is Label Studio's per-region score, on each of the region's results; the
+        # judge that made it (merged predictions) on its mark
+        if step is not None and step.confidence is not None:
+            out["score"] = step.confidence
+        if mark and step is not None and step.suggested_by is not None:
+            out["judge"] = step.suggested_by
+        return out
 
     for step in labels.steps:
         wrong = step.correctness in errors
-        first = len(out)
         if layout == "paged":
             i = step.step_index
             to_name = "te_task"  # every per-step control names the task text (see the paged template)
-            out.append(item(f"{correctness}_{i}", to_name, "choices", {"choices": [step.correctness]}))
+            out.append(item(f"{correctness}_{i}", to_name, "choices", {"choices": [step.correctness]}, step=step,
+                            mark=True))
             if not wrong:
                 continue
             if step.error_type:
                 out.append(item(f"{type_}_{i}", to_name, "taxonomy",
-                                {"taxonomy": [[step.error_category, step.error_type]]}))
+                                {"taxonomy": [[step.error_category, step.error_type]]}, step=step))
             if step.severity:
-                out.append(item(f"{severity}_{i}", to_name, "choices", {"choices": [step.severity]}))
+                out.append(item(f"{severity}_{i}", to_name, "choices", {"choices": [step.severity]}, step=step))
             if step.rationale and with_rationale:
-                out.append(item(f"{rationale}_{i}", to_name, "textarea", {"text": [step.rationale]}))
+                out.append(item(f"{rationale}_{i}", to_name, "textarea", {"text": [step.rationale]}, step=step))
         elif layout == "transcript":
             if not wrong:
                 continue
@@ -240,18 +253,17 @@ def encode(labels: TraceLabels, config: Config, layout: str, transcript: Sequenc
             i = str(step.step_index)
             span = {"start": i, "end": i, "startOffset": 0, "endOffset": len(text)}
             rid = new_id()
-            out.append(item(marks, "te_trace", "paragraphlabels", {**span, "paragraphlabels": [step.correctness]}, rid))
+            out.append(item(marks, "te_trace", "paragraphlabels", {**span, "paragraphlabels": [step.correctness]}, rid,
+                            step, mark=True))
             if step.severity:
                 out.append(item(severity, "te_trace", "paragraphlabels", {**span, "paragraphlabels": [step.severity]},
-                                rid))
+                                rid, step))
             if step.error_type:
-                out.append(item(type_, "te_trace", "choices", {**span, "choices": [step.error_type]}, rid))
+                out.append(item(type_, "te_trace", "choices", {**span, "choices": [step.error_type]}, rid, step))
             if step.rationale and with_rationale:
-                out.append(item(rationale, "te_trace", "textarea", {**span, "text": [step.rationale]}, rid))
+                out.append(item(rationale, "te_trace", "textarea", {**span, "text": [step.rationale]}, rid, step))
         else:
             raise ValueError(f"unknown layout {layout!r}")
-        if step.confidence is not None or step.suggested_by is not None:
-            _mark_suggestion(out[first:], step)
     for name, value in labels.whole_trace.items():
         if value is not None:
             out.append(item(name, "te_task", "choices", {"choices": [value]}))

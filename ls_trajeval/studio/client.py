@@ -167,14 +167,19 @@ def projects_described(client: LabelStudio, text: str) -> list[dict]:
     return [p for p in _projects(client) if text in (p.get("description") or "").splitlines()]
 
 
-def ensure_view(client: LabelStudio, project_id: int, title: str, ordering: list[str]) -> bool:
-    """A Data Manager tab of the project called ``title``, sorted by ``ordering`` (``["-tasks:data.KEY"]``);
-    True when it had to be made."""
+def ensure_view(client: LabelStudio, project_id: int, title: str, ordering: list[str],
+                filters: dict | None = None) -> bool:
+    """A Data Manager tab of the project called ``title``, sorted by ``ordering`` (``["-tasks:data.KEY"]``) and
+    showing only the tasks ``filters`` lets through (``{"conjunction": "and", "items": [{"filter":
+    "filter:tasks:data.KEY", "operator": "equal", "type": "String", "value": ...}]}``); True when it had to be
+    made."""
     for view in call(client.views.list, project=project_id, what=f"listing the tabs of project {project_id}"):
         if ((_dump(view).get("data") or {}).get("title")) == title:
             return False
-    call(client.views.create, project=project_id, data={"title": title, "ordering": ordering},
-         what=f"adding the tab {title!r} to project {project_id}")
+    data: dict = {"title": title, "ordering": ordering}
+    if filters is not None:
+        data["filters"] = filters
+    call(client.views.create, project=project_id, data=data, what=f"adding the tab {title!r} to project {project_id}")
     return True
 
 
@@ -365,6 +370,15 @@ def create_prediction(client: LabelStudio, task_id: int, prediction: dict) -> di
 def update_prediction(client: LabelStudio, prediction_id: int, prediction: dict) -> dict:
     return _dump(call(client.predictions.update, id=prediction_id, **prediction,
                       what=f"updating prediction {prediction_id}"))
+
+
+def delete_prediction(client: LabelStudio, prediction_id: int) -> None:
+    call(client.predictions.delete, id=prediction_id, what=f"deleting prediction {prediction_id}")
+
+
+def whoami(client: LabelStudio) -> dict:
+    """The user the API key belongs to."""
+    return _dump(call(client.users.whoami, what="reading the current user"))
 
 
 def task_predictions(client: LabelStudio, task_id: int) -> list[dict]:

@@ -5,8 +5,8 @@ Studio (generate, convert, formats, report, agreement, prm, align) runs and exit
 They run in a scratch directory that holds what the pages name: ``label_configs/``, ``traces.jsonl`` (the demo's
 samples), ``runs/`` and ``session.jsonl`` / ``logs.json.gz`` (agent logs from the converter fixtures),
 ``trajectories/`` (SWE-agent runs), ``output/`` (an export of three annotators), and the same export as one
-``annotations.jsonl`` with its ``gold.jsonl`` and one annotator's lines as ``detectors.jsonl``. A page that shows a
-local command on another file must add it here."""
+``annotations.jsonl`` with its ``gold.jsonl``, one annotator's lines as ``detectors.jsonl`` and their alignment to
+the gold as ``align/align.json``. A page that shows a local command on another file must add it here."""
 from __future__ import annotations
 
 import gzip
@@ -122,6 +122,12 @@ def _gold_files(scratch: Path) -> None:
     golds = build_gold(group_by_trace(records).items(), AnalysisSettings())
     (scratch / "gold.jsonl").write_text("".join(dumps(gold_line(g, AnalysisSettings())) for g in golds),
                                         encoding="utf-8")
+    # what `align detectors.jsonl gold.jsonl --out align/` writes, for `report --judge-align align/align.json`
+    from ls_trajeval.analysis.align import align, write_outputs
+
+    settings = AnalysisSettings()
+    write_outputs(align(read([scratch / "detectors.jsonl"], settings), read([scratch / "gold.jsonl"], settings),
+                        settings, resamples=0), scratch / "align", plots=False)
 
 
 LOCAL_RUNS = [(page.name, line) for page in PAGES for line in shell_commands(page.read_text(encoding="utf-8"))

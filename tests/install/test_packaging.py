@@ -20,7 +20,7 @@ def _requirements():
     extras = {}
     for r in reqs:
         if r.marker is not None:
-            for extra in ("analysis", "server", "ml", "test", "parquet"):
+            for extra in ("analysis", "server", "ml", "test", "parquet", "judge"):
                 if r.marker.evaluate({"extra": extra}):
                     extras.setdefault(extra, set()).add(r.name.lower())
     return base, extras
@@ -32,6 +32,7 @@ def test_the_base_install_is_the_plugin_without_server_or_analysis_stack():
     assert extras["analysis"] == ANALYSIS
     assert extras["server"] == {"label-studio"}
     assert {"flask", "gunicorn"} <= extras["ml"] and "label-studio-ml" not in extras["ml"]
+    assert extras["judge"] == {"openai", "jsonschema"}
     # the test extra brings everything the suite runs against, through the extras themselves
     assert "ls-trajeval" in extras["test"]
 

@@ -144,3 +144,18 @@ def test_ml_serve_names_the_ml_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "flask", None)
     r = run("ml", "serve", "--config", "trajectory_eval")
     assert r.exit_code == 2 and r.output == "error: flask not installed: pip install 'ls-trajeval[ml]'\n"
+
+
+def test_judge_names_the_judge_extra_and_its_help_needs_none_of_it(monkeypatch):
+    assert _loaded_by(["judge", "--help"], ["openai", "jsonschema", "ls_trajeval.ml.llm_judge"]) == "0 []"
+    monkeypatch.setitem(sys.modules, "openai", None)
+    r = run("judge", "--project", "1", "--base-url", "http://127.0.0.1:9/v1", "--model", "m")
+    assert r.exit_code == 2 and r.output == "error: openai not installed: pip install 'ls-trajeval[judge]'\n"
+
+
+def test_judge_says_what_it_needs():
+    r = run("judge", "--project", "1")
+    assert r.exit_code == 2 and error_lines_only(r.output)
+    assert "error: judging needs --base-url, --model (or a subcommand: merge, accept, audit)" in r.output
+    r = run("judge", "--project", "1", "--base-url", "http://x/v1", "--model", "m", "--cost-budget", "5")
+    assert r.exit_code == 2 and "--cost-budget needs --prompt-price and --completion-price" in r.output

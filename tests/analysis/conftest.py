@@ -94,3 +94,49 @@ def write_export(directory: Path, annotations=ANNOTATIONS, traces=TRACES) -> Pat
 @pytest.fixture
 def hand_export(tmp_path) -> Path:
     return write_export(tmp_path / "export")
+
+
+# ---------------------------------------------------------------- lines with the added keys, as the exporter writes them
+
+def deep_line(trace_id: str, annotator: str, steps: list, marks: dict, *, task: str = "", metadata=None,
+              whole=None, root_cause_step="computed") -> dict:
+    """One export line written by :func:`ls_trajeval.core.records.assemble` (what ``export`` writes), with the
+    added keys. ``steps``: (step_type, step_text) per step; ``marks``: step -> the label's fields
+    (``correctness`` "incorrect" unless given, ``error_category``, ``error_type``, ``severity`` (default major),
+    ``evidence`` as (start, end) pairs into the step's text, ``caused_by``, ``correction``). The roles and
+    ``root_cause_step`` are the exporter's; ``root_cause_step`` given overrides it (a record from elsewhere)."""
+    from ls_trajeval import label_configs
+    from ls_trajeval.core import config as cfg
+    from ls_trajeval.core.labels import Span, StepLabel
+    from ls_trajeval.core.records import assemble
+    from ls_trajeval.core.scoring import summarize
+
+    scheme = cfg.load(label_configs.path("trajectory_eval")).trajectory
+    labels = []
+    for i, (stype, text) in enumerate(steps):
+        m = dict(marks.get(i, {}))
+        if i not in marks:
+            labels.append(StepLabel(i, "correct", step_type=stype, step_text=text))
+            continue
+        evidence = tuple(Span(s, e, text[s:e]) for s, e in m.pop("evidence", ()))
+        labels.append(StepLabel(i, m.pop("correctness", "incorrect"), m.pop("error_category", "action"),
+                                m.pop("error_type", "wrong_arguments"), m.pop("severity", "major"),
+                                m.pop("rationale", "why"), stype, text, evidence=evidence,
+                                caused_by=tuple(m.pop("caused_by", ())), correction=m.pop("correction", None)))
+        assert not m, f"unknown keys {m}"
+    head = {"trace_id": trace_id, "task": task or f"task of {trace_id}", "project_id": 1, "task_id": 1,
+            "annotation_id": abs(hash((trace_id, annotator))) % 10**6, "annotator": f"{annotator}@example.com",
+            "layout": "transcript", "metadata": metadata or {}}
+    line = assemble(head, scheme.name, labels, whole or {}, summarize(labels, scheme), len(steps), scheme.weights,
+                    scheme.running_score.initial, scheme.running_score.min, is_error=scheme.error_labels.__contains__)
+    if root_cause_step != "computed":
+        line["root_cause_step"] = root_cause_step
+    return line
+
+
+def write_lines(path: Path, lines: list) -> Path:
+    from ls_trajeval.core.records import dumps
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(dumps(x) for x in lines), encoding="utf-8")
+    return path

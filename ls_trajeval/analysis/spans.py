@@ -29,12 +29,12 @@ def merge(spans: Iterable[tuple[int, int]]) -> Intervals:
     return tuple((s, e) for s, e in out)
 
 
-def marked(label: StepLabel) -> Intervals:
-    """The characters a wrong step's label marks: its evidence spans, or the whole step text for a whole-step
-    mark."""
+def marked(label: StepLabel, text: str | None = None) -> Intervals:
+    """The characters a wrong step's label marks: its evidence spans, or for a whole-step mark the whole step text
+    (the label's, else ``text``: a judge's record may leave its steps' text out)."""
     if label.evidence:
         return merge((sp.start, sp.end) for sp in label.evidence)
-    return merge([(0, len(label.step_text or ""))])
+    return merge([(0, len(label.step_text or text or ""))])
 
 
 def size(a: Intervals) -> int:

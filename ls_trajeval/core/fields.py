@@ -19,7 +19,8 @@ SCORE_FIELDS = ("running_score", "n_errors", "first_error_step", "worst_severity
 #: a review project's summary of what its annotators dispute (``ls-trajeval adjudicate``): Data Manager columns,
 #: ``disputedness`` sorts most disputed first
 DISPUTE_FIELDS = ("disputedness", "n_annotators", "disputed_steps", "correctness_disputes", "error_type_disputes",
-                  "severity_disputes", "first_error_disputed", "steps_in_dispute", "first_errors")
+                  "severity_disputes", "first_error_disputed", "steps_in_dispute", "first_errors", "role_disputes",
+                  "root_cause_disputed", "root_causes")
 #: every task-data key ls-trajeval writes
 TASK_FIELDS = (TRANSCRIPT, PAGES, N_STEPS, *SCORE_FIELDS, *DISPUTE_FIELDS)
 #: where a task keeps its trace id besides ``data``: listing ``id,meta`` is a few bytes a task, where the data

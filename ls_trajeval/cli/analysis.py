@@ -44,6 +44,10 @@ class _ErrorPrinter:
             sys.exit(EXIT_REJECTED)
 
 
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
 def _settings(config, correct_label, outcome_key):
     from ..analysis.settings import load_settings
 
@@ -187,9 +191,9 @@ def prm_command(inputs, config, correct_label, outcome_key, output, shape, parti
     if stats.examples == 0 and printer.count:
         raise _nothing_usable(printer)
     if shape in CORRECTION_SHAPES:
-        unchanged = f", {stats.unchanged} equal to what the agent did" if shape == "dpo" else ""
-        click.echo(f"wrote {stats.examples} {shape} rows from {stats.corrected_steps} corrected steps "
-                   f"({stats.without_correction} wrong steps without a correction{unchanged}) to {output}",
+        unchanged = f", {_count(stats.unchanged, 'correction')} equal to what the agent did" if shape == "dpo" else ""
+        click.echo(f"wrote {_count(stats.examples, shape + ' row')} from {_count(stats.corrected_steps, 'corrected step')} "
+                   f"({_count(stats.without_correction, 'wrong step')} without a correction{unchanged}) to {output}",
                    err=tmp is None)
     else:
         folded = f", {stats.propagated} propagated" if after_error == "causes" else ""

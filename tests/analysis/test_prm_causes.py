@@ -158,8 +158,8 @@ def test_both_files_load_with_datasets(labelled, tmp_path, monkeypatch):
         assert ds.num_rows == {"sft": 4, "dpo": 3}[shape]
         assert ds[0]["prompt"] == PROMPT_1
         assert ds[2][columns[1]] == A3
-    assert "wrote 3 dpo rows from 3 corrected steps (0 wrong steps without a correction, 1 equal to what the " \
-           "agent did)" in res.output
+    assert "wrote 3 dpo rows from 3 corrected steps (0 wrong steps without a correction, 1 correction equal to " \
+           "what the agent did)" in res.output
 
 
 def test_cli_refuses_options_that_do_not_apply(labelled, tmp_path):

@@ -70,10 +70,11 @@ class CauseCollector:
         self.first.append(-1 if first is None else first)
 
     def finish(self) -> CauseData:
-        return CauseData(np.frombuffer(self.propagated, np.int8).astype(bool) if len(self.propagated)
-                         else np.zeros(0, bool),
-                         np.frombuffer(self.root, np.int32).astype(np.int64) if len(self.root) else np.zeros(0, np.int64),
-                         np.frombuffer(self.first, np.int32).astype(np.int64) if len(self.first) else np.zeros(0, np.int64))
+        def ints(a: array) -> np.ndarray:
+            return np.frombuffer(a, np.int32).astype(np.int64) if len(a) else np.zeros(0, np.int64)
+
+        propagated = np.frombuffer(self.propagated, np.int8).astype(bool) if len(self.propagated) else np.zeros(0, bool)
+        return CauseData(propagated, ints(self.root), ints(self.first))
 
 
 def _role_counts(errors: pd.DataFrame, propagated: np.ndarray) -> pd.DataFrame:
@@ -134,7 +135,8 @@ def _group_table(d: ReportData, c: CauseData, resamples: int, seed: int) -> pd.D
         for i, name in enumerate(names):
             row.update({name: point[i], f"{name}_low": low[i], f"{name}_high": high[i]})
         rows.append(row)
-    columns = [d.by, "traces", "errors", "origin", "propagated", *[f"{n}{s}" for n in names for s in ("", "_low", "_high")]]
+    columns = [d.by, "traces", "errors", "origin", "propagated",
+               *[f"{n}{s}" for n in names for s in ("", "_low", "_high")]]
     return pd.DataFrame(rows, columns=columns).sort_values(["errors", d.by], ascending=[False, True], ignore_index=True)
 
 

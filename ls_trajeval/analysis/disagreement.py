@@ -66,7 +66,7 @@ class AnnotatorStep:
     error_type: Optional[str]
     severity: Optional[str]
     #: a wrong step's role (``origin`` | ``propagated``), None for a correct one
-    role: Optional[str] = None
+    role: str | None = None
 
     def __str__(self) -> str:
         parts = [self.correctness]

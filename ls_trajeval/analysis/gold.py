@@ -211,7 +211,7 @@ def _aggregate(tid: str, recs: list, settings: AnalysisSettings, ranks: _Ranks, 
             ties.append(f"{step_number(task[1])} {field}" if field != "whole" else f"{task[1]}")
         return winner
 
-    def first_of_most(field: Optional[str], i: int, votes: list):
+    def first_of_most(field: str | None, i: int, votes: list):
         """The most common vote, a tie going to the first annotator's (listed under ``field``, when named)."""
         if not votes:
             return None

@@ -150,7 +150,7 @@ def _propagated(votes: list, i: int, merge: str) -> bool:
     return all(said) if merge == "any-error" else 2 * sum(said) > len(said)
 
 
-def _render(step_type: Optional[str], text: str) -> str:
+def _render(step_type: str | None, text: str) -> str:
     """A step as context: its type in brackets above its text."""
     return f"[{step_type}]\n{text}" if step_type else text
 
@@ -171,8 +171,8 @@ def apply_after_error(labels: list, errors: list, after_error: str, shape: str) 
 
 
 def _example(task: str, steps: list, labels: list, errors: list, propagated: list, *, shape: str,
-             after_error: str, propagated_as: str, agent_steps: Optional[tuple], meta: Optional[dict],
-             stats: PrmStats) -> Optional[dict]:
+             after_error: str, propagated_as: str, agent_steps: tuple | None, meta: dict | None,
+             stats: PrmStats) -> dict | None:
     """``steps``: (step_type, text) per step; ``labels``/``errors``: per step, None for a step nobody voted on;
     ``propagated``: per step, whether it is a propagated error (used by ``after_error="causes"``)."""
     prompt, completions, out, flags, context, marks = [task], [], [], [], [], []

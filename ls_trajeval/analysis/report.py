@@ -64,7 +64,7 @@ class ReportData:
     annotators: int = 0
     #: the record field or trace-metadata key the traces are grouped by (``report --by``), their column "group"
     by: Optional[str] = None
-    causes: Optional[causes.CauseData] = None
+    causes: causes.CauseData | None = None
 
 
 def group_value(value) -> str:

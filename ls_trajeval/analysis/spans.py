@@ -9,9 +9,8 @@ F1, every character weighs the same); the mean of the pairs' F1 weighs every pai
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from itertools import combinations
-from typing import Hashable
 
 from ..core.labels import StepLabel
 

@@ -89,7 +89,7 @@ def roles(rec: AnnotationRecord, settings: AnalysisSettings) -> dict:
             for st in rec.steps if st.step_index in wrong}
 
 
-def root_cause(rec: AnnotationRecord, settings: AnalysisSettings) -> Optional[int]:
+def root_cause(rec: AnnotationRecord, settings: AnalysisSettings) -> int | None:
     """The record's root-cause step: its ``root_cause_step`` as written, else (a record without the key) its
     earliest origin; None when it marks no error."""
     if rec.root_cause_step is not None:

@@ -192,7 +192,8 @@ def prm_command(inputs, config, correct_label, outcome_key, output, shape, parti
         raise _nothing_usable(printer)
     if shape in CORRECTION_SHAPES:
         unchanged = f", {_count(stats.unchanged, 'correction')} equal to what the agent did" if shape == "dpo" else ""
-        click.echo(f"wrote {_count(stats.examples, shape + ' row')} from {_count(stats.corrected_steps, 'corrected step')} "
+        click.echo(f"wrote {_count(stats.examples, shape + ' row')} from "
+                   f"{_count(stats.corrected_steps, 'corrected step')} "
                    f"({_count(stats.without_correction, 'wrong step')} without a correction{unchanged}) to {output}",
                    err=tmp is None)
     else:

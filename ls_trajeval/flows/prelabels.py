@@ -104,7 +104,8 @@ def _locate(trace: Trace, where: list, evidence, location) -> tuple[int, Span | 
     if evidence is None or evidence == "":
         return steps[0], None, None
     if not isinstance(evidence, str):
-        return steps[0], None, f"error at {location!r}: evidence is not text; whole-step mark on {step_number(steps[0])}"
+        return steps[0], None, (f"error at {location!r}: evidence is not text; whole-step mark on "
+                                f"{step_number(steps[0])}")
     for i in steps:
         if 0 <= i < len(trace.steps):
             span = find_evidence(trace.steps[i].content, evidence)
@@ -136,7 +137,8 @@ def from_metadata(trace: Trace, config: Config) -> list[Prelabel]:
                              m.severity_for(None), f"Who&When: {reason}" if reason else "Who&When mistake step")
             out.append(_prelabel("who_and_when", n, {step: mark}, scheme, problems))
         else:
-            out.append(_prelabel("who_and_when", n, {}, scheme, [f"mistake_step {step} is outside the trace's {n} steps"]))
+            outside = f"mistake_step {step} is outside the trace's {n} steps"
+            out.append(_prelabel("who_and_when", n, {}, scheme, [outside]))
     errors = meta.get("errors")
     if isinstance(errors, list) and errors:
         spans = meta.get("error_steps") if isinstance(meta.get("error_steps"), dict) else {}

@@ -96,7 +96,7 @@ def hand_export(tmp_path) -> Path:
     return write_export(tmp_path / "export")
 
 
-# ---------------------------------------------------------------- lines with the added keys, as the exporter writes them
+# ---------------------------------------------------------------- lines with the added keys, as export writes them
 
 def deep_line(trace_id: str, annotator: str, steps: list, marks: dict, *, task: str = "", metadata=None,
               whole=None, root_cause_step="computed") -> dict:
@@ -185,9 +185,9 @@ def worked_example_lines() -> dict:
             5: {**OC, "severity": "critical", "caused_by": [4], "evidence": _at(math, 5, "11:40", "240 km"),
                 "correction": fix5}}),
         line(cal, cal_steps, "alice", {
-            1: {**WA, "correction": "calendar.create_event\n{\"title\": \"Call with Dana\", \"start\": "
-                                    "\"2025-03-18T15:00:00\", \"end\": \"2025-03-18T15:30:00\", \"time_zone\": "
-                                    "\"Europe/Berlin\", \"attendees\": [\"dana@acme.io\"], \"notify_attendees\": true}"},
+            1: {**WA, "correction": "calendar.create_event\n" + json.dumps({
+                "title": "Call with Dana", "start": "2025-03-18T15:00:00", "end": "2025-03-18T15:30:00",
+                "time_zone": "Europe/Berlin", "attendees": ["dana@acme.io"], "notify_attendees": True})},
             4: {**WA, "severity": "critical"},
             6: {**OC, "severity": "critical", "caused_by": [4],
                 "evidence": _at(cal, 6, "15:00 Berlin time", "she's been sent an invite"), "correction": fix6}}),

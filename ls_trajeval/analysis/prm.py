@@ -44,8 +44,8 @@ text; a pair whose correction equals it is left out). A step yields rows when th
 gold export is one annotation per trace, so its corrections are the gold's.
 
 Merged output needs every annotation of a trace, which may sit in different files, so it reads the inputs
-twice: once for the votes (a few bytes per step and annotator), once for the step texts, writing each trace
-as soon as its text is read. Output follows first appearance in the inputs.
+twice: once for the votes (a few bytes per step and annotator, and the corrections written), once for the step
+texts, writing each trace as soon as its text is read. Output follows first appearance in the inputs.
 """
 from __future__ import annotations
 

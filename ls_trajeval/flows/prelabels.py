@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ..core import records, results
-from ..core.config import Config
+from ..core.config import Config, TrajectoryScheme
 from ..core.fields import N_STEPS, TRANSCRIPT
 from ..core.labels import Span, StepLabel, TraceLabels, resolve_causes, step_number
 from ..core.scoring import summarize
@@ -75,7 +75,7 @@ class _Mapper:
         return self.pm.default_severity
 
 
-def _prelabel(source: str, n: int, marks: dict[int, StepLabel], scheme, problems: list[str],
+def _prelabel(source: str, n: int, marks: dict[int, StepLabel], scheme: TrajectoryScheme, problems: list[str],
               whole: dict | None = None) -> Prelabel:
     """A prelabel of ``n`` steps, ``marks`` where given and the default label elsewhere, with each mark's role and
     the root cause set (:func:`~ls_trajeval.core.labels.resolve_causes`; a link it drops is a problem)."""

@@ -8,6 +8,10 @@ record does not list is the default label. Figures, each with a bootstrap 95% in
 - ``first_error_exact`` and ``first_error_within_K``: the share of traces whose first error steps are equal /
   at most K steps apart; a trace without errors has none, and none matches only none;
 - ``category_accuracy`` and ``type_accuracy`` over the steps both mark as errors;
+- ``root_cause_exact`` and ``root_cause_within_1``: the share of traces whose root-cause steps
+  (:func:`.trace_groups.root_cause`) are equal / at most one step apart, none matching only none;
+- ``evidence_f1``: character overlap of the evidence on the steps both mark as errors, pooled
+  (2 |P ∩ G| / (|P| + |G|) summed over those steps; a whole-step mark is the step's whole text, :mod:`.spans`);
 - a confusion matrix of categories over all paired steps, ``(no error)`` included.
 
 Intervals resample traces (steps of one trace are not independent), by :func:`.stats.bootstrap_intervals`.
@@ -28,13 +32,16 @@ import numpy as np
 from ..core.labels import step_number
 from ..core.records import AnnotationRecord
 from .settings import AnalysisSettings
+from .spans import marked, pair_counts
 from .stats import bootstrap_intervals, cohen_kappa_table, ratio
-from .trace_groups import first_error, step_labels
+from .trace_groups import first_error, root_cause, step_labels
 
 NO_ERROR = "(no error)"
 NO_CATEGORY = "(no category)"
 # per-trace counts; every figure is a function of their sums over the traces
-_COLS = ("steps", "tp", "fp", "fn", "tn", "both", "cat", "type", "fe_exact", "fe_within", "traces")
+#: the root-cause and evidence figures' counts: root causes equal / within one step, 2 |P ∩ G| and |P| + |G|
+_CAUSE_COLS = ("rc_exact", "rc_within", "ev_match", "ev_total")
+_COLS = ("steps", "tp", "fp", "fn", "tn", "both", "cat", "type", "fe_exact", "fe_within", "traces", *_CAUSE_COLS)
 _C = {name: i for i, name in enumerate(_COLS)}
 
 
@@ -156,7 +163,29 @@ def _trace_counts(pred: AnnotationRecord, gold: AnnotationRecord, settings: Anal
         "first_error_distance": abs(pf - gf) if pf is not None and gf is not None else None,
         "tp": int(counts[_C["tp"]]), "fp": int(counts[_C["fp"]]), "fn": int(counts[_C["fn"]]),
     }
+    _cause_counts(pred, gold, p_steps, g_steps, settings, counts, row)
     return counts, row, by_category
+
+
+def _cause_counts(pred: AnnotationRecord, gold: AnnotationRecord, p_steps: list, g_steps: list,
+                  settings: AnalysisSettings, counts: np.ndarray, row: dict) -> None:
+    """Fill the trace's root-cause and evidence counts (and its per-trace row's root causes)."""
+    pr, gr = root_cause(pred, settings), root_cause(gold, settings)
+    counts[_C["rc_exact"]] = pr == gr
+    counts[_C["rc_within"]] = pr == gr or (pr is not None and gr is not None and abs(pr - gr) <= 1)
+    for p, g in zip(p_steps, g_steps):
+        if settings.is_error(p.correctness) and settings.is_error(g.correctness):
+            match, total = pair_counts(marked(p, g.step_text), marked(g, p.step_text))
+            counts[_C["ev_match"]] += match
+            counts[_C["ev_total"]] += total
+    row["gold_root_cause"] = step_number(gr) if gr is not None else "none"
+    row["pred_root_cause"] = step_number(pr) if pr is not None else "none"
+
+
+def _cause_statistics(s: dict) -> dict:
+    return {"root_cause_exact": ratio(s["rc_exact"], s["traces"]),
+            "root_cause_within_1": ratio(s["rc_within"], s["traces"]),
+            "evidence_f1": ratio(s["ev_match"], s["ev_total"])}
 
 
 def _kappa(tp, fp, fn, tn) -> float:
@@ -177,13 +206,14 @@ def _statistics(sums: np.ndarray, within: int) -> dict:
         f"first_error_within_{within}": ratio(s["fe_within"], s["traces"]),
         "category_accuracy": ratio(s["cat"], s["both"]),
         "type_accuracy": ratio(s["type"], s["both"]),
+        **_cause_statistics(s),
     }
 
 
 _UNITS = {"step_accuracy": ("steps", "steps"), "error_precision": ("steps PRED marks", None),
           "error_recall": ("steps GOLD marks", None), "error_f1": ("steps", "steps"), "cohen_kappa": ("steps", "steps"),
           "first_error_exact": ("traces", "traces"), "category_accuracy": ("steps both mark", "both"),
-          "type_accuracy": ("steps both mark", "both")}
+          "type_accuracy": ("steps both mark", "both"), "evidence_f1": ("steps both mark", "both")}
 
 
 #: the error flag's counts of a trace in ``per_trace_counts``
@@ -288,7 +318,8 @@ def write_outputs(result: AlignResult, out_dir: Union[str, Path], doc: dict | No
     files = [out / "confusion_categories.csv", out / "per_trace.csv", out / "align.json"]
     result.confusion.to_csv(files[0], index_label="gold \\ pred")
     pd.DataFrame(result.per_trace, columns=["trace_id", "steps", "gold_errors", "pred_errors", "gold_first_error",
-                                            "pred_first_error", "first_error_distance", "tp", "fp", "fn"]
+                                            "pred_first_error", "first_error_distance", "tp", "fp", "fn",
+                                            "gold_root_cause", "pred_root_cause"]
                  ).to_csv(files[1], index=False)
     files[2].write_text(json.dumps(doc if doc is not None else result.to_json(), indent=2, ensure_ascii=False) + "\n",
                         encoding="utf-8")

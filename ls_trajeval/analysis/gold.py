@@ -5,8 +5,8 @@ Per trace, in this order:
 1. **adjudicated** — an adjudicator's record, when the trace has one (the latest, if several). Who is an
    adjudicator is a parameter: any callable on a record, such as :class:`Adjudicator` (by annotator, by
    project — the review project whose annotations are the adjudicator's — or by a record flag);
-2. **unanimous** — every annotator gave every step the same correctness, category, type and severity
-   (and the same whole-trace labels); **single** when only one annotator labelled the trace;
+2. **unanimous** — every annotator gave every step the same correctness, category, type, severity, cause
+   links and evidence (and the same whole-trace labels); **single** when only one annotator labelled the trace;
 3. otherwise an aggregate by the stated method, per step and per whole-trace label:
    ``majority`` — the most common label; ties go to an error over the default, to the stricter error
    label over a partial one, to the more severe severity, and otherwise to the first in sorted order;
@@ -21,6 +21,13 @@ Per trace, in this order:
 Each gold line has the record shape the analysis reads, with ``annotator: "gold"`` and
 ``gold: {method, annotators, ties}``; the rationale of a gold error step joins the rationales of the
 annotators whose correctness matches it. A step no annotator lists is the default label.
+
+The added keys: an adjudicated, single or unanimous gold carries its record's evidence, cause links and
+corrections as given. An aggregate takes them, for a gold error step, from the annotators who gave the gold's
+correctness label: the cause links most of them gave and the evidence most of them gave (each compared whole;
+a tie goes to the first annotator's and is listed in ``ties``, as ``#4 caused_by``), and the correction most of
+them wrote (a tie: the first one's). The roles and the root cause follow from the gold's own steps and links, as
+in any record (the root cause is the earliest origin).
 """
 from __future__ import annotations
 
@@ -68,7 +75,7 @@ class Gold:
 
 
 def _step_key(st: StepLabel) -> tuple:
-    return (st.correctness, st.error_category, st.error_type, st.severity)
+    return (st.correctness, st.error_category, st.error_type, st.severity, tuple(st.caused_by), tuple(st.evidence))
 
 
 def _unanimous(recs: list, settings: AnalysisSettings) -> bool:
@@ -204,6 +211,15 @@ def _aggregate(tid: str, recs: list, settings: AnalysisSettings, ranks: _Ranks, 
             ties.append(f"{step_number(task[1])} {field}" if field != "whole" else f"{task[1]}")
         return winner
 
+    def first_of_most(field: str | None, i: int, votes: list):
+        """The most common vote, a tie going to the first annotator's (listed under ``field``, when named)."""
+        if not votes:
+            return None
+        winner, tied = _vote(votes, lambda v: 0)  # a stable sort: the tied values in the annotators' order
+        if tied and field is not None:
+            ties.append(f"{step_number(i)} {field}")
+        return winner
+
     steps = []
     for i in range(n):
         labs = [p[i] for p in per if i < len(p)]
@@ -221,8 +237,12 @@ def _aggregate(tid: str, recs: list, settings: AnalysisSettings, ranks: _Ranks, 
         agree = [(r.annotator, p[i].rationale) for r, p in zip(recs, per)
                  if i < len(p) and p[i].correctness == corr and p[i].rationale]
         why = "; ".join(f"{who}: {text}" for who, text in agree) or None
+        same = [s for s in labs if s.correctness == corr]
         steps.append(StepLabel(i, corr, cat, typ, sev, why, step_type=_first_text(labs, "step_type"),
-                               step_text=_first_text(labs, "step_text") or ""))
+                               step_text=_first_text(labs, "step_text") or "",
+                               caused_by=first_of_most("caused_by", i, [tuple(s.caused_by) for s in same]) or (),
+                               evidence=first_of_most("evidence", i, [tuple(s.evidence) for s in same]) or (),
+                               correction=first_of_most(None, i, [s.correction for s in same if s.correction])))
     whole = {}
     for key in dict.fromkeys(k for r in recs for k in r.labels):
         votes = [r.labels.get(key) for r in recs if r.labels.get(key) is not None]

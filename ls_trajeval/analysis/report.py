@@ -26,7 +26,7 @@ import pandas as pd
 from ..core.labels import step_number
 from ..core.records import AnnotationRecord
 from ..core.trace import TraceError
-from . import breakdown
+from . import breakdown, causes
 from .codes import Codes
 from .settings import MISSING, AnalysisSettings, read, running_curve, severity_rank_order
 
@@ -64,6 +64,7 @@ class ReportData:
     annotators: int = 0
     #: the record field or trace-metadata key the traces are grouped by (``report --by``), their column "group"
     by: Optional[str] = None
+    causes: causes.CauseData | None = None
 
 
 def group_value(value) -> str:
@@ -116,6 +117,7 @@ class ReportAggregator:
         self.score_mismatches = 0
         self.input_errors: list = []
         self._grid: dict = {}
+        self.causes = causes.CauseCollector(self.s)
 
     def add_error(self, err: TraceError) -> None:
         self.input_errors.append(err)
@@ -174,6 +176,7 @@ class ReportAggregator:
         self.t_project.append(_int(f.get("project_id")))
         self.t_task.append(_int(f.get("task_id")))
         self._add_curves(rec, curve, s.initial_for(rec))
+        self.causes.add(rec)
 
     def _add_curves(self, rec: AnnotationRecord, curve: list, initial: float) -> None:
         # Curves are indexed by step_index; a step missing from the list keeps the previous score.
@@ -262,7 +265,7 @@ class ReportAggregator:
             errors=errors, traces=traces, step_types=step_types, curves_pos=cp, curves_step=cs,
             severity_order=sev_order, outcome_key=s.outcome_key, outcome_order=outcome_order,
             errors_input=list(self.input_errors), score_mismatches=self.score_mismatches,
-            annotators=len(self.annotators.values), by=self.by,
+            annotators=len(self.annotators.values), by=self.by, causes=self.causes.finish(),
         )
 
 
@@ -514,6 +517,7 @@ TABLE_TITLES = {
     "first_error_agreement": "Agreement on the first error step",
     "agreement_per_annotator": "Each annotator against the majority of the others",
     "adjudication": "Adjudication list: the most disputed traces",
+    **causes.TABLE_TITLES,
 }
 #: what a table's HTML view says under its title
 TABLE_NOTES = {
@@ -529,6 +533,7 @@ TABLE_NOTES = {
                  "annotators, Fleiss' for more; the severity's alpha is ordinal.",
     "agreement_per_annotator": "Against the majority of the other annotators of each step; ties left out.",
     "adjudication": "Most disputed first (see docs/analysis.md); steps as the UI numbers them.",
+    **causes.TABLE_NOTES,
 }
 #: tables whose HTML view shows only the first --top rows (the CSV holds all)
 LIMITED = {"error_types", "failure_modes_by_frequency", "failure_modes_by_impact", "traces_worst_first"}
@@ -549,6 +554,7 @@ def comparison_tables(d: ReportData, *, task_link: Optional[Callable[[int, int],
             d.traces, d.errors, d.by, resamples=resamples, seed=seed)
     tables["traces_worst_first"] = breakdown.trace_table(d.traces, task_link, d.by)
     tables["annotators"] = breakdown.annotator_table(d.traces)
+    tables.update(causes.cause_tables(d, resamples=resamples, seed=seed))
     if agreement is not None and agreement.statistics:
         tables.update(_agreement_tables(agreement, d, task_link))
     return tables
@@ -750,6 +756,9 @@ def terminal_summary(out: ReportOutput, top: int = 5) -> str:
     if "groups" in tables:
         block(f"By {d.by} (95% intervals)", _with_intervals(tables["groups"]),
               [d.by, "annotations", "error_rate", "mean_final_score", "first_error_position"], 20)
+    if causes.has_causes(tables):
+        block("Origin and propagated errors", tables["errors_by_role"], ["category", "origin", "propagated"], top + 1)
+        block("Root cause against the first error", tables["root_cause_vs_first_error"], ["metric", "value"], 6)
     if len(tables.get("adjudication", ())):
         block("Most disputed traces", tables["adjudication"], ["trace_id", "disputedness", "steps_in_dispute"], top)
     lines += ["", f"Wrote {out.directory / 'report.html'} and {len(out.files) - 1} more files"]

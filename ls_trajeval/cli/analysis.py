@@ -44,6 +44,10 @@ class _ErrorPrinter:
             sys.exit(EXIT_REJECTED)
 
 
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
 def _settings(config, correct_label, outcome_key):
     from ..analysis.settings import load_settings
 
@@ -141,24 +145,37 @@ def agreement_command(inputs, config, correct_label, outcome_key, k, top, as_jso
 @click.command("prm", cls=Command)
 @_common
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Output JSONL ('-' for stdout).")
-@click.option("--shape", type=click.Choice(["trl", "prm800k", "soft"]), default="trl", show_default=True,
-              help="Labels: TRL booleans, PRM800K ratings (1 / 0 partial / -1), or severity-weighted soft labels.")
+@click.option("--shape", type=click.Choice(["trl", "prm800k", "soft", "sft", "dpo"]), default="trl", show_default=True,
+              help="Labels: TRL booleans, PRM800K ratings (1 / 0 partial / -1), or severity-weighted soft labels; "
+                   "or rows from the annotators' corrections: sft (prompt, completion), dpo (prompt, chosen, "
+                   "rejected).")
 @click.option("--partial", type=click.Choice(["true", "false", "drop"]), default="false", show_default=True,
-              help="trl: label for partially correct steps; drop = leave such steps out.")
-@click.option("--after-error", type=click.Choice(["keep", "cascade", "false", "truncate"]), default="keep",
+              help="trl, sft, dpo: label for partially correct steps; drop = leave such steps out.")
+@click.option("--after-error", type=click.Choice(["keep", "cascade", "false", "truncate", "causes"]), default="keep",
               show_default=True, help="Steps after the first error: keep their labels, make them all negative "
-                                      "(cascade; 'false' is the same), or cut the example there.")
+                                      "(cascade; 'false' is the same), cut the example there, or causes: keep "
+                                      "every step's own label and treat propagated errors by --propagated.")
+@click.option("--propagated", type=click.Choice(["negative", "drop", "mark"]), default="negative",
+              show_default=True, help="With --after-error causes, an error caused by an earlier wrong step: "
+                                      "negative as any error, drop (not graded; its text is context of the next "
+                                      "step), or mark (negative, flagged in a 'propagated' column).")
 @click.option("--merge", type=click.Choice(["majority", "any-error", "per-annotator"]), default="majority",
               show_default=True, help="Several annotators: majority vote (ties are errors), any error, or one example each.")
 @click.option("--agent-steps", default="thought,action,code,message", show_default=True,
               help="Step types that become completions; other steps are context (prompt / next completion).")
 @click.option("--all-steps", is_flag=True, help="Every step is a completion (no context folding).")
-@click.option("--with-meta", is_flag=True, help="Add trace_id and annotators columns.")
-def prm_command(inputs, config, correct_label, outcome_key, output, shape, partial, after_error, merge, agent_steps,
-                all_steps, with_meta):
-    """Process-reward data (prompt, completions, labels): TRL stepwise, PRM800K ratings or soft labels."""
-    from ..analysis.prm import build_prm
+@click.option("--with-meta", is_flag=True, help="Add trace_id and annotators columns (sft/dpo: also step_index "
+                                                "and role).")
+def prm_command(inputs, config, correct_label, outcome_key, output, shape, partial, after_error, propagated, merge,
+                agent_steps, all_steps, with_meta):
+    """Training data: process-reward labels (TRL stepwise, PRM800K ratings, soft labels) or, from the
+    annotators' corrections, SFT and DPO rows in TRL's prompt-completion and preference formats."""
+    from ..analysis.prm import CORRECTION_SHAPES, build_prm
 
+    if propagated != "negative" and after_error != "causes":
+        raise UserError("--propagated applies with --after-error causes")
+    if shape in CORRECTION_SHAPES and after_error != "keep":
+        raise UserError(f"--after-error applies to step labels, not to --shape {shape}")
     settings = _settings(config, correct_label, outcome_key)
     printer = _ErrorPrinter()
     target = Path(output)
@@ -168,7 +185,8 @@ def prm_command(inputs, config, correct_label, outcome_key, output, shape, parti
         fh = sys.stdout if tmp is None else open(tmp, "w", encoding="utf-8")
     try:
         stats = build_prm(inputs, fh, settings=settings, shape=shape, partial=partial, after_error=after_error,
-                          merge=merge, agent_steps=types, with_meta=with_meta, on_error=printer)
+                          propagated=propagated, merge=merge, agent_steps=types, with_meta=with_meta,
+                          on_error=printer)
     finally:
         if tmp is not None:
             fh.close()
@@ -177,9 +195,17 @@ def prm_command(inputs, config, correct_label, outcome_key, output, shape, parti
         tmp.replace(target)
     if stats.examples == 0 and printer.count:
         raise _nothing_usable(printer)
-    click.echo(f"wrote {stats.examples} {shape} examples ({stats.steps} steps, {stats.true_labels} labelled good, "
-               f"{stats.context_steps} context steps folded, {stats.dropped_steps} dropped) to {output}",
-               err=tmp is None)
+    if shape in CORRECTION_SHAPES:
+        unchanged = f", {_count(stats.unchanged, 'correction')} equal to what the agent did" if shape == "dpo" else ""
+        click.echo(f"wrote {_count(stats.examples, shape + ' row')} from "
+                   f"{_count(stats.corrected_steps, 'corrected step')} "
+                   f"({_count(stats.without_correction, 'wrong step')} without a correction{unchanged}) to {output}",
+                   err=tmp is None)
+    else:
+        folded = f", {stats.propagated} propagated" if after_error == "causes" else ""
+        click.echo(f"wrote {stats.examples} {shape} examples ({stats.steps} steps, {stats.true_labels} labelled good, "
+                   f"{stats.context_steps} context steps folded, {stats.dropped_steps} dropped{folded}) to {output}",
+                   err=tmp is None)
     printer.done()
 
 

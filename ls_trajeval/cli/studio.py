@@ -176,17 +176,20 @@ def export(project, output, per_annotator, gold, aggregate, review, predictions,
 @click.option("--first-error-steps", type=click.IntRange(0), default=2, show_default=True,
               help="first error steps are disputed when more than this many steps apart (as agreement --k); a "
               "trace one annotator finds no error in is always disputed")
+@click.option("--root-cause-steps", type=click.IntRange(0), default=0, show_default=True,
+              help="root-cause steps are disputed when more than this many steps apart (only where some "
+              "annotator's root cause is not their first error: else it is the first-error dispute)")
 @project_config_option
 @studio_options
 def adjudicate(project, create_title, into, correctness_share, type_share, severity_ranks, first_error_steps,
-               config_path, url, api_key):
+               root_cause_steps, config_path, url, api_key):
     """Put the traces whose annotators disagree in a review project, each annotator's labels as a prediction."""
     from ..analysis.disagreement import Thresholds
     from ..flows.adjudicate import adjudicate as run
     from ..studio.urls import label_stream_url
 
     thresholds = Thresholds(correctness=correctness_share, error_type=type_share, severity_ranks=severity_ranks,
-                            first_error_steps=first_error_steps)
+                            first_error_steps=first_error_steps, root_cause_steps=root_cause_steps)
     summary = run(studio.connect(url, api_key), project, create_title=create_title, into=into, thresholds=thresholds,
                   config=optional_config(config_path))
     for w in summary.warnings:
@@ -199,7 +202,8 @@ def adjudicate(project, create_title, into, correctness_share, type_share, sever
     for d in summary.disputes[:10]:
         s = d.summary()
         click.echo(f"  {d.trace_id}: disputedness {s['disputedness']:g}, steps {s['steps_in_dispute'] or '–'}, "
-                   f"first errors {s['first_errors']}")
+                   f"first errors {s['first_errors']}"
+                   + (f", root causes {s['root_causes']}" if s["root_cause_disputed"] else ""))
     click.echo(f"adjudicate: {label_stream_url(studio.server_url(url), pid)}", err=True)
 
 

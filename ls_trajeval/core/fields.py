@@ -19,7 +19,8 @@ SCORE_FIELDS = ("running_score", "n_errors", "first_error_step", "worst_severity
 #: a review project's summary of what its annotators dispute (``ls-trajeval adjudicate``): Data Manager columns,
 #: ``disputedness`` sorts most disputed first
 DISPUTE_FIELDS = ("disputedness", "n_annotators", "disputed_steps", "correctness_disputes", "error_type_disputes",
-                  "severity_disputes", "first_error_disputed", "steps_in_dispute", "first_errors")
+                  "severity_disputes", "first_error_disputed", "steps_in_dispute", "first_errors", "role_disputes",
+                  "root_cause_disputed", "root_causes")
 #: what a task's stored suggestions are least sure of (written by ``judge`` and ``judge merge``, with the
 #: predictions): ``least_confidence`` (a number: the Data Manager sorts the review queue by it, least confident
 #: first), the step it is about (``#N``) and the model version of the suggestions it describes

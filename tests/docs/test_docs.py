@@ -6,7 +6,9 @@ They run in a scratch directory that holds what the pages name: ``label_configs/
 samples), ``runs/`` and ``session.jsonl`` / ``logs.json.gz`` (agent logs from the converter fixtures),
 ``trajectories/`` (SWE-agent runs), ``output/`` (an export of three annotators), and the same export as one
 ``annotations.jsonl`` with its ``gold.jsonl``, one annotator's lines as ``detectors.jsonl`` and their alignment to
-the gold as ``align/align.json``. A page that shows a local command on another file must add it here."""
+the gold as ``align/align.json``, and analysis.md's worked example of evidence, cause links and corrections
+(``labels/``, ``judge.jsonl``, ``labels-gold.jsonl``). A page that shows a local command on another file must add it
+here."""
 from __future__ import annotations
 
 import gzip
@@ -87,7 +89,7 @@ def test_every_mentioned_command_exists_with_its_options(page, line):
 
 @pytest.fixture
 def scratch(tmp_path) -> Path:
-    from analysis.conftest import write_export  # three annotators' export lines in the exporter's shape
+    from analysis.conftest import write_export, write_worked_example  # export lines in the exporter's shape
 
     fixtures = ROOT / "tests" / "fixtures"
     (tmp_path / "label_configs").symlink_to(ROOT / "label_configs")
@@ -100,6 +102,7 @@ def scratch(tmp_path) -> Path:
     shutil.copytree(fixtures / "real" / "swe_agent", tmp_path / "trajectories")
     write_export(tmp_path / "output")
     _gold_files(tmp_path)
+    write_worked_example(tmp_path)
     return tmp_path
 
 

@@ -148,7 +148,10 @@ def test_the_review_project_holds_exactly_the_disputed_traces(source, review, ls
     assert summary["D2"] == {"disputedness": 0.25, "n_annotators": 3, "disputed_steps": 1, "correctness_disputes": 0,
                              "error_type_disputes": 1, "severity_disputes": 1, "first_error_disputed": False,
                              "steps_in_dispute": "#3",
-                             "first_errors": f"{EMAIL['a']}: #3; {EMAIL['b']}: #3; {EMAIL['c']}: #3"}
+                             "first_errors": f"{EMAIL['a']}: #3; {EMAIL['b']}: #3; {EMAIL['c']}: #3",
+                             # no cause links: the root causes are the first errors, and no role is disputed
+                             "role_disputes": 0, "root_cause_disputed": False,
+                             "root_causes": f"{EMAIL['a']}: #3; {EMAIL['b']}: #3; {EMAIL['c']}: #3"}
     # the Data Manager tab sorts most disputed first, and Label Studio sorts by that field
     views = [studio._dump(v) for v in ls_client.views.list(project=review)]
     assert [v["data"]["ordering"] for v in views if v["data"].get("title") == "Most disputed"] == \

@@ -164,8 +164,6 @@ class OtlpReceiver:
             ready(server.url)
         try:
             server.run()
-        except OSError:  # closed from the importer thread: waitress's loop ends on the closed socket
-            pass
         finally:
             stop.set()
             worker.join()

@@ -235,7 +235,8 @@ def write_back(client: Any, project_id: int, sink: Sink, ledger: Ledger, *, gold
     config, traces = labelled_traces(client, project_id, LINK_FIELD[sink.name], gold=gold, method=method,
                                      review=review, config=config)
     summary = WritebackSummary()
-    destination = sink.destination
+    # the ledger keeps the gold and the per-annotator verdicts apart: sending one set withdraws nothing of the other
+    destination = f"{sink.destination} ({'gold' if gold else 'per annotator'}) from project {project_id}"
     todo: list[Verdict] = []
     gone: list[Verdict] = []
     linked = [t for t in traces if any(t.links)]

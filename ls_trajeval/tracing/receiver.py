@@ -119,8 +119,16 @@ class Server:
         return f"http://{self.host}:{self.port}"
 
     def run(self) -> None:
-        """Serve until :meth:`close` (from another thread or a signal handler)."""
-        self._server.run()
+        """Serve until :meth:`close` (called from another thread); requests under way are finished first."""
+        try:
+            self._server.run()
+        finally:
+            self._server.task_dispatcher.shutdown(timeout=10)
 
     def close(self) -> None:
-        self._server.close()
+        """End :meth:`run`: the server's own loop closes every socket (closing them from here would race it), and
+        with nothing left to watch the loop returns."""
+        from waitress import wasyncore
+
+        server = self._server
+        server.trigger.pull_trigger(lambda: wasyncore.close_all(server._map, ignore_all=True))

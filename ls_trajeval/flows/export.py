@@ -6,9 +6,10 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING
 
 from ..core.config import Config
 from ..core.fields import review_mark
@@ -17,6 +18,9 @@ from ..core.records import AnnotationRecord, build_record, dumps, parse_record
 from ..core.trace import TraceError
 from ..studio import client as studio
 from .projects import project_config
+
+if TYPE_CHECKING:
+    from ..analysis.settings import AnalysisSettings
 
 
 @dataclass
@@ -170,7 +174,7 @@ class ProjectGold:
     per annotator, adjudications included) and its :class:`~ls_trajeval.analysis.gold.Gold`."""
 
     config: Config
-    settings: object
+    settings: AnalysisSettings
     groups: dict
     judged: list
     summary: GoldSummary

@@ -203,7 +203,9 @@ class Source(Protocol):
     """A tracing tool to pull from: a listing by start time and the trace files the converter reads."""
 
     fmt: str
-    checkpoint_key: str
+
+    @property
+    def checkpoint_key(self) -> str: ...
 
     def listing(self, start: datetime | None, settle_before: datetime) -> Iterable[TraceRef]: ...
 

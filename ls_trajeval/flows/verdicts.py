@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 from ..core.config import Config
 from ..core.labels import step_number
+from ..core.records import AnnotationRecord
 from ..core.trace import Trace, parse_trace
 from ..tracing.ledger import Ledger
 from ..tracing.verdict import DeliveryError, Verdict
@@ -195,10 +196,10 @@ def _agreement(t: TraceLabels, config: Config, settings: Any) -> Verdict:
     from ..analysis.disagreement import find_disagreements
     from .export import read_back
 
-    records = []
+    records: list[AnnotationRecord] = []
     for r in t.records:
         rec = r.get("_record") or read_back(r, config)
-        if hasattr(rec, "steps"):
+        if isinstance(rec, AnnotationRecord):
             records.append(rec)
     d = find_disagreements(records, settings)
     disputed = d.count("correctness")
@@ -212,7 +213,7 @@ def _agreement(t: TraceLabels, config: Config, settings: Any) -> Verdict:
 
 
 def taxonomy_categories(config: Config) -> tuple[dict[str, list[str]], dict[str, str]]:
-    """The categorical verdicts' label sets, from the taxonomy (for Langfuse's score configs), and their descriptions."""
+    """The categorical verdicts' label sets, from the taxonomy (Langfuse's score configs), and their descriptions."""
     scheme = config.trajectory
     cats = {"correctness": list(scheme.correctness_labels), "error_type": [t.name for t in scheme.types],
             "severity": [s.name for s in scheme.severities]}
@@ -269,7 +270,8 @@ def write_back(client: Any, project_id: int, sink: Sink, ledger: Ledger, *, gold
         return summary
     if todo and hasattr(sink, "ensure_configs"):
         cats, about = taxonomy_categories(config)
-        _retrying(lambda: sink.ensure_configs(cats, about), retries, backoff, sleep)  # type: ignore[attr-defined]
+        ensure = sink.ensure_configs
+        _retrying(lambda: ensure(cats, about), retries, backoff, sleep)
     start = sink.requests
     for i in range(0, len(todo), BATCH):
         chunk = todo[i:i + BATCH]

@@ -16,13 +16,13 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, TypeVar
+from functools import partial
+from typing import Any
 
 from .verdict import DeliveryError, Verdict
 
 #: the namespace of the score ids made from verdict keys (fixed: ids must not change between runs)
 SCORE_NAMESPACE = uuid.UUID("1f0d3c8e-7d0b-4e52-9a43-2b6f0e1c5a77")
-T = TypeVar("T")
 
 
 def score_id(key: str) -> str:
@@ -59,17 +59,17 @@ class Langfuse:
     def trace_page(self, page: int, *, since: datetime | None, until: datetime | None, name: str | None,
                    tags: Sequence[str], limit: int = 50) -> tuple[list[dict], int]:
         """One page of traces (oldest first) without their observations, and the number of pages."""
-        result = self._call(lambda: self.api.trace.list(
-            page=page, limit=limit, from_timestamp=since, to_timestamp=until, name=name, tags=list(tags) or None,
-            order_by="timestamp.asc"))
+        result = self._call(partial(self.api.trace.list, page=page, limit=limit, from_timestamp=since,
+                                    to_timestamp=until, name=name, tags=list(tags) or None, order_by="timestamp.asc"))
         return [t.dict() for t in result.data], result.meta.total_pages
 
     def trace(self, trace_id: str) -> dict:
         """One trace with its observations, in the shape Langfuse exports it (what the langfuse converter reads)."""
-        return self._call(lambda: self.api.trace.get(trace_id)).dict()
+        return self._call(partial(self.api.trace.get, trace_id)).dict()
 
     # ------------------------------------------------------------ out
-    def ensure_configs(self, categories: Mapping[str, Sequence[str]], descriptions: Mapping[str, str]) -> dict[str, str]:
+    def ensure_configs(self, categories: Mapping[str, Sequence[str]],
+                       descriptions: Mapping[str, str]) -> dict[str, str]:
         """Score config id by name, making the categorical configs that do not exist yet (name -> category labels)."""
         from langfuse.api import ConfigCategory
 
@@ -77,7 +77,7 @@ class Langfuse:
             found: dict[str, str] = {}
             page, pages = 1, 1
             while page <= pages:
-                result = self._call(lambda p=page: self.api.score_configs.get(page=p, limit=100))  # type: ignore[misc]
+                result = self._call(partial(self.api.score_configs.get, page=page, limit=100))
                 for c in result.data:
                     if not c.is_archived:
                         found.setdefault(c.name, c.id)
@@ -86,9 +86,10 @@ class Langfuse:
             self._configs = found
         for name, labels in categories.items():
             if name not in self._configs:
-                made = self._call(lambda n=name, ls=labels: self.api.score_configs.create(  # type: ignore[misc]
-                    name=n, data_type="CATEGORICAL", description=descriptions.get(n),
-                    categories=[ConfigCategory(value=float(i), label=lab) for i, lab in enumerate(ls)]))
+                made = self._call(partial(
+                    self.api.score_configs.create, name=name, data_type="CATEGORICAL",
+                    description=descriptions.get(name),
+                    categories=[ConfigCategory(value=float(i), label=lab) for i, lab in enumerate(labels)]))
                 self._configs[name] = made.id
         return dict(self._configs)
 
@@ -97,19 +98,19 @@ class Langfuse:
         configs = self._configs or {}
         for v in verdicts:
             categorical = v.label is not None
-            self._call(lambda v=v, categorical=categorical: self.api.scores.create(  # type: ignore[misc]
-                id=score_id(v.key), trace_id=v.trace_id, observation_id=v.span_id, name=v.name,
-                value=v.label if categorical else float(v.score if v.score is not None else 0.0),
-                data_type="CATEGORICAL" if categorical else "NUMERIC",
-                config_id=configs.get(v.name) if categorical else None,
-                comment=v.explanation, metadata={**v.metadata, "annotator": v.who, "source": "ls-trajeval"}))
+            value: str | float = v.label if v.label is not None else float(v.score if v.score is not None else 0.0)
+            self._call(partial(
+                self.api.scores.create, id=score_id(v.key), trace_id=v.trace_id, observation_id=v.span_id,
+                name=v.name, value=value, data_type="CATEGORICAL" if categorical else "NUMERIC",
+                config_id=configs.get(v.name) if categorical else None, comment=v.explanation,
+                metadata={**v.metadata, "annotator": v.who, "source": "ls-trajeval"}))
 
     def withdraw(self, verdicts: Sequence[Verdict]) -> None:
         for v in verdicts:
-            self._call(lambda v=v: self.api.legacy.score_v1.delete(score_id(v.key)))  # type: ignore[misc]
+            self._call(partial(self.api.legacy.score_v1.delete, score_id(v.key)))
 
     # ------------------------------------------------------------ plumbing
-    def _call(self, fn: Callable[[], T]) -> T:
+    def _call(self, fn: Callable[[], Any]) -> Any:
         from langfuse.api.core.api_error import ApiError
 
         self.requests += 1

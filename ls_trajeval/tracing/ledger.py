@@ -48,7 +48,8 @@ class Ledger:
     def set_checkpoint(self, source: str, value: dict) -> None:
         with self._lock:
             self._db.execute("INSERT INTO checkpoints VALUES (?, ?, ?) ON CONFLICT (source) DO UPDATE SET "
-                             "value = excluded.value, updated = excluded.updated", (source, json.dumps(value), time.time()))
+                             "value = excluded.value, updated = excluded.updated",
+                             (source, json.dumps(value), time.time()))
 
     # ------------------------------------------------------------ deliveries
     def delivered(self, destination: str, trace_ids: Iterable[str]) -> dict[str, tuple[str, str, str]]:
@@ -59,9 +60,9 @@ class Ledger:
             for i in range(0, len(ids), 500):
                 chunk = ids[i:i + 500]
                 marks = ",".join("?" * len(chunk))
-                for key, tid, digest, payload in self._db.execute(
-                        f"SELECT key, trace_id, digest, payload FROM deliveries WHERE destination = ? AND trace_id IN ({marks})",
-                        (destination, *chunk)):
+                query = ("SELECT key, trace_id, digest, payload FROM deliveries "
+                         f"WHERE destination = ? AND trace_id IN ({marks})")
+                for key, tid, digest, payload in self._db.execute(query, (destination, *chunk)):
                     out[key] = (tid, digest, payload)
         return out
 
@@ -70,8 +71,9 @@ class Ledger:
         now = time.time()
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
-            self._db.executemany("INSERT INTO deliveries VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (destination, key) DO "
-                                 "UPDATE SET digest = excluded.digest, payload = excluded.payload, sent = excluded.sent",
+            self._db.executemany("INSERT INTO deliveries VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (destination, key) "
+                                 "DO UPDATE SET digest = excluded.digest, payload = excluded.payload, "
+                                 "sent = excluded.sent",
                                  [(destination, k, t, d, p, now) for k, t, d, p in sent])
             self._db.execute("COMMIT")
 

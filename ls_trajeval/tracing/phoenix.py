@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
+from functools import partial
 from typing import Any, TypeVar
 
 import httpx
@@ -45,20 +46,18 @@ class Phoenix:
         self.http.close()
 
     # ------------------------------------------------------------ in
-    def traces(self, start: datetime | None, end: datetime | None, limit: int) -> list[dict]:
+    def traces(self, start: datetime | None, end: datetime | None, limit: int) -> list[Any]:
         """Traces that started in [start, end), oldest first (id, trace_id, start_time, end_time)."""
-        return self._call(lambda: self.client.traces.get_traces(
-            project_identifier=self.project, start_time=start, end_time=end, sort="start_time", order="asc",
-            limit=limit), pages=limit // 100 + 1)
+        return self._call(partial(self.client.traces.get_traces, project_identifier=self.project, start_time=start,
+                                  end_time=end, sort="start_time", order="asc", limit=limit), pages=limit // 100 + 1)
 
-    def spans(self, trace_ids: Sequence[str]) -> list[dict]:
+    def spans(self, trace_ids: Sequence[str]) -> list[Any]:
         """Every span of these traces, in Phoenix's span shape (``context.span_id``, ``parent_id``, ...), which the
         OpenInference converter reads."""
-        out: list[dict] = []
-        for i in range(0, len(trace_ids), 20):
-            chunk = list(trace_ids[i:i + 20])
-            out.extend(self._call(lambda c=chunk: self.client.spans.get_spans(  # type: ignore[misc]
-                project_identifier=self.project, trace_ids=c, limit=1_000_000)))
+        out: list[Any] = []
+        for chunk in _chunks(list(trace_ids), 20):
+            out.extend(self._call(partial(self.client.spans.get_spans, project_identifier=self.project,
+                                          trace_ids=chunk, limit=1_000_000)))
         return out
 
     # ------------------------------------------------------------ out
@@ -67,40 +66,39 @@ class Phoenix:
         spans = [v for v in verdicts if v.span_id is not None]
         traces = [v for v in verdicts if v.span_id is None]
         for chunk in _chunks(spans, BATCH):
-            self._call(lambda c=chunk: self.client.spans.log_span_annotations(  # type: ignore[misc]
-                span_annotations=[_annotation(v, "span_id", v.span_id) for v in c], sync=True))
+            self._call(partial(self.client.spans.log_span_annotations,
+                               span_annotations=[_annotation(v, "span_id", v.span_id) for v in chunk], sync=True))
         for chunk in _chunks(traces, BATCH):
-            self._call(lambda c=chunk: self.client.traces.log_trace_annotations(  # type: ignore[misc]
-                trace_annotations=[_annotation(v, "trace_id", v.trace_id) for v in c], sync=True))
+            self._call(partial(self.client.traces.log_trace_annotations,
+                               trace_annotations=[_annotation(v, "trace_id", v.trace_id) for v in chunk], sync=True))
 
     def withdraw(self, verdicts: Sequence[Verdict]) -> None:
         """Delete earlier verdicts (their identifier is theirs alone, so the unbounded sweep removes just them)."""
         for v in verdicts:
             kind = "span_annotations" if v.span_id is not None else "trace_annotations"
-            self._call(lambda v=v, kind=kind: self._ok(self.http.delete(  # type: ignore[misc]
-                f"/v1/projects/{self.project}/{kind}",
-                params={"name": v.name, "identifier": v.identifier, "delete_all": "true"})))
+            self._call(partial(self._request, "DELETE", f"/v1/projects/{self.project}/{kind}",
+                               params={"name": v.name, "identifier": v.identifier, "delete_all": "true"}))
 
-    def span_annotations(self, span_ids: Sequence[str]) -> list[dict]:
+    def span_annotations(self, span_ids: Sequence[str]) -> list[Any]:
         """The annotations on these spans, as Phoenix's client reads them."""
-        return self._call(lambda: self.client.spans.get_span_annotations(
-            span_ids=list(span_ids), project_identifier=self.project))
+        return self._call(partial(self.client.spans.get_span_annotations, span_ids=list(span_ids),
+                                  project_identifier=self.project))
 
-    def trace_annotations(self, trace_ids: Sequence[str]) -> list[dict]:
-        out: list[dict] = []
+    def trace_annotations(self, trace_ids: Sequence[str]) -> list[Any]:
+        out: list[Any] = []
         for chunk in _chunks(list(trace_ids), 100):
-            r = self._call(lambda c=chunk: self._ok(self.http.get(  # type: ignore[misc]
-                f"/v1/projects/{self.project}/trace_annotations", params={"trace_ids": c, "limit": 1000})))
+            r = self._call(partial(self._request, "GET", f"/v1/projects/{self.project}/trace_annotations",
+                                   params={"trace_ids": chunk, "limit": 1000}))
             out.extend(r.json()["data"])
         return out
 
     # ------------------------------------------------------------ plumbing
-    @staticmethod
-    def _ok(response: httpx.Response) -> httpx.Response:
+    def _request(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
+        response = self.http.request(method, url, **kwargs)
         response.raise_for_status()
         return response
 
-    def _call(self, fn: Callable[[], T], pages: int = 1) -> T:
+    def _call(self, fn: Callable[[], Any], pages: int = 1) -> Any:
         self.requests += pages
         try:
             return fn()
@@ -109,7 +107,8 @@ class Phoenix:
             raise DeliveryError(f"Phoenix answered {status}: {exc.response.text[:300]}",
                                 retry=status == 429 or status >= 500) from None
         except httpx.HTTPError as exc:
-            raise DeliveryError(f"Phoenix at {self.url} did not answer: {type(exc).__name__}: {exc}", retry=True) from None
+            raise DeliveryError(f"Phoenix at {self.url} did not answer: {type(exc).__name__}: {exc}",
+                                retry=True) from None
 
 
 def _annotation(v: Verdict, key: str, target: str | None) -> dict[str, Any]:

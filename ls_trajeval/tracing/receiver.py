@@ -105,7 +105,8 @@ def create_app(spool: Spool, credentials: Credentials = Credentials(), max_body:
 class Server:
     """``app`` served by waitress on ``host``:``port`` (port 0: a free one, see :attr:`port`)."""
 
-    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 4318, threads: int = 4, max_body: int = DEFAULT_MAX_BODY):
+    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 4318, threads: int = 4,
+                 max_body: int = DEFAULT_MAX_BODY):
         from waitress.server import create_server
 
         # waitress refuses larger bodies itself (413) before the app reads a byte

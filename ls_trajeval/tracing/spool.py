@@ -69,7 +69,8 @@ class Spool:
             db.execute("BEGIN IMMEDIATE")
             try:
                 for s in spans:
-                    cur = db.execute("INSERT OR IGNORE INTO spans VALUES (?, ?, ?, ?)", (s.trace_id, s.span_id, s.body, now))
+                    cur = db.execute("INSERT OR IGNORE INTO spans VALUES (?, ?, ?, ?)",
+                                     (s.trace_id, s.span_id, s.body, now))
                     if cur.rowcount:
                         added.new += 1
                         seen = touched.setdefault(s.trace_id, [0, False])
@@ -83,8 +84,8 @@ class Spool:
                         db.execute("INSERT INTO traces (trace_id, first_received, last_received, has_root) "
                                    "VALUES (?, ?, ?, ?)", (trace_id, now, now, int(root)))
                     elif row[0] == OPEN:
-                        db.execute("UPDATE traces SET last_received = ?, has_root = max(has_root, ?) WHERE trace_id = ?",
-                                   (now, int(root), trace_id))
+                        db.execute("UPDATE traces SET last_received = ?, has_root = max(has_root, ?) "
+                                   "WHERE trace_id = ?", (now, int(root), trace_id))
                     else:
                         added.late += n
                         db.execute("UPDATE traces SET late_spans = late_spans + ? WHERE trace_id = ?", (n, trace_id))

@@ -18,9 +18,9 @@ import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SpanExportResult
 
-from ls_trajeval.flows.projects import load_config
-from ls_trajeval.core.trace import parse_trace
+from ls_trajeval.core.trace import Trace, parse_trace
 from ls_trajeval.flows.ingest import wait_until
+from ls_trajeval.flows.projects import load_config
 from ls_trajeval.studio import client as studio
 from ls_trajeval.studio.localserver import free_port
 
@@ -109,9 +109,11 @@ def test_killed_restarted_and_resent_imports_every_trace_once(ls_client, label_s
     assert len(list(studio.iter_tasks(ls_client, project))) == 18
     spans_by_trace: dict = {}
     for span in tee.spans:
-        spans_by_trace.setdefault(format(span.context.trace_id, "032x"), set()).add(format(span.context.span_id, "016x"))
+        tid = format(span.context.trace_id, "032x")
+        spans_by_trace.setdefault(tid, set()).add(format(span.context.span_id, "016x"))
     for tid, task in held.items():
         trace = parse_trace(task["data"], source="task")
+        assert isinstance(trace, Trace), trace
         # thought (llm), action and observation (tool), message (llm): tests/tracing/agent.py
         assert [s.type for s in trace.steps] == ["thought", "action", "observation", "message"]
         links = [s["metadata"]["span_id"] for s in trace.steps]

@@ -21,15 +21,15 @@ import re
 import pytest
 from click.testing import CliRunner
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from studio.uishapes import ui_marks
 
 from ls_trajeval.cli import main_group
-from ls_trajeval.core.trace import parse_trace
+from ls_trajeval.core.trace import Trace, parse_trace
 from ls_trajeval.flows.ingest import wait_until
 from ls_trajeval.flows.projects import load_config
 from ls_trajeval.studio import client as studio
 from ls_trajeval.tracing.phoenix import Phoenix
 
-from studio.uishapes import ui_marks
 from . import agent
 
 pytestmark = pytest.mark.studio
@@ -77,7 +77,8 @@ def tasks(ls_client, world) -> dict:
 def spans_of(world, trace_id) -> dict:
     """span name and order -> span id: llm#0, weather, llm#1 (by start time)"""
     spans = sorted(world["phoenix"].spans([trace_id]), key=lambda s: s["start_time"])
-    out, seen = {}, {}
+    out: dict[str, str] = {}
+    seen: dict[str, int] = {}
     for s in spans:
         n = seen.get(s["name"], 0)
         seen[s["name"]] = n + 1
@@ -100,6 +101,7 @@ def test_ingest_keeps_each_steps_span(world, ingested):
     assert sorted(ingested) == sorted(world["ids"])
     for tid, task in ingested.items():
         trace = parse_trace(task["data"], source="task")
+        assert isinstance(trace, Trace), trace
         assert [s.type for s in trace.steps] == ["thought", "action", "observation", "message"]
         spans = spans_of(world, tid)
         assert [s["metadata"]["span_id"] for s in trace.steps] == [spans["llm#0"], spans["weather#0"],

@@ -67,7 +67,8 @@ def test_json_and_protobuf_give_the_same_spans(receiver, tmp_path):
     try:
         r = httpx.post(other.url, content=json.dumps(body), headers=JSON)
         assert r.status_code == 200 and r.headers["content-type"].startswith("application/json")
-        assert [json.loads(b) for b in other.spool.spans(ids[0])] == [json.loads(b) for b in receiver.spool.spans(ids[0])]
+        spooled = [json.loads(b) for b in receiver.spool.spans(ids[0])]
+        assert [json.loads(b) for b in other.spool.spans(ids[0])] == spooled
     finally:
         other.close()
 

@@ -13,14 +13,13 @@ import re
 
 import pytest
 from click.testing import CliRunner
+from studio.uishapes import ui_marks
 
 from ls_trajeval.cli import main_group
 from ls_trajeval.core.trace import Trace, parse_trace
 from ls_trajeval.flows.projects import load_config
 from ls_trajeval.studio import client as studio
 from ls_trajeval.tracing.langfuse import score_id
-
-from studio.uishapes import ui_marks
 
 from .langfuse_standin import LangfuseStandIn, observation, trace
 

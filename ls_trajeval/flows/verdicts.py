@@ -235,15 +235,27 @@ def write_back(client: Any, project_id: int, sink: Sink, ledger: Ledger, *, gold
     ones that no longer exist; with ``dry_run`` only plan it."""
     config, traces = labelled_traces(client, project_id, LINK_FIELD[sink.name], gold=gold, method=method,
                                      review=review, config=config)
-    summary = WritebackSummary()
     # the ledger keeps the gold and the per-annotator verdicts apart: sending one set withdraws nothing of the other
     destination = f"{sink.destination} ({'gold' if gold else 'per annotator'}) from project {project_id}"
+    return deliver(traces, config, sink, ledger, destination, dry_run=dry_run, retries=retries, backoff=backoff,
+                   sleep=sleep)
+
+
+def deliver(traces: Sequence[TraceLabels], config: Config, sink: Sink, ledger: Ledger, destination: str, *,
+            dry_run: bool = False, retries: int = 4, backoff: float = 1.0,
+            sleep: Callable[[float], None] = time.sleep) -> WritebackSummary:
+    """The delivery half of :func:`write_back`: these traces' verdicts against what the ledger says ``destination``
+    has."""
+    summary = WritebackSummary()
     todo: list[Verdict] = []
     gone: list[Verdict] = []
     linked = [t for t in traces if any(t.links)]
     summary.traces = len(traces)
     summary.unlinked = len(traces) - len(linked)
     delivered = ledger.delivered(destination, [t.trace_id for t in linked])
+    by_trace: dict[str, list[str]] = {}
+    for key, (tid, _, _) in delivered.items():
+        by_trace.setdefault(tid, []).append(key)
     for t in linked:
         verdicts = trace_verdicts(t, config)
         summary.verdicts += len(verdicts)
@@ -255,12 +267,11 @@ def write_back(client: Any, project_id: int, sink: Sink, ledger: Ledger, *, gold
                 summary.unchanged += 1
                 continue
             todo.append(v)
-            action = "update" if before is not None else "new"
             if dry_run:
-                summary.planned.append((action, v))
-        for key, (tid, _, payload) in delivered.items():
-            if tid == t.trace_id and key not in keys:
-                gone.append(_from_payload(key, payload))
+                summary.planned.append(("update" if before is not None else "new", v))
+        for key in by_trace.get(t.trace_id, ()):
+            if key not in keys:
+                gone.append(_from_payload(key, delivered[key][2]))
                 if dry_run:
                     summary.planned.append(("withdraw", gone[-1]))
     if dry_run:
@@ -268,10 +279,12 @@ def write_back(client: Any, project_id: int, sink: Sink, ledger: Ledger, *, gold
         summary.updated = sum(a == "update" for a, _ in summary.planned)
         summary.withdrawn = len(gone)
         return summary
-    if todo and hasattr(sink, "ensure_configs"):
+    ensure = getattr(sink, "ensure_configs", None)  # Langfuse's score configs, made from the taxonomy
+    if todo and ensure is not None:
         cats, about = taxonomy_categories(config)
-        ensure = sink.ensure_configs
-        _retrying(lambda: ensure(cats, about), retries, backoff, sleep)
+        error = _retrying(lambda: ensure(cats, about), retries, backoff, sleep)
+        if error is not None:  # the scores go without their configs: worth telling, not worth stopping for
+            summary.failures.append(f"score configs: {error}")
     start = sink.requests
     for i in range(0, len(todo), BATCH):
         chunk = todo[i:i + BATCH]

@@ -4,8 +4,8 @@ OTel GenAI and OpenInference converters read.
 A request is decoded whole or refused whole with a :class:`PayloadError` that carries the HTTP status and the
 reason: a receiver that spools half a request would make the exporter's retry of the other half a duplicate.
 Protobuf is decoded by the official ``opentelemetry-proto`` classes (which refuse truncated messages and strings
-that are not UTF-8) and turned into OTLP/JSON by protobuf's own ``json_format``; the ids become the lower-case hex
-that OTLP/JSON uses (protobuf's JSON mapping would give base64).
+that are not UTF-8) and spooled as protobuf; when its trace is imported it becomes OTLP/JSON through protobuf's own
+``json_format``, the ids turned into the lower-case hex that OTLP/JSON uses (protobuf's JSON mapping gives base64).
 """
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ import orjson
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
+#: the first byte of a spooled span: what follows is a protobuf ResourceSpans, or an OTLP/JSON envelope
+_PROTO, _JSON = b"P", b"J"
 _HEX_ID = {"traceId": re.compile(r"[0-9a-f]{32}"), "spanId": re.compile(r"[0-9a-f]{16}")}
 
 
@@ -31,8 +33,9 @@ class PayloadError(ValueError):
 
 @dataclass(frozen=True)
 class SpooledSpan:
-    """One span as the spool keeps it: its ids, whether it is a root, and its OTLP/JSON envelope
-    ``{"resource", "scope", "span"}`` serialised (the resource and scope it came with travel along)."""
+    """One span as the spool keeps it: its ids, whether it is a root, and its body with the resource and scope it
+    came with: a protobuf ResourceSpans of that one span, or the OTLP/JSON envelope ``{"resource", "scope", "span"}``
+    (each marked by its first byte; :func:`export_request` reads both)."""
 
     trace_id: str
     span_id: str
@@ -69,35 +72,58 @@ def decode(body: bytes, content_type: str | None) -> list[SpooledSpan]:
     JSON, 400 for a body that does not decode or a span without valid ids)."""
     kind = media_type(content_type)
     if kind == PROTOBUF:
-        request = _from_protobuf(body)
-    elif kind == JSON:
-        request = _from_json(body)
-    else:
-        raise PayloadError(415, f"unsupported Content-Type {content_type!r}: send {PROTOBUF} or {JSON}")
-    return _spans(request)
+        return _protobuf_spans(body)
+    if kind == JSON:
+        return _spans(_from_json(body))
+    raise PayloadError(415, f"unsupported Content-Type {content_type!r}: send {PROTOBUF} or {JSON}")
 
 
-def _from_protobuf(body: bytes) -> dict:
-    from google.protobuf import json_format
+def _protobuf_spans(body: bytes) -> list[SpooledSpan]:
+    """A protobuf request's spans, each kept as protobuf (a ResourceSpans holding its resource, its scope and that
+    one span): turning them into OTLP/JSON is most of the work, so it waits until a trace is imported."""
     from google.protobuf.message import DecodeError
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+    from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
 
     try:
         message = ExportTraceServiceRequest.FromString(body)
     except DecodeError as exc:
         raise PayloadError(400, f"not an OTLP ExportTraceServiceRequest: {exc}") from None
-    request = json_format.MessageToDict(message)
-    for rs in request.get("resourceSpans", ()):
-        for ss in rs.get("scopeSpans", ()):
-            for span in ss.get("spans", ()):
-                for key in ("traceId", "spanId", "parentSpanId"):
-                    if key in span:
-                        span[key] = _b64_hex(span[key])
-                for link in span.get("links", ()):
-                    for key in ("traceId", "spanId"):
-                        if key in link:
-                            link[key] = _b64_hex(link[key])
-    return request
+    out = []
+    for i, rs in enumerate(message.resource_spans):
+        for j, ss in enumerate(rs.scope_spans):
+            for k, span in enumerate(ss.spans):
+                at = f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]"
+                for name, value, width in (("traceId", span.trace_id, 16), ("spanId", span.span_id, 8)):
+                    if len(value) != width or not value.strip(b"\0"):
+                        raise PayloadError(400, f"{at}.{name}: expected {width} bytes, not all zero, got "
+                                                f"{len(value)}")
+                if len(span.parent_span_id) not in (0, 8):
+                    raise PayloadError(400, f"{at}.parentSpanId: expected 8 bytes, got {len(span.parent_span_id)}")
+                one = ResourceSpans(resource=rs.resource, schema_url=rs.schema_url)
+                holder = one.scope_spans.add(scope=ss.scope, schema_url=ss.schema_url)
+                holder.spans.append(span)
+                out.append(SpooledSpan(span.trace_id.hex(), span.span_id.hex(), not span.parent_span_id.strip(b"\0"),
+                                       _PROTO + one.SerializeToString()))
+    return out
+
+
+def _resource_spans_json(raw: bytes) -> dict:
+    """A spooled protobuf ResourceSpans as OTLP/JSON (protobuf's own ``json_format``, ids turned into hex)."""
+    from google.protobuf import json_format
+    from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
+
+    entry = json_format.MessageToDict(ResourceSpans.FromString(raw))
+    for ss in entry.get("scopeSpans", ()):
+        for span in ss.get("spans", ()):
+            for key in ("traceId", "spanId", "parentSpanId"):
+                if key in span:
+                    span[key] = _b64_hex(span[key])
+            for link in span.get("links", ()):
+                for key in ("traceId", "spanId"):
+                    if key in link:
+                        link[key] = _b64_hex(link[key])
+    return entry
 
 
 def _b64_hex(value: str) -> str:
@@ -145,7 +171,7 @@ def _spans(request: Any) -> list[SpooledSpan]:
                         raise PayloadError(400, f"{at}.parentSpanId: expected 16 hex digits, got {_shown(parent)}")
                     span["parentSpanId"] = parent.lower()
                 try:
-                    body = orjson.dumps({"resource": resource, "scope": scope, "span": span})
+                    body = _JSON + orjson.dumps({"resource": resource, "scope": scope, "span": span})
                 except TypeError as exc:  # a lone surrogate in a JSON string: it has no UTF-8
                     raise PayloadError(400, f"{at}: {exc}") from None
                 out.append(SpooledSpan(ids["traceId"], ids["spanId"], parent is None, body))
@@ -171,8 +197,12 @@ def export_request(bodies: list[bytes]) -> dict:
     the resource and scope it came with), the file the converters read."""
     entries = []
     for raw in bodies:
-        env = orjson.loads(raw)
-        entries.append({"resource": env["resource"], "scopeSpans": [{"scope": env["scope"], "spans": [env["span"]]}]})
+        if raw[:1] == _PROTO:
+            entries.append(_resource_spans_json(raw[1:]))
+        else:
+            env = orjson.loads(raw[1:])
+            entries.append({"resource": env["resource"],
+                            "scopeSpans": [{"scope": env["scope"], "spans": [env["span"]]}]})
     return {"resourceSpans": entries}
 
 

@@ -10,10 +10,10 @@ ExportTraceServiceRequest protobuf bodies of ``--batch`` spans (512 is the Batch
 The load: ``--clients`` processes POST their share of the bodies in turn over keep-alive connections (httpx).
 Ours: this checkout's receiver (waitress, 4 threads) in a process of its own over a fresh spool; a 200 means the
 spans are committed to disk (SQLite, WAL, synchronous=FULL); the same with synchronous=NORMAL is shown beside it,
-for what the fsync per request costs (the command always runs durable). Phoenix: ``phoenix serve`` from the tests' cached venv
-(tests/tracing/phoenixserver.py), a fresh working directory each round; it answers 200 before it stores the spans
-(its insert is queued), so its figure is how fast it accepts, not how fast it stores. Rounds alternate the servers
-(ABBA) and the medians are compared.
+for what the fsync per request costs (the command always runs durable). Phoenix: ``phoenix serve`` from the tests'
+cached venv (tests/tracing/phoenixserver.py), a fresh working directory each round; it answers 200 before it
+stores them (its insert is queued), so its figure is how fast it accepts, not how fast it stores. Rounds alternate
+the servers (ABBA) and the medians are compared.
 """
 from __future__ import annotations
 
@@ -35,7 +35,6 @@ sys.path.insert(0, str(ROOT / "tests"))
 def make_bodies(spans: int, batch: int) -> list[bytes]:
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
     from tracing import agent
 
     mem = InMemorySpanExporter()

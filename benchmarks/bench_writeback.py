@@ -47,15 +47,15 @@ def main() -> None:
     args = ap.parse_args()
 
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from tracing import agent
+    from tracing.conftest import Tee
+    from tracing.phoenixserver import PhoenixServer
 
     from ls_trajeval.flows.ingest import wait_until
     from ls_trajeval.flows.projects import load_config
     from ls_trajeval.flows.verdicts import TraceLabels, deliver, trace_verdicts
     from ls_trajeval.tracing.ledger import Ledger
     from ls_trajeval.tracing.phoenix import Phoenix
-    from tracing import agent
-    from tracing.conftest import Tee
-    from tracing.phoenixserver import PhoenixServer
 
     config = load_config(None)
     with tempfile.TemporaryDirectory() as tmp:
@@ -72,10 +72,10 @@ def main() -> None:
             print(f"{args.traces} traces ({4 * args.traces} spans) exported to and stored by Phoenix in "
                   f"{time.perf_counter() - t0:.0f} s", flush=True)
             spans: dict[str, dict[str, str]] = {}
-            for s in sorted(tee.spans, key=lambda s: s.start_time or 0):
-                tid, sid = format(s.context.trace_id, "032x"), format(s.context.span_id, "016x")
+            for span in sorted(tee.spans, key=lambda sp: sp.start_time or 0):
+                tid, sid = format(span.context.trace_id, "032x"), format(span.context.span_id, "016x")
                 names = spans.setdefault(tid, {})
-                names[s.name + ("#1" if s.name in names else "")] = sid
+                names[span.name + ("#1" if span.name in names else "")] = sid
             traces = [TraceLabels(tid, [spans[tid]["llm"], spans[tid]["weather"], spans[tid]["weather"],
                                         spans[tid]["llm#1"]],
                                   [record(tid, "a@bench", i % 3 == 0), record(tid, "b@bench", i % 2 == 0)])
@@ -96,6 +96,7 @@ def main() -> None:
             sample = [v for t in traces[: args.sample] for v in trace_verdicts(t, config) if v.span_id][: args.sample]
             t0 = time.perf_counter()
             for v in sample:
+                assert v.span_id is not None
                 phoenix.client.spans.add_span_annotation(
                     span_id=v.span_id, annotation_name=v.name + "_anchor", annotator_kind="HUMAN", label=v.label,
                     score=v.score, explanation=v.explanation, identifier=v.identifier, sync=True)

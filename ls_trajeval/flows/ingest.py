@@ -49,7 +49,9 @@ class IngestSummary:
     errors: list[TraceError] = field(default_factory=list)
     rounds: int = 0
 
-    def add(self, s: ImportSummary) -> None:
+    def add(self, s: ImportSummary | IngestSummary) -> None:
+        if isinstance(s, IngestSummary):
+            self.fetched += s.fetched
         self.imported += s.imported
         self.skipped += s.skipped
         self.rejected += s.rejected
@@ -85,11 +87,12 @@ def import_trace_files(client: Any, project_id: int, config: Config, files: dict
 
 def drain_spool(client: Any, project_id: int, config: Config, spool: Spool, *, settle: float, orphan_after: float,
                 now: float | None = None, batch: int = 500,
-                on_error: Callable[[TraceError], None] | None = None) -> ImportSummary | None:
-    """Import the spool's ready traces (a batch at a time, until none is ready); None when none was."""
-    total: ImportSummary | None = None
+                on_error: Callable[[TraceError], None] | None = None) -> IngestSummary:
+    """Import the spool's ready traces, a batch at a time, until none is ready (``fetched``: how many were)."""
+    total = IngestSummary()
     while True:
         ready = spool.ready(settle, orphan_after, now, limit=batch)
+        total.fetched += len(ready)
         if not ready:
             return total
         with tempfile.TemporaryDirectory(prefix="ls-trajeval-otlp-") as tmp:
@@ -102,13 +105,7 @@ def drain_spool(client: Any, project_id: int, config: Config, spool: Spool, *, s
         spool.mark([t for t in ready if t not in rejected], IMPORTED)
         for tid, reason in rejected.items():
             spool.mark([tid], REJECTED, reason)
-        if total is None:
-            total = summary
-        else:
-            total.imported += summary.imported
-            total.skipped += summary.skipped
-            total.rejected += summary.rejected
-            total.errors.extend(summary.errors)
+        total.add(summary)
         if len(ready) < batch:
             return total
 
@@ -182,7 +179,7 @@ class OtlpReceiver:
         except Exception as exc:  # noqa: BLE001 - Label Studio away: the spool keeps the traces for the next round
             echo(f"import failed, will retry: {type(exc).__name__}: {exc}")
             return
-        if s is not None:
+        if s.fetched:
             total.add(s)
             total.rounds += 1
             echo(f"imported {s.imported}, skipped {s.skipped} (already there), rejected {s.rejected}")

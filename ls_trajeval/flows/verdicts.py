@@ -20,6 +20,7 @@ import json
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol
 
 from ..core.config import Config
@@ -286,30 +287,33 @@ def deliver(traces: Sequence[TraceLabels], config: Config, sink: Sink, ledger: L
         if error is not None:  # the scores go without their configs: worth telling, not worth stopping for
             summary.failures.append(f"score configs: {error}")
     start = sink.requests
-    for i in range(0, len(todo), BATCH):
-        chunk = todo[i:i + BATCH]
-        error = _retrying(lambda c=chunk: sink.send(c), retries, backoff, sleep)  # type: ignore[misc]
-        if error is not None:
-            summary.failed += len(chunk)
-            summary.failures.append(f"{len(chunk)} verdicts of {len({v.trace_id for v in chunk})} traces: {error}")
-            continue
+    for chunk in _taken(todo, sink.send, "sending", summary, retries, backoff, sleep):
         ledger.record(destination, [(v.key, v.trace_id, v.digest(), json.dumps(v.payload())) for v in chunk])
         for v in chunk:
             if v.key in delivered:
                 summary.updated += 1
             else:
                 summary.new += 1
-    for i in range(0, len(gone), BATCH):
-        chunk = gone[i:i + BATCH]
-        error = _retrying(lambda c=chunk: sink.withdraw(c), retries, backoff, sleep)  # type: ignore[misc]
-        if error is not None:
-            summary.failed += len(chunk)
-            summary.failures.append(f"withdrawing {len(chunk)} verdicts: {error}")
-            continue
+    for chunk in _taken(gone, sink.withdraw, "withdrawing", summary, retries, backoff, sleep):
         ledger.forget(destination, [v.key for v in chunk])
         summary.withdrawn += len(chunk)
     summary.requests = sink.requests - start
     return summary
+
+
+def _taken(verdicts: list[Verdict], action: Callable[[Sequence[Verdict]], None], what: str,
+           summary: WritebackSummary, retries: int, backoff: float,
+           sleep: Callable[[float], None]) -> Iterator[list[Verdict]]:
+    """The batches of ``verdicts`` that ``action`` took (retried); the others are counted and reported as failed."""
+    for i in range(0, len(verdicts), BATCH):
+        chunk = verdicts[i:i + BATCH]
+        error = _retrying(partial(action, chunk), retries, backoff, sleep)
+        if error is None:
+            yield chunk
+        else:
+            summary.failed += len(chunk)
+            summary.failures.append(f"{what} {len(chunk)} verdicts of {len({v.trace_id for v in chunk})} traces: "
+                                    f"{error}")
 
 
 def _from_payload(key: str, payload: str) -> Verdict:

@@ -48,10 +48,9 @@ def main() -> None:
 
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from tracing import agent
-    from tracing.conftest import Tee
+    from tracing.conftest import Tee, wait_until
     from tracing.phoenixserver import PhoenixServer
 
-    from ls_trajeval.flows.ingest import wait_until
     from ls_trajeval.flows.projects import load_config
     from ls_trajeval.flows.verdicts import TraceLabels, deliver, trace_verdicts
     from ls_trajeval.tracing.ledger import Ledger

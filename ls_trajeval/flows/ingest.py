@@ -10,11 +10,9 @@ back (:mod:`.verdicts`).
 """
 from __future__ import annotations
 
-import logging
 import signal
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -34,8 +32,6 @@ from ..tracing.verdict import DeliveryError
 from .convert import convert_file
 from .importer import ImportSummary, import_traces
 from .projects import project_config
-
-log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -358,12 +354,3 @@ def _as_time(value: Any) -> datetime:
         return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
     return parse_time(str(value))
 
-
-def wait_until(predicate: Callable[[], bool], timeout: float, step: float = 0.2) -> bool:
-    """Poll ``predicate`` until it holds or ``timeout`` seconds pass (what a caller of the receiver waits with)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(step)
-    return predicate()

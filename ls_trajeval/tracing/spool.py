@@ -105,11 +105,6 @@ class Spool:
                 (OPEN, now - settle, now - orphan_after, limit)).fetchall()
         return [r[0] for r in rows]
 
-    def has_root(self, trace_id: str) -> bool:
-        with self._lock:
-            row = self._db.execute("SELECT has_root FROM traces WHERE trace_id = ?", (trace_id,)).fetchone()
-        return bool(row and row[0])
-
     def spans(self, trace_id: str) -> list[bytes]:
         """The trace's spooled span envelopes, in the order they arrived."""
         with self._lock:
@@ -134,7 +129,3 @@ class Spool:
             out["late_spans"] = self._db.execute("SELECT coalesce(sum(late_spans), 0) FROM traces").fetchone()[0]
         return out
 
-    def rejected(self) -> list[tuple[str, str]]:
-        with self._lock:
-            return self._db.execute("SELECT trace_id, reason FROM traces WHERE state = ? ORDER BY trace_id",
-                                    (REJECTED,)).fetchall()

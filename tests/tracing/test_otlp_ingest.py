@@ -19,13 +19,12 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace.export import SpanExportResult
 
 from ls_trajeval.core.trace import Trace, parse_trace
-from ls_trajeval.flows.ingest import wait_until
 from ls_trajeval.flows.projects import load_config
 from ls_trajeval.studio import client as studio
 from ls_trajeval.studio.localserver import free_port
 
 from . import agent
-from .conftest import TOKEN, Tee
+from .conftest import TOKEN, Tee, wait_until
 
 pytestmark = pytest.mark.studio
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

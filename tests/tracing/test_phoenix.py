@@ -25,12 +25,12 @@ from studio.uishapes import ui_marks
 
 from ls_trajeval.cli import main_group
 from ls_trajeval.core.trace import Trace, parse_trace
-from ls_trajeval.flows.ingest import wait_until
 from ls_trajeval.flows.projects import load_config
 from ls_trajeval.studio import client as studio
 from ls_trajeval.tracing.phoenix import Phoenix
 
 from . import agent
+from .conftest import wait_until
 
 pytestmark = pytest.mark.studio
 

@@ -59,16 +59,19 @@ class LangfuseStandIn:
         self.requests: list[tuple[str, str]] = []
         self.violations: list[str] = []
         self.deleted: list[str] = []
+        self.url = ""
         self.lock = threading.Lock()
         self.app = self._app()
 
     def start(self) -> str:
+        """Serve on a free loopback port; returns (and keeps as ``url``) its address."""
         from waitress.server import create_server
 
         self.server = create_server(self.app, host="127.0.0.1", port=0, threads=2)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()
-        return f"http://127.0.0.1:{self.server.effective_port}"
+        self.url = f"http://127.0.0.1:{self.server.effective_port}"
+        return self.url
 
     def stop(self) -> None:
         from waitress import wasyncore

@@ -50,7 +50,7 @@ def cli(*args):
 @pytest.fixture(scope="module")
 def standin():
     s = LangfuseStandIn([make_trace(1, "prod"), make_trace(2, "prod"), make_trace(3, "dev")], PK, SK)
-    s.url = s.start()
+    s.start()
     yield s
     s.stop()
 

@@ -64,20 +64,24 @@ class Spool:
         now = time.time() if now is None else now
         added = Added()
         touched: dict[str, list] = {}  # trace id -> [new spans, a root among them]
+        spans = list(spans)
         with self._lock:
             db = self._db
             db.execute("BEGIN IMMEDIATE")
             try:
+                held = self._held({s.trace_id for s in spans})
+                fresh = []
                 for s in spans:
-                    cur = db.execute("INSERT OR IGNORE INTO spans VALUES (?, ?, ?, ?)",
-                                     (s.trace_id, s.span_id, s.body, now))
-                    if cur.rowcount:
-                        added.new += 1
-                        seen = touched.setdefault(s.trace_id, [0, False])
-                        seen[0] += 1
-                        seen[1] = seen[1] or s.root
-                    else:
+                    if (s.trace_id, s.span_id) in held:
                         added.duplicates += 1
+                        continue
+                    held.add((s.trace_id, s.span_id))  # a span twice in one request counts once
+                    fresh.append((s.trace_id, s.span_id, s.body, now))
+                    seen = touched.setdefault(s.trace_id, [0, False])
+                    seen[0] += 1
+                    seen[1] = seen[1] or s.root
+                db.executemany("INSERT INTO spans VALUES (?, ?, ?, ?)", fresh)
+                added.new = len(fresh)
                 for trace_id, (n, root) in touched.items():
                     row = db.execute("SELECT state FROM traces WHERE trace_id = ?", (trace_id,)).fetchone()
                     if row is None:
@@ -94,6 +98,16 @@ class Spool:
                 db.execute("ROLLBACK")
                 raise
         return added
+
+    def _held(self, trace_ids: set[str]) -> set[tuple[str, str]]:
+        """(trace id, span id) of the spans already spooled for these traces (inside the caller's transaction)."""
+        out: set[tuple[str, str]] = set()
+        ids = list(trace_ids)
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            out.update(self._db.execute(f"SELECT trace_id, span_id FROM spans WHERE trace_id IN "
+                                        f"({','.join('?' * len(chunk))})", chunk).fetchall())
+        return out
 
     def ready(self, settle: float, orphan_after: float, now: float | None = None, limit: int = 1000) -> list[str]:
         """Open traces ready to import, oldest first."""

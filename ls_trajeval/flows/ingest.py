@@ -289,9 +289,13 @@ class PhoenixSource:
         return f"{self.phoenix.destination} name={self.name or ''}"
 
     def listing(self, start: datetime | None, settle_before: datetime) -> Iterator[TraceRef]:
+        listed: set[str] = set()  # a page starts at the last one's latest start time: those traces come twice
         while True:
             traces = self.phoenix.traces(start, self.until, self.page)
             for t in traces:
+                if t["trace_id"] in listed:
+                    continue
+                listed.add(t["trace_id"])
                 yield TraceRef(t["trace_id"], parse_time(t["start_time"]),
                                t.get("end_time") is not None and parse_time(t["end_time"]) <= settle_before)
             if len(traces) < self.page:

@@ -47,8 +47,10 @@ def main() -> None:
     args = ap.parse_args()
 
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace.export import SpanExportResult
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
     from tracing import agent
-    from tracing.conftest import Tee, wait_until
+    from tracing.conftest import wait_until
     from tracing.phoenixserver import PhoenixServer
 
     from ls_trajeval.flows.projects import load_config
@@ -61,17 +63,23 @@ def main() -> None:
         server = PhoenixServer(Path(tmp))
         server.start()
         try:
-            tee = Tee(OTLPSpanExporter(endpoint=server.url + "/v1/traces", timeout=60))
-            tp = agent.provider(tee, max_queue_size=4 * args.traces + 16, max_export_batch_size=512)
+            mem = InMemorySpanExporter()
+            tp = agent.provider(mem, max_queue_size=4 * args.traces + 16, max_export_batch_size=512)
             t0 = time.perf_counter()
             ids = agent.runs(tp, range(args.traces))
             tp.shutdown()
+            finished = list(mem.get_finished_spans())
+            exporter = OTLPSpanExporter(endpoint=server.url + "/v1/traces", timeout=60)
+            for i in range(0, len(finished), 512):
+                # Phoenix answers 503 while its insert queue is full; the exporter gives up after its retries
+                while exporter.export(finished[i:i + 512]) is not SpanExportResult.SUCCESS:
+                    time.sleep(5)
             phoenix = Phoenix(server.url)
             assert wait_until(lambda: len(phoenix.spans(ids[-20:])) == 80, 600), "Phoenix did not store the spans"
             print(f"{args.traces} traces ({4 * args.traces} spans) exported to and stored by Phoenix in "
                   f"{time.perf_counter() - t0:.0f} s", flush=True)
             spans: dict[str, dict[str, str]] = {}
-            for span in sorted(tee.spans, key=lambda sp: sp.start_time or 0):
+            for span in sorted(finished, key=lambda sp: sp.start_time or 0):
                 tid, sid = format(span.context.trace_id, "032x"), format(span.context.span_id, "016x")
                 names = spans.setdefault(tid, {})
                 names[span.name + ("#1" if span.name in names else "")] = sid

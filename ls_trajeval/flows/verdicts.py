@@ -77,13 +77,15 @@ class WritebackSummary:
 
 @dataclass
 class TraceLabels:
-    """One labelled trace: its id, each step's span or observation id (None where a step has none), the record of
-    each annotator (export records, latest per annotator) and, with gold, the gold line."""
+    """One labelled trace: its id, each step's span or observation id (None where a step has none), each
+    annotator's export record (latest per annotator), with gold the gold line, and the annotators' labels as the
+    analysis reads them (for their number and agreement; read from ``records`` when not given)."""
 
     trace_id: str
     links: list
     records: list[dict]
     gold: dict | None = None
+    annotations: list[AnnotationRecord] | None = None
 
 
 def labelled_traces(client: Any, project_id: int, link_field: str, *, gold: bool = False, method: str = "majority",
@@ -112,9 +114,9 @@ def labelled_traces(client: Any, project_id: int, link_field: str, *, gold: bool
         for g in found.judged:
             line = gold_line(g, found.settings)
             tid = line["trace_id"]
-            records = [_as_line(r, project_id) for r in found.groups.get(tid, [])
-                       if r.fields.get("project_id") == project_id]
-            out.append(TraceLabels(tid, links.get(tid, []), records, line))
+            # the annotators of this project (adjudicators sit in the review projects)
+            annotations = [r for r in found.groups.get(tid, []) if r.fields.get("project_id") == project_id]
+            out.append(TraceLabels(tid, links.get(tid, []), [], line, annotations))
         return cfg, out
     grouped: dict[str, dict[str, dict]] = {}
     for rec in iter_records(client, project_id, cfg, on_task=on_task):
@@ -128,16 +130,6 @@ def _link(step: Any, link_field: str) -> str | None:
     return str(value) if value not in (None, "") else None
 
 
-def _as_line(rec: Any, project_id: int) -> dict:
-    """An analysis record (of the gold machinery) back in the export record's shape, for its per-step labels."""
-    return {"trace_id": rec.trace_id, "annotator": rec.annotator, "project_id": project_id,
-            "task_id": rec.fields.get("task_id"), "scheme": rec.scheme, "final_score": rec.final_score,
-            rec.scheme: [{"step_index": s.step_index, "step_type": s.step_type, "correctness": s.correctness,
-                          "error_category": s.error_category, "error_type": s.error_type, "severity": s.severity,
-                          "rationale": s.rationale} for s in rec.steps],
-            **rec.labels, "_record": rec}
-
-
 def trace_verdicts(t: TraceLabels, config: Config) -> list[Verdict]:
     """Every verdict of one trace: per labelling (each annotator's, or the gold) its trace and step verdicts, and
     the number of annotators and their agreement."""
@@ -148,11 +140,18 @@ def trace_verdicts(t: TraceLabels, config: Config) -> list[Verdict]:
     out: list[Verdict] = []
     for who, rec in labellings:
         out.extend(_record_verdicts(t, who, rec, config, settings))
-    n = len(t.records)
+    annotations = t.annotations if t.annotations is not None else _read(t.records, config)
+    n = len(annotations)
     out.append(Verdict(f"{t.trace_id}/{EVERYONE}/annotators", t.trace_id, None, "annotators", EVERYONE, score=float(n)))
     if n >= 2:
-        out.append(_agreement(t, config, settings))
+        out.append(_agreement(t.trace_id, annotations, settings))
     return out
+
+
+def _read(records: list[dict], config: Config) -> list[AnnotationRecord]:
+    from .export import read_back
+
+    return [rec for rec in (read_back(r, config) for r in records) if isinstance(rec, AnnotationRecord)]
 
 
 def _who(rec: dict) -> str:
@@ -193,22 +192,16 @@ def _record_verdicts(t: TraceLabels, who: str, rec: dict, config: Config, settin
                           score=None if weight is None else float(weight), metadata=meta)
 
 
-def _agreement(t: TraceLabels, config: Config, settings: Any) -> Verdict:
+def _agreement(trace_id: str, records: list[AnnotationRecord], settings: Any) -> Verdict:
     from ..analysis.disagreement import find_disagreements
-    from .export import read_back
 
-    records: list[AnnotationRecord] = []
-    for r in t.records:
-        rec = r.get("_record") or read_back(r, config)
-        if isinstance(rec, AnnotationRecord):
-            records.append(rec)
     d = find_disagreements(records, settings)
     disputed = d.count("correctness")
     share = 1.0 - disputed / d.n_steps if d.n_steps else 1.0
     steps = ", ".join(s.number for s in d.steps if "correctness" in s.kinds)
     why = (f"{d.n_steps - disputed} of {d.n_steps} steps judged alike by all {len(records)} annotators"
            + (f"; correctness disputed at {steps}" if steps else ""))
-    return Verdict(f"{t.trace_id}/{EVERYONE}/agreement", t.trace_id, None, "agreement", EVERYONE, score=round(share, 4),
+    return Verdict(f"{trace_id}/{EVERYONE}/agreement", trace_id, None, "agreement", EVERYONE, score=round(share, 4),
                    explanation=why, metadata={"disputedness": round(d.score, 4), "disputed_steps": len(d.steps),
                                               "first_error_disputed": d.first_error_disputed})
 

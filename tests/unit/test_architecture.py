@@ -114,3 +114,24 @@ def test_every_package_says_what_lives_there_and_what_it_may_import():
     for name, path in modules().items():
         if path.name == "__init__.py":
             assert ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))), f"{name} has no docstring"
+
+
+def test_tracing_is_an_edge_beside_studio():
+    """``tracing/`` (the OTLP receiver, the Phoenix and Langfuse clients, their local state) imports nothing of
+    ls_trajeval but core, and only ``flows/`` and ``cli/`` import it: the converters, not the edge, read spans."""
+    known = modules()
+    tracing = {n for n in known if n.startswith("ls_trajeval.tracing")}
+    assert {"ls_trajeval.tracing.receiver", "ls_trajeval.tracing.spool", "ls_trajeval.tracing.phoenix",
+            "ls_trajeval.tracing.langfuse"} <= tracing
+    problems = []
+    for name, path in sorted(known.items()):
+        for imported in sorted(imports(path, name, top_level_only=False)):
+            if not imported.startswith("ls_trajeval."):
+                continue
+            if name in tracing and not imported.startswith(("ls_trajeval.core", "ls_trajeval.tracing")) \
+                    and imported != "ls_trajeval.__version__":
+                problems.append(f"{name} imports {imported}")
+            if imported.startswith("ls_trajeval.tracing") and name not in tracing \
+                    and not name.startswith(("ls_trajeval.flows", "ls_trajeval.cli")):
+                problems.append(f"{name} imports {imported}")
+    assert problems == []

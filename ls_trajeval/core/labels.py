@@ -23,6 +23,10 @@ class StepLabel:
     #: the step itself, as an export record carries it (None for labels decoded from Label Studio results)
     step_type: str | None = None
     step_text: str | None = None
+    #: a suggestion's confidence in [0, 1] (Label Studio's per-region ``score``), None for a person's label
+    confidence: float | None = None
+    #: the model version of the prediction that suggested this label, None for a person's label
+    suggested_by: str | None = None
 
 
 @dataclass

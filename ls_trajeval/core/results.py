@@ -203,12 +203,18 @@ def encode(labels: TraceLabels, config: Config, layout: str, transcript: Sequenc
     def new_id() -> str:
         return f"{prefix}{next(counter):02x}"
 
+    score: float | None = None  # the current step's confidence, on each of its results
+
     def item(from_name: str, to_name: str, rtype: str, value: dict, rid: str | None = None) -> dict:
-        return {"id": rid or new_id(), "from_name": from_name, "to_name": to_name, "type": rtype,
-                "origin": origin, "value": value}
+        out = {"id": rid or new_id(), "from_name": from_name, "to_name": to_name, "type": rtype,
+               "origin": origin, "value": value}
+        if score is not None:
+            out["score"] = score
+        return out
 
     for step in labels.steps:
         wrong = step.correctness in errors
+        score = step.confidence
         if layout == "paged":
             i = step.step_index
             to_name = "te_task"  # every per-step control names the task text (see the paged template)
@@ -239,6 +245,7 @@ def encode(labels: TraceLabels, config: Config, layout: str, transcript: Sequenc
                 out.append(item(rationale, "te_trace", "textarea", {**span, "text": [step.rationale]}, rid))
         else:
             raise ValueError(f"unknown layout {layout!r}")
+    score = None
     for name, value in labels.whole_trace.items():
         if value is not None:
             out.append(item(name, "te_task", "choices", {"choices": [value]}))

@@ -152,6 +152,37 @@ def test_encode_decode_is_identity_in_both_layouts(config):
     assert decoded["transcript"].steps == decoded["paged"].steps
 
 
+@pytest.mark.parametrize("layout", ["transcript", "paged"])
+def test_a_suggestions_confidence_is_the_score_of_each_of_its_regions_results(layout):
+    scheme = CONFIG.trajectory
+    t = scheme.types[0]
+    labels = TraceLabels([
+        StepLabel(0, "correct", confidence=0.8),
+        StepLabel(1, "incorrect", t.category, t.name, "major", "why", confidence=0.25, suggested_by="m-1"),
+        StepLabel(2, "incorrect", t.category, t.name, "minor", None),  # a person's mark: no confidence
+    ], {"overall_success": "failure"})
+    transcript = [{"author": "Thought", "text": "step"} for _ in range(3)]
+    encoded = results.encode(labels, CONFIG, layout, transcript, origin="prediction")
+
+    def step_of(r):
+        value = r["value"]
+        if "start" in value:
+            return int(value["start"])
+        tail = r["from_name"].rsplit("_", 1)[-1]
+        return int(tail) if tail.isdigit() else None
+
+    scores = {}
+    for r in encoded:
+        scores.setdefault(step_of(r), set()).add(r.get("score"))
+    assert scores[1] == {0.25}  # mark, severity, type and rationale alike
+    assert scores[2] == {None}
+    assert scores[None] == {None}  # whole-trace choices and the review tick are no step's
+    if layout == "paged":  # a correct step has a result only in the paged layout
+        assert scores[0] == {0.8}
+    else:
+        assert 0 not in scores
+
+
 def test_values_of_the_wrong_shape_never_raise():
     result = [
         {"from_name": "error_localization_correctness_0", "value": {"choices": {"a": 1}}},

@@ -377,8 +377,7 @@ def ensure_ml_backend(client: LabelStudio, project_id: int, url: str, *, title: 
     url = url.rstrip("/")
     auth = {"auth_method": "BASIC_AUTH", "basic_auth_user": user, "basic_auth_pass": password} if user else \
         {"auth_method": "NONE"}
-    existing = [_dump(b) for b in call(client.ml.list, project=project_id, what="listing ML backends")]
-    mine = [b for b in existing if (b.get("url") or "").rstrip("/") == url]
+    mine = [b for b in ml_backends(client, project_id) if (b.get("url") or "").rstrip("/") == url]
     if not mine:
         backend = _dump(call(client.ml.create, project=project_id, url=url, title=title, is_interactive=interactive,
                              **auth, what=f"connecting the ML backend {url}"))
@@ -395,6 +394,18 @@ def ensure_ml_backend(client: LabelStudio, project_id: int, url: str, *, title: 
     backend = _dump(call(client.ml.update, id=backend["id"], url=url, project=project_id, title=title,
                          is_interactive=interactive, **auth, what=f"updating ML backend {backend['id']}"))
     return backend, changes
+
+
+def ml_backends(client: LabelStudio, project_id: int) -> list[dict]:
+    """The ML backends connected to a project."""
+    return [_dump(b) for b in call(client.ml.list, project=project_id, what="listing ML backends")]
+
+
+def retitle_ml_backend(client: LabelStudio, backend: dict, title: str) -> dict:
+    """Give a connected backend a new title, its other settings (authentication included) as they are."""
+    # url= and project= are required with an update (facts sheet); auth_method is not sent, so it stays
+    return _dump(call(client.ml.update, id=backend["id"], url=backend["url"], project=backend["project"], title=title,
+                      what=f"retitling ML backend {backend['id']}"))
 
 
 def ensure_webhook(client: LabelStudio, project_id: int, url: str, actions: list[str],

@@ -221,5 +221,5 @@ class Trainer:
             tasks = list(self.fetch(project_id))
         examples = examples_from_tasks(tasks, self.judges.config, self.judges.active)
         status = self.judges.train(uid, examples)
-        if self.after is not None and status.get("state") == "trained":
+        if self.after is not None and status.get("version"):  # "unchanged" too: a failed follow-up is retried
             self.after(project_id, status)

@@ -402,10 +402,13 @@ def ml_backends(client: LabelStudio, project_id: int) -> list[dict]:
 
 
 def retitle_ml_backend(client: LabelStudio, backend: dict, title: str) -> dict:
-    """Give a connected backend a new title, its other settings (authentication included) as they are."""
-    # url= and project= are required with an update (facts sheet); auth_method is not sent, so it stays
+    """Give a connected backend (as :func:`ml_backends` lists it) a new title, its other settings as they are."""
+    # Label Studio checks the backend again on every update, with the authentication the update itself names:
+    # without it a Basic-auth backend answers 401 and the update is refused. An empty password keeps the stored one.
+    auth = {"auth_method": "BASIC_AUTH", "basic_auth_user": backend.get("basic_auth_user"), "basic_auth_pass": ""} \
+        if backend.get("auth_method") == "BASIC_AUTH" else {"auth_method": "NONE"}
     return _dump(call(client.ml.update, id=backend["id"], url=backend["url"], project=backend["project"], title=title,
-                      what=f"retitling ML backend {backend['id']}"))
+                      **auth, what=f"retitling ML backend {backend['id']}"))
 
 
 def ensure_webhook(client: LabelStudio, project_id: int, url: str, actions: list[str],

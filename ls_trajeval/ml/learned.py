@@ -191,7 +191,7 @@ class LearnedJudge:
     # ------------------------------------------------------------ training
     @classmethod
     def train(cls, examples: Sequence[Example], *, base_version: str, error_labels: Sequence[str],
-              seed: int = 0) -> "LearnedJudge":
+              seed: int = 0) -> LearnedJudge:
         """Fit on ``examples``; raises :class:`NotEnoughLabels` when they are too few. ``error_labels``: the
         correctness labels that mean wrong (the config's)."""
         started, cpu = time.monotonic(), time.process_time()
@@ -217,10 +217,9 @@ class LearnedJudge:
             texts += step_texts(steps)
             for i in range(len(steps)):
                 label = ex.labels.steps[i] if i < len(ex.labels.steps) else None
-                is_wrong = label is not None and label.correctness in errors
-                y.append(int(is_wrong))
+                y.append(int(label is not None and label.correctness in errors))
                 groups.append(ex.group)
-                if is_wrong:
+                if label is not None and label.correctness in errors:
                     wrong_labels[label.correctness] += 1
                     types.append(label.error_type or label.error_category)
                     severities.append(label.severity)
@@ -282,12 +281,12 @@ class LearnedJudge:
     def responsible_agent(self, steps: Sequence[Step], flagged: Mapping[int, str] | None = None) -> str | None:
         """The agent whose steps together hold the most probability of being wrong: with one decisive step per
         trace, the agent most likely to have made it (not always the agent of the single likeliest step)."""
-        mass: Counter[str] = Counter()
+        mass: dict[str, float] = {}
         for step, p in zip(steps, self.probabilities(steps, flagged)):
             agent = agent_of(step)
             if agent:
-                mass[agent] += float(p)
-        return mass.most_common(1)[0][0] if mass else None
+                mass[agent] = mass.get(agent, 0.0) + float(p)
+        return max(mass, key=mass.__getitem__) if mass else None
 
     def suggest(self, steps: Sequence[Step], flagged: Mapping[int, str] | None = None) -> TraceLabels:
         """A label for every step: wrong where the calibrated probability reaches the threshold, each with its

@@ -149,6 +149,7 @@ class Judges:
         judge in use (if any) and say so."""
         path = self._path(uid)
         path.parent.mkdir(parents=True, exist_ok=True)
+        status: dict[str, Any]
         with open(path.parent / "train.lock", "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # one training of a project at a time, across worker processes
             try:

@@ -94,7 +94,8 @@ def test_too_few_labels_say_how_many_it_takes():
 
 def test_features_of_a_step_and_its_neighbours():
     steps = [Step.of("action", "bash", "pytest", {"metadata": {"agent": "Coder"}}),
-             Step.of("observation", "Traceback (most recent call last):\nImportError", extra={"metadata": {"agent": "Computer"}}),
+             Step.of("observation", "Traceback (most recent call last):\nImportError",
+                     extra={"metadata": {"agent": "Computer"}}),
              Step.of("thought", "It works.", extra={"metadata": {"agent": "Coder"}})]
     rows = step_features(steps, {0: "tool_error"})
     assert rows[0]["rule tool_error here"] == 1 and rows[1]["rule tool_error on the step before"] == 1
@@ -116,7 +117,8 @@ def test_examples_from_label_studio_tasks_skip_cancelled_and_keep_the_rules_find
     labels.steps[3] = StepLabel(3, "incorrect", "reasoning", "logical_error", "critical", "claims success")
     result = results.encode(labels, CONFIG, "transcript", data["te_transcript"])
     tasks = [{"id": 7, "data": data, "annotations": [{"result": result}, {"result": [], "was_cancelled": True}]},
-             {"id": 8, "data": data, "annotations": []}, {"id": 9, "data": {"no": "trace"}, "annotations": [{"result": []}]}]
+             {"id": 8, "data": data, "annotations": []},
+             {"id": 9, "data": {"no": "trace"}, "annotations": [{"result": []}]}]
     (ex,) = examples_from_tasks(tasks, CONFIG, detectors.build(CONFIG))
     assert ex.group == "7" and [s.correctness for s in ex.labels.steps] == ["correct"] * 3 + ["incorrect", "correct"]
     assert (ex.labels.steps[3].error_type, ex.labels.steps[3].severity) == ("logical_error", "critical")

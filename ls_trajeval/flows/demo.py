@@ -85,7 +85,7 @@ def _start_backend(data_dir: Path, server: LocalLabelStudio, client, project_id:
         state["port"] = port
         (data_dir / BACKEND_STATE).write_text(json.dumps(state))
     backend = Backend(config, port=port, user=state["user"], password=state["password"], studio_url=server.url,
-                      api_key=server.credentials.token)
+                      api_key=server.credentials.token, model_dir=str(data_dir / "ml-models"))
     echo(f"starting the ML backend on {backend.url} ...")
     with open(data_dir / "ml-backend.log", "ab") as log:
         proc = backend.start(log=log, own_session=True)

@@ -11,7 +11,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Mapping
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from .. import __version__
 from ..core import results, scoring
@@ -21,6 +21,9 @@ from ..core.layouts import layout_of
 from ..core.labels import StepLabel, TraceLabels, step_number
 from ..core.trace import Trace, parse_trace
 from . import detectors
+
+if TYPE_CHECKING:  # scikit-learn loads only where a judge is trained or loaded
+    from .learned import LearnedJudge
 
 log = logging.getLogger(__name__)
 
@@ -54,10 +57,14 @@ class Predictor:
     def n_steps(self, task: Mapping) -> int:
         return n_steps(task.get("data") if isinstance(task.get("data"), Mapping) else {})
 
-    def suggestions(self, trace: Trace) -> TraceLabels:
+    def suggestions(self, trace: Trace, judge: LearnedJudge | None = None) -> TraceLabels:
+        """The rule detectors' marks, or with a learned ``judge`` its marks (the detectors' findings among its
+        features)."""
         scheme = self.config.trajectory
         wrong = scheme.error_labels[-1] if "incorrect" not in scheme.error_labels else "incorrect"
         found = detectors.findings(self.active, trace.steps, self.config)
+        if judge is not None:
+            return judge.suggest(trace.steps, {i: f.detector for i, f in found.items()})
         steps = []
         for i in range(len(trace.steps)):
             f = found.get(i)
@@ -70,13 +77,15 @@ class Predictor:
         return TraceLabels(steps)
 
     # ------------------------------------------------------------ the two answers
-    def predict(self, task: Mapping, layout: str) -> dict:
-        """A pre-annotation in ``layout`` marking suspect steps; its score is the running score it gives."""
+    def predict(self, task: Mapping, layout: str, judge: LearnedJudge | None = None) -> dict:
+        """A pre-annotation in ``layout`` marking suspect steps (the rule detectors', or a learned ``judge``'s);
+        its score is the running score it gives."""
+        version = judge.version if judge is not None else self.version
         trace = self.trace_of(task)
         if trace is None:
             return {"result": [], "score": float(self.config.trajectory.running_score.initial),
-                    "model_version": self.version}
-        labels = self.suggestions(trace)
+                    "model_version": version}
+        labels = self.suggestions(trace, judge)
         data = task.get("data") or {}
         transcript = data.get("te_transcript") if isinstance(data.get("te_transcript"), list) else None
         if layout == "transcript" and (transcript is None or len(transcript) != len(trace.steps)):
@@ -87,7 +96,7 @@ class Predictor:
             # a task opens with the live score of the suggested marks, before the annotator changes any
             result += self.live_score(task, labels)["result"]
         summary = scoring.summarize(labels.steps, self.config.trajectory)
-        return {"result": result, "score": summary.final, "model_version": self.version}
+        return {"result": result, "score": summary.final, "model_version": version}
 
     def live_text(self, labels: TraceLabels, authors: Sequence[str] = ()) -> tuple[str, scoring.ScoreSummary]:
         """The score now, then each marked step as "#N · <step type>: <deduction> (<severity>) · <error type>"."""
@@ -130,7 +139,8 @@ class TrajevalModel:
     def __init__(self, predictor: Predictor):
         self.predictor = predictor
 
-    def predict(self, tasks: list, *, label_config: str = "", context: Any = None) -> list[dict]:
+    def predict(self, tasks: list, *, label_config: str = "", context: Any = None,
+                judge: LearnedJudge | None = None) -> list[dict]:
         p = self.predictor
         layout = layout_of(label_config)
         out = []
@@ -145,7 +155,7 @@ class TrajevalModel:
                     else:  # the paged layout has no live control: the saved score shows in its header instead
                         out.append({"result": [], "score": None, "model_version": p.version})
                 else:
-                    out.append(p.predict(task, layout))
+                    out.append(p.predict(task, layout, judge))
             except Exception as exc:  # one bad task must not fail the batch; log no payload
                 log.warning("task %s: prediction failed (%s)", task.get("id"), type(exc).__name__)
                 out.append({"result": [], "score": None, "model_version": p.version})

@@ -391,8 +391,7 @@ def ensure_ml_backend(client: LabelStudio, project_id: int, url: str, *, title: 
     url = url.rstrip("/")
     auth = {"auth_method": "BASIC_AUTH", "basic_auth_user": user, "basic_auth_pass": password} if user else \
         {"auth_method": "NONE"}
-    existing = [_dump(b) for b in call(client.ml.list, project=project_id, what="listing ML backends")]
-    mine = [b for b in existing if (b.get("url") or "").rstrip("/") == url]
+    mine = [b for b in ml_backends(client, project_id) if (b.get("url") or "").rstrip("/") == url]
     if not mine:
         backend = _dump(call(client.ml.create, project=project_id, url=url, title=title, is_interactive=interactive,
                              **auth, what=f"connecting the ML backend {url}"))
@@ -409,6 +408,21 @@ def ensure_ml_backend(client: LabelStudio, project_id: int, url: str, *, title: 
     backend = _dump(call(client.ml.update, id=backend["id"], url=url, project=project_id, title=title,
                          is_interactive=interactive, **auth, what=f"updating ML backend {backend['id']}"))
     return backend, changes
+
+
+def ml_backends(client: LabelStudio, project_id: int) -> list[dict]:
+    """The ML backends connected to a project."""
+    return [_dump(b) for b in call(client.ml.list, project=project_id, what="listing ML backends")]
+
+
+def retitle_ml_backend(client: LabelStudio, backend: dict, title: str) -> dict:
+    """Give a connected backend (as :func:`ml_backends` lists it) a new title, its other settings as they are."""
+    # Label Studio checks the backend again on every update, with the authentication the update itself names:
+    # without it a Basic-auth backend answers 401 and the update is refused. An empty password keeps the stored one.
+    auth = {"auth_method": "BASIC_AUTH", "basic_auth_user": backend.get("basic_auth_user"), "basic_auth_pass": ""} \
+        if backend.get("auth_method") == "BASIC_AUTH" else {"auth_method": "NONE"}
+    return _dump(call(client.ml.update, id=backend["id"], url=backend["url"], project=backend["project"], title=title,
+                      **auth, what=f"retitling ML backend {backend['id']}"))
 
 
 def ensure_webhook(client: LabelStudio, project_id: int, url: str, actions: list[str],

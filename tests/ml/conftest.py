@@ -24,6 +24,8 @@ class Backend:
                  program: Sequence[str] = (sys.executable, "-m", "ls_trajeval"), cwd: Path | None = None):
         self.config, self.log_path, self.workers, self.ls, self.auth = config, log, workers, ls, auth
         self.program, self.cwd = list(program), cwd
+        # learned judges of its own, never the user's data directory
+        self.model_dir = log.with_suffix(".models")
         self.port = free_port()
         self.proc: subprocess.Popen | None = None
 
@@ -44,7 +46,7 @@ class Backend:
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
             [*self.program, "ml", "serve", "--config", self.config, "--port", str(self.port),
-             "--workers", str(self.workers)], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+             "--workers", str(self.workers), "--model-dir", str(self.model_dir)], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             cwd=self.cwd)
         log.close()
         deadline = time.monotonic() + timeout

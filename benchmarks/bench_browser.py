@@ -154,7 +154,7 @@ def main(argv=None) -> int:
             # one project per layout and mode: the stream serves a project's unlabeled tasks in order
             if layout in ("naive", "before"):
                 xml = naive_config(c) if layout == "naive" else BEFORE.read_text(encoding="utf-8")
-                project = studio._dump(client.projects.create(title=f"bench {layout} {mode}", label_config=xml))
+                project = studio.create_project_from_xml(client, f"bench {layout} {mode}", xml)
             else:
                 project = studio.create_project(client, c, layout, f"bench {layout} {mode}")
             pid = project["id"]

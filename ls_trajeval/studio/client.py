@@ -9,10 +9,12 @@ import json
 import os
 import random
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import httpx
+
 # The SDK's generated client. Its subclass ``label_studio_sdk.LabelStudio`` only adds client-side export helpers,
 # and importing it loads pandas, boto3, azure-storage and smart_open: about 170 MB of RSS in every command.
 from label_studio_sdk.base_client import LabelStudioBase as LabelStudio
@@ -121,11 +123,16 @@ def project_title(title: str) -> str:
 
 
 def create_project(client: LabelStudio, config: Config, layout: str = "transcript", title: str | None = None) -> dict:
-    xml = labelconfig.generate(config, layout)
-    project = call(client.projects.create, title=project_title(title or config.annotation_task_name), label_config=xml,
-                   expert_instruction=config.instructions or None, show_instruction=bool(config.instructions),
-                   show_skip_button=True, what="creating the project")
-    return _dump(project)
+    """A new project labelled with ``config`` in ``layout`` (the generated label config, the config's instructions)."""
+    return create_project_from_xml(client, title or config.annotation_task_name, labelconfig.generate(config, layout),
+                                   expert_instruction=config.instructions or None,
+                                   show_instruction=bool(config.instructions), show_skip_button=True)
+
+
+def create_project_from_xml(client: LabelStudio, title: str, xml: str, **settings: Any) -> dict:
+    """A new project with the label config ``xml`` as it is (one ls-trajeval did not generate, for comparisons)."""
+    return _dump(call(client.projects.create, title=project_title(title), label_config=xml, **settings,
+                      what="creating the project"))
 
 
 def validate_label_config(client: LabelStudio, project_id: int, xml: str) -> None:
@@ -167,12 +174,17 @@ def projects_described(client: LabelStudio, text: str) -> list[dict]:
     return [p for p in _projects(client) if text in (p.get("description") or "").splitlines()]
 
 
+def views(client: LabelStudio, project_id: int) -> list[dict]:
+    """The project's Data Manager tabs (``{"id", "data": {"title", "ordering", ...}}``)."""
+    return [_dump(v) for v in call(client.views.list, project=project_id,
+                                   what=f"listing the tabs of project {project_id}")]
+
+
 def ensure_view(client: LabelStudio, project_id: int, title: str, ordering: list[str]) -> bool:
     """A Data Manager tab of the project called ``title``, sorted by ``ordering`` (``["-tasks:data.KEY"]``);
     True when it had to be made."""
-    for view in call(client.views.list, project=project_id, what=f"listing the tabs of project {project_id}"):
-        if ((_dump(view).get("data") or {}).get("title")) == title:
-            return False
+    if any((v.get("data") or {}).get("title") == title for v in views(client, project_id)):
+        return False
     call(client.views.create, project=project_id, data={"title": title, "ordering": ordering},
          what=f"adding the tab {title!r} to project {project_id}")
     return True
@@ -192,7 +204,7 @@ def iter_tasks(client: LabelStudio, project_id: int, *, only_annotated: bool = F
         include = "id," + include
     last = None
     while True:
-        query = {"ordering": ["tasks:id"]}
+        query: dict[str, Any] = {"ordering": ["tasks:id"]}
         if last is not None:
             query["filters"] = {"conjunction": "and", "items": [
                 {"filter": "filter:tasks:id", "operator": "greater", "type": "Number", "value": last}]}
@@ -231,12 +243,20 @@ def existing_trace_ids(client: LabelStudio, project_id: int, id_key: str, page_s
     return out
 
 
+def first_tasks(client: LabelStudio, project_id: int, ordering: list[str], n: int,
+                include: str | None = None) -> list[dict]:
+    """The project's first ``n`` tasks in the Data Manager's ``ordering`` (``["-tasks:data.KEY"]``), without
+    annotations; ``include`` ("id,meta") asks for only those fields."""
+    pager = call(client.tasks.list, project=project_id, page=1, page_size=max(1, n), fields="task_only",
+                 include=include, query=json.dumps({"ordering": ordering}),
+                 what=f"listing the tasks of project {project_id}")
+    return [_dump(t) for t in (pager.items or [])]
+
+
 def recent_trace_ids(client: LabelStudio, project_id: int, n: int) -> set[str]:
     """Trace ids (from ``meta``) of the project's ``n`` newest tasks."""
-    pager = call(client.tasks.list, project=project_id, page=1, page_size=max(1, n), fields="task_only",
-                 include="id,meta", query=json.dumps({"ordering": ["-tasks:id"]}),
-                 what=f"listing the newest tasks of project {project_id}")
-    return {str(v) for t in (pager.items or []) if (v := (_dump(t).get("meta") or {}).get(META_TRACE_ID)) is not None}
+    return {str(v) for t in first_tasks(client, project_id, ["-tasks:id"], n, include="id,meta")
+            if (v := (t.get("meta") or {}).get(META_TRACE_ID)) is not None}
 
 
 @dataclass
@@ -327,11 +347,15 @@ def _split_rejected(client, project_id, tasks, message, retries, on_rejected) ->
 
 
 def users_by_id(client: LabelStudio) -> dict[int, dict]:
-    out = {}
-    for user in call(client.users.list, what="listing users"):
-        u = _dump(user)
-        out[u["id"]] = u
-    return out
+    """Every user of the instance by id (``{"id", "email", "username", ...}``)."""
+    users = (_dump(user) for user in call(client.users.list, what="listing users"))
+    return {u["id"]: u for u in users}
+
+
+def create_user(client: LabelStudio, email: str, username: str | None = None) -> dict:
+    """A new user of the instance (an annotator); Label Studio makes them a member of the admin's organisation."""
+    return _dump(call(client.users.create, email=email, username=username or email.split("@")[0],
+                      what=f"creating the user {email}"))
 
 
 def create_annotation(client: LabelStudio, task_id: int, result: list[dict], **kwargs) -> dict:
@@ -359,7 +383,8 @@ def update_task_data(client: LabelStudio, task_id: int, fields: dict, data: dict
 
 def create_prediction(client: LabelStudio, task_id: int, prediction: dict) -> dict:
     """``prediction``: ``{"model_version", "score", "result"}`` (as an import carries it)."""
-    return _dump(call(client.predictions.create, task=task_id, **prediction, what=f"adding a prediction to task {task_id}"))
+    return _dump(call(client.predictions.create, task=task_id, **prediction,
+                      what=f"adding a prediction to task {task_id}"))
 
 
 def update_prediction(client: LabelStudio, prediction_id: int, prediction: dict) -> dict:
@@ -368,7 +393,29 @@ def update_prediction(client: LabelStudio, prediction_id: int, prediction: dict)
 
 
 def task_predictions(client: LabelStudio, task_id: int) -> list[dict]:
-    return [_dump(p) for p in call(client.predictions.list, task=task_id, what=f"listing predictions of task {task_id}")]
+    """The predictions of a task."""
+    return [_dump(p) for p in call(client.predictions.list, task=task_id,
+                                   what=f"listing predictions of task {task_id}")]
+
+
+def ml_backends(client: LabelStudio, project_id: int) -> list[dict]:
+    """The ML backends connected to a project (``{"id", "url", "auth_method", "is_interactive", ...}``)."""
+    return [_dump(b) for b in call(client.ml.list, project=project_id, what="listing ML backends")]
+
+
+def remove_ml_backend(client: LabelStudio, backend_id: int) -> None:
+    """Disconnect an ML backend (its row goes; the predictions it made stay)."""
+    call(client.ml.delete, id=backend_id, what=f"removing ML backend {backend_id}")
+
+
+def webhooks(client: LabelStudio, project_id: int) -> list[dict]:
+    """The webhooks of a project (``{"id", "url", "actions", "headers", ...}``)."""
+    return [_dump(h) for h in call(client.webhooks.list, project=str(project_id), what="listing webhooks")]
+
+
+def remove_webhook(client: LabelStudio, hook_id: int) -> None:
+    """Delete a webhook."""
+    call(client.webhooks.delete, id=hook_id, what=f"removing webhook {hook_id}")
 
 
 def ensure_ml_backend(client: LabelStudio, project_id: int, url: str, *, title: str, interactive: bool = True,
@@ -377,7 +424,7 @@ def ensure_ml_backend(client: LabelStudio, project_id: int, url: str, *, title: 
     url = url.rstrip("/")
     auth = {"auth_method": "BASIC_AUTH", "basic_auth_user": user, "basic_auth_pass": password} if user else \
         {"auth_method": "NONE"}
-    existing = [_dump(b) for b in call(client.ml.list, project=project_id, what="listing ML backends")]
+    existing = ml_backends(client, project_id)
     mine = [b for b in existing if (b.get("url") or "").rstrip("/") == url]
     if not mine:
         backend = _dump(call(client.ml.create, project=project_id, url=url, title=title, is_interactive=interactive,
@@ -389,7 +436,8 @@ def ensure_ml_backend(client: LabelStudio, project_id: int, url: str, *, title: 
     changes = []
     if bool(backend.get("is_interactive")) != interactive:
         changes.append(f"interactive pre-annotations {'on' if interactive else 'off'}")
-    if (backend.get("auth_method") or "NONE") != auth["auth_method"] or (user and backend.get("basic_auth_user") != user):
+    if (backend.get("auth_method") or "NONE") != auth["auth_method"] \
+            or (user and backend.get("basic_auth_user") != user):
         changes.append(f"authentication {auth['auth_method']}")
     # url= and project= are required alongside auth_method, or Label Studio answers 500 (facts sheet)
     backend = _dump(call(client.ml.update, id=backend["id"], url=url, project=project_id, title=title,
@@ -400,10 +448,10 @@ def ensure_ml_backend(client: LabelStudio, project_id: int, url: str, *, title: 
 def ensure_webhook(client: LabelStudio, project_id: int, url: str, actions: list[str],
                    headers: dict | None = None) -> tuple[dict, list[str]]:
     """The project's webhook to ``url``, with these actions and headers (created or updated)."""
-    hooks = [_dump(h) for h in call(client.webhooks.list, project=str(project_id), what="listing webhooks")]
+    hooks = webhooks(client, project_id)
     mine = [h for h in hooks if (h.get("url") or "").rstrip("/") == url.rstrip("/") and h.get("project") == project_id]
-    args = dict(url=url, actions=actions, headers=headers or {}, send_payload=True, send_for_all_actions=False,
-                is_active=True)
+    args: dict[str, Any] = dict(url=url, actions=actions, headers=headers or {}, send_payload=True,
+                                send_for_all_actions=False, is_active=True)
     if not mine:
         hook = _dump(call(client.webhooks.create, project=project_id, **args, what="creating the webhook"))
         return hook, [f"created webhook {url} for {', '.join(actions)}"]

@@ -30,7 +30,7 @@ def review(ls_client):
     assert import_traces(ls_client, source["id"], [trace.parse_trace(t)], config, progress=False).imported == 1
     (task,) = studio.iter_tasks(ls_client, source["id"])
     for email, marks in zip(EMAILS, MARKS):
-        user = studio._dump(ls_client.users.create(email=email, username=email.split("@")[0]))
+        user = studio.create_user(ls_client, email)
         ls_client.annotations.create(id=task["id"], result=ui_marks("transcript", task["data"]["te_transcript"], marks),
                                      completed_by=user["id"])
     summary = adjudicate(ls_client, source["id"], create_title="review view", thresholds=Thresholds())

@@ -81,8 +81,8 @@ def long_projects(projects, ls_client, ls_env):
     made = {}
     for walk in ("mouse", "keyboard"):
         made["after", walk] = projects.make(CONFIG, "transcript", [long_trace(f"after-{walk}")], f"workbench {walk}")
-        p = studio._dump(ls_client.projects.create(title=f"before the workbench {walk}",
-                                                   label_config=BEFORE_XML.read_text(encoding="utf-8")))
+        p = studio.create_project_from_xml(ls_client, f"before the workbench {walk}",
+                                           BEFORE_XML.read_text(encoding="utf-8"))
         assert import_traces(ls_client, p["id"], [trace.parse_trace(long_trace(f"before-{walk}"))], CONFIG,
                              progress=False).imported == 1
         made["before", walk] = p["id"], {}

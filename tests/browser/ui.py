@@ -238,7 +238,7 @@ class Projects:
         return project["id"], tasks
 
     def annotations(self, task_id: int) -> list[dict]:
-        return [studio._dump(a) for a in self.client.annotations.list(id=task_id)]
+        return studio.task_annotations(self.client, task_id)
 
     def drafts(self, task_id: int) -> list[dict]:
         r = self.client._client_wrapper.httpx_client.request(f"api/tasks/{task_id}/drafts", method="GET")

@@ -78,7 +78,7 @@ def test_connect_prints_changes_and_is_idempotent(connected, label_studio, ls_cl
     assert again.exit_code == 0 and "nothing to change" in again.output, again.output
     backends = list(ls_client.ml.list(project=connected["project"]))
     assert len(backends) == 1 and backends[0].is_interactive
-    hooks = [studio._dump(h) for h in ls_client.webhooks.list(project=str(connected["project"]))]
+    hooks = studio.webhooks(ls_client, connected["project"])
     mine = [h for h in hooks if h["url"].endswith("/webhook")]
     assert len(mine) == 1 and mine[0]["headers"]["Authorization"].startswith("Basic ")
     project = studio.get_project(ls_client, connected["project"])

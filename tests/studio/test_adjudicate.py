@@ -54,7 +54,7 @@ def cli(*args):
 
 @pytest.fixture(scope="module")
 def users(ls_client):
-    return {k: studio._dump(ls_client.users.create(email=e, username=f"ann-{k}"))["id"] for k, e in EMAIL.items()}
+    return {k: studio.create_user(ls_client, e, f"ann-{k}")["id"] for k, e in EMAIL.items()}
 
 
 @pytest.fixture(scope="module", params=["transcript", "paged"])
@@ -150,15 +150,14 @@ def test_the_review_project_holds_exactly_the_disputed_traces(source, review, ls
                              "steps_in_dispute": "#3",
                              "first_errors": f"{EMAIL['a']}: #3; {EMAIL['b']}: #3; {EMAIL['c']}: #3"}
     # the Data Manager tab sorts most disputed first, and Label Studio sorts by that field
-    views = [studio._dump(v) for v in ls_client.views.list(project=review)]
+    views = studio.views(ls_client, review)
     assert [v["data"]["ordering"] for v in views if v["data"].get("title") == "Most disputed"] == \
         [["-tasks:data.disputedness"]]
     assert project["description"].splitlines()[-1] == f"ls-trajeval: adjudication of project {source['project']}"
 
 
 def sorted_by_disputedness(client, pid):
-    pager = client.tasks.list(project=pid, query=json.dumps({"ordering": ["-tasks:data.disputedness"]}))
-    return [studio._dump(t)["meta"][META_TRACE_ID] for t in pager.items]
+    return [t["meta"][META_TRACE_ID] for t in studio.first_tasks(client, pid, ["-tasks:data.disputedness"], 100)]
 
 
 def test_rerun_is_idempotent_and_follows_changes(source, review, reruns, ls_client):

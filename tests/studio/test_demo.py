@@ -63,10 +63,10 @@ def test_demo_sets_up_once_and_reuses_instance_project_and_backend(tmp_path):
     with LocalLabelStudio(tmp_path / "ls") as server:
         client = studio.connect(server.url, token)
         pid = int(url.group(3))
-        backends = [studio._dump(b) for b in client.ml.list(project=pid)]
+        backends = studio.ml_backends(client, pid)
         assert [(b["url"], b["auth_method"], b["basic_auth_user"], b["is_interactive"]) for b in backends] == [
             (ml.group(1), "BASIC_AUTH", state["user"], True)]
-        hooks = [studio._dump(h) for h in client.webhooks.list(project=str(pid))]
+        hooks = studio.webhooks(client, pid)
         assert [h["url"] for h in hooks] == [ml.group(1) + "/webhook"]
         assert hooks[0]["headers"]["Authorization"].startswith("Basic ")
         tasks = list(studio.iter_tasks(client, pid))

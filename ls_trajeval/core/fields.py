@@ -4,8 +4,8 @@ or schemes (:mod:`config` checks both against this module).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 #: the transcript layout's Paragraphs: one utterance per step
@@ -22,6 +22,9 @@ DISPUTE_FIELDS = ("disputedness", "n_annotators", "disputed_steps", "correctness
                   "severity_disputes", "first_error_disputed", "steps_in_dispute", "first_errors")
 #: every task-data key ls-trajeval writes
 TASK_FIELDS = (TRANSCRIPT, PAGES, N_STEPS, *SCORE_FIELDS, *DISPUTE_FIELDS)
+#: the fields that hold numbers: the Data Manager's tabs type them so (it types every data column as text)
+NUMBER_FIELDS = (N_STEPS, "running_score", "n_errors", "first_error_step", "score_mean", "disputedness",
+                 "n_annotators", "disputed_steps", "correctness_disputes", "error_type_disputes", "severity_disputes")
 #: where a task keeps its trace id besides ``data``: listing ``id,meta`` is a few bytes a task, where the data
 #: holds the whole trace three times over
 META_TRACE_ID = "te_trace_id"
@@ -42,6 +45,12 @@ def initial_scores(config, n_steps: int) -> dict:
     initial = config.trajectory.running_score.initial
     return {"running_score": initial, "n_errors": 0, "first_error_step": None, "worst_severity": "",
             "score_mean": initial, "te_scores": {}, "te_curve": [initial] * n_steps}
+
+
+def first_error_column(step_index: int | None) -> int | None:
+    """The ``first_error_step`` a task shows in the Data Manager: the step's number as the UI shows it (``#1`` is
+    ``step_index`` 0), where the export record keeps the 0-based index."""
+    return None if step_index is None else step_index + 1
 
 
 def n_steps(data: Mapping[str, Any]) -> int:

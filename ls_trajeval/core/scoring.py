@@ -1,9 +1,9 @@
 """The running score: the one function that turns step labels into a per-trace quality curve."""
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from .labels import StepLabel
 
@@ -57,3 +57,11 @@ def summarize(steps: Sequence[StepLabel], scheme: TrajectoryScheme) -> ScoreSumm
         first_error_step=min((s.step_index for s in wrong), default=None),
         worst_severity=worst,
     )
+
+
+def share_kept(final: float, scheme: TrajectoryScheme) -> float:
+    """A final score as the share of the score's range it keeps: 1 with nothing deducted, 0 at the floor. Label
+    Studio shows a prediction's score as a percentage of 1 ("0.95" reads "95.00%")."""
+    rs = scheme.running_score
+    span = rs.initial - rs.min
+    return (final - rs.min) / span if span > 0 else 1.0

@@ -180,14 +180,74 @@ def views(client: LabelStudio, project_id: int) -> list[dict]:
                                    what=f"listing the tabs of project {project_id}")]
 
 
-def ensure_view(client: LabelStudio, project_id: int, title: str, ordering: list[str]) -> bool:
-    """A Data Manager tab of the project called ``title``, sorted by ``ordering`` (``["-tasks:data.KEY"]``);
-    True when it had to be made."""
-    if any((v.get("data") or {}).get("title") == title for v in views(client, project_id)):
-        return False
-    call(client.views.create, project=project_id, data={"title": title, "ordering": ordering},
-         what=f"adding the tab {title!r} to project {project_id}")
-    return True
+def _columns(client: LabelStudio, project_id: int) -> list[dict]:
+    # the SDK has no call for the Data Manager's columns: its own HTTP client asks, as it does for every call
+    response = client._client_wrapper.httpx_client.request("api/dm/columns/", method="GET",
+                                                           params={"project": project_id})
+    if response.status_code >= 400:
+        raise ApiError(status_code=response.status_code, body=response.text)
+    return list(response.json().get("columns") or [])
+
+
+def _column_id(column: dict) -> str:
+    """A column's id in a tab's settings: ``tasks:data.KEY`` for a task-data field, ``tasks:NAME`` for the others."""
+    parent = column.get("parent")
+    return f"tasks:{parent}.{column['id']}" if parent else f"tasks:{column['id']}"
+
+
+def _hidden_columns(client: LabelStudio, project_id: int) -> dict[str, list[str]]:
+    """The columns a new tab hides, in the table (``explore``) and beside an open task (``labeling``): those
+    Label Studio's own first tab hides, by each column's ``visibility_defaults``."""
+    columns = [c for c in call(_columns, client, project_id, what=f"listing the columns of project {project_id}")
+               if c.get("visibility_defaults")]
+    return {mode: [_column_id(c) for c in columns if not c["visibility_defaults"].get(mode, True)]
+            for mode in ("explore", "labeling")}
+
+
+def _number_types(fields: tuple[str, ...] | list[str]) -> dict[str, str]:
+    return {f"tasks:data.{f}": "Number" for f in fields}
+
+
+def ensure_tab(client: LabelStudio, project_id: int, title: str, *, ordering: list[str] | None = None,
+               numbers: tuple[str, ...] = (), beside_task: tuple[str, ...] = ()) -> dict:
+    """The project's Data Manager tab called ``title``, made when there is none: the columns hidden as in Label
+    Studio's own first tab (but the task-data fields ``beside_task`` shown next to an open task too), sorted by
+    ``ordering`` (``["-tasks:data.KEY"]``), the task-data fields ``numbers`` typed as numbers. Returns the tab
+    (``{"id", "data"}``)."""
+    for view in views(client, project_id):
+        if (view.get("data") or {}).get("title") == title:
+            return view
+    hidden = _hidden_columns(client, project_id)
+    shown = {f"tasks:data.{f}" for f in beside_task}
+    hidden["labeling"] = [c for c in hidden["labeling"] if c not in shown]
+    data: dict[str, Any] = {"title": title, "type": "list", "target": "tasks", "hiddenColumns": hidden,
+                            "columnsDisplayType": _number_types(numbers)}
+    if ordering:
+        data["ordering"] = ordering
+    return _dump(call(client.views.create, project=project_id, data=data,
+                      what=f"adding the tab {title!r} to project {project_id}"))
+
+
+def number_columns(client: LabelStudio, project_id: int, fields: tuple[str, ...]) -> int:
+    """Every tab of the project shows the task-data ``fields`` as numbers: sorted and filtered as numbers, where
+    Label Studio types every data column as text (so 10 sorts before 9 where the database compares text). A
+    project nobody has opened yet gets the tab Label Studio would make ("Default"). Returns how many tabs changed;
+    a type someone chose in a tab's column menu stays."""
+    tabs = views(client, project_id)
+    if not tabs:
+        ensure_tab(client, project_id, "Default", numbers=fields)
+        return 1
+    changed = 0
+    for tab in tabs:
+        data = dict(tab.get("data") or {})
+        types = dict(data.get("columnsDisplayType") or {})
+        missing = {k: v for k, v in _number_types(fields).items() if k not in types}
+        if missing:
+            data["columnsDisplayType"] = {**types, **missing}
+            call(client.views.update, id=str(tab["id"]), project=project_id, data=data,
+                 what=f"typing the number columns of tab {tab['id']}")
+            changed += 1
+    return changed
 
 
 # ---------------------------------------------------------------- tasks
@@ -352,8 +412,12 @@ def users_by_id(client: LabelStudio) -> dict[int, dict]:
     return {u["id"]: u for u in users}
 
 
-def create_user(client: LabelStudio, email: str, username: str | None = None) -> dict:
-    """A new user of the instance (an annotator); Label Studio makes them a member of the admin's organisation."""
+def ensure_user(client: LabelStudio, email: str, username: str | None = None) -> dict:
+    """The user with this email (an annotator), created when there is none; Label Studio makes a new user a
+    member of the organisation of the API key's user."""
+    for user in users_by_id(client).values():
+        if user.get("email") == email:
+            return user
     return _dump(call(client.users.create, email=email, username=username or email.split("@")[0],
                       what=f"creating the user {email}"))
 

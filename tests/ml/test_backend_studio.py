@@ -15,13 +15,13 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-from ls_trajeval.core import config as cfg
 from ls_trajeval import label_configs
-from ls_trajeval.studio import client as studio
 from ls_trajeval.cli import main_group
+from ls_trajeval.core import config as cfg
+from ls_trajeval.core.trace import parse_trace
 from ls_trajeval.flows.importer import import_traces
 from ls_trajeval.ml import writeback
-from ls_trajeval.core.trace import parse_trace
+from ls_trajeval.studio import client as studio
 
 from .conftest import PASSWORD, USER, wait_for
 from .samples import FLAGGED_STEPS, PREDICTED_SCORE, TRACES, marks
@@ -113,7 +113,9 @@ def test_annotation_events_arrive_with_auth_and_set_the_score(connected, ls_clie
     ann = studio.create_annotation(ls_client, task["id"], marks(tr, (1, "major"), (3, "critical")))
     got = wait_for(lambda: (d := fields(ls_client, task["id"]))["running_score"] == 85 and d)
     assert got, fields(ls_client, task["id"])
-    assert (got["n_errors"], got["first_error_step"], got["worst_severity"], got["score_mean"]) == (2, 1, "critical", 85)
+    # steps 1 and 3 marked: the first error is #2 as the UI numbers steps (the export keeps step_index 1)
+    assert (got["n_errors"], got["first_error_step"], got["worst_severity"], got["score_mean"]) == \
+        (2, 2, "critical", 85)
     assert got["trace"] == TRACES[0]["trace"] and got["task"] == TRACES[0]["task"]  # data merged, not replaced
     ls_client.annotations.update(id=ann["id"], result=marks(tr, (1, "minor")))
     assert wait_for(lambda: fields(ls_client, task["id"])["running_score"] == 99)
@@ -174,7 +176,7 @@ def test_backend_down_then_resync_restores(connected, label_studio, ls_client):
     assert r.exit_code == 0, r.output
     assert re.search(r"6 tasks checked, [1-9]\d* updated", r.output)
     d = fields(ls_client, task["id"])
-    assert (d["running_score"], d["n_errors"], d["first_error_step"]) == (90, 1, 4)
+    assert (d["running_score"], d["n_errors"], d["first_error_step"]) == (90, 1, 5)  # step_index 4 is #5
     again = run_cli(label_studio, "ml", "resync", "--project", connected["project"])
     assert "0 updated" in again.output
 
@@ -189,7 +191,8 @@ def test_burst_of_1000_events_converges(connected, ls_client):
         anns.append((t, studio.create_annotation(ls_client, t["id"], marks(tr, (0, "minor")))))
     # change them after the fact, so stale events would write stale scores if replayed naively
     for t, a in anns:
-        ls_client.annotations.update(id=a["id"], result=marks(t["data"]["te_transcript"], (0, "critical"), (2, "major")))
+        ls_client.annotations.update(id=a["id"],
+                                     result=marks(t["data"]["te_transcript"], (0, "critical"), (2, "major")))
     events = []
     for i in range(1000):
         t, a = anns[i % 2]

@@ -77,7 +77,7 @@ def test_round_trip_on_postgresql(pg_label_studio, pg_client, env, traces_file, 
 
     # three annotators on one task at the same moment: PostgreSQL takes concurrent writes, SQLite serialises
     run = uuid.uuid4().hex[:8]  # a kept test database ($LS_TRAJEVAL_TEST_PG_DIR) has the users of earlier runs
-    users = [studio.create_user(pg_client, f"pg{i}-{layout}-{run}@example.com", f"pg{i}{layout}{run}")
+    users = [studio.ensure_user(pg_client, f"pg{i}-{layout}-{run}@example.com", f"pg{i}{layout}{run}")
              for i in range(3)]
     def annotate(i):
         return studio.create_annotation(pg_client, tasks["pg-hostile"]["id"], [

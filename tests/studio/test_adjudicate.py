@@ -54,7 +54,7 @@ def cli(*args):
 
 @pytest.fixture(scope="module")
 def users(ls_client):
-    return {k: studio.create_user(ls_client, e, f"ann-{k}")["id"] for k, e in EMAIL.items()}
+    return {k: studio.ensure_user(ls_client, e, f"ann-{k}")["id"] for k, e in EMAIL.items()}
 
 
 @pytest.fixture(scope="module", params=["transcript", "paged"])
@@ -94,6 +94,7 @@ def review(source, ls_client):
     assert "4 traces with 2+ annotators, 3 disputed" in r.stdout
     assert "added 3 tasks and 9 predictions" in r.stdout
     assert "D3: disputedness 1, steps #1, #3, first errors" in r.stdout
+    source["adjudicate_output"] = r.output
     return int(re.search(r"review project (\d+) \(created\)", r.stdout).group(1))
 
 
@@ -158,6 +159,36 @@ def test_the_review_project_holds_exactly_the_disputed_traces(source, review, ls
 
 def sorted_by_disputedness(client, pid):
     return [t["meta"][META_TRACE_ID] for t in studio.first_tasks(client, pid, ["-tasks:data.disputedness"], 100)]
+
+
+def test_each_annotators_tab_shows_the_share_of_the_score_they_keep(source, review, ls_client):
+    """A prediction's score is what Label Studio shows on its tab as a percentage: the running score kept, as a share
+    of 100 (trajectory_eval: minor -1, major -5, critical -10)."""
+    kept = {"D3": {"a": 0.89, "b": 0.90, "c": 1.0},  # a: #1 critical, #3 minor; b: #1 critical
+            "D2": {"a": 0.99, "b": 0.99, "c": 0.95}}  # minor, minor, major
+    tasks = review_tasks(ls_client, review)
+    for tid, by in kept.items():
+        got = {p["model_version"]: p["score"] for p in tasks[tid]["predictions"]}
+        assert got == {EMAIL[w]: share for w, share in by.items()}
+
+
+def test_it_prints_the_task_list_on_the_most_disputed_tab_with_numbers_typed(source, review, ls_client,
+                                                                              label_studio):
+    """The label stream shows a review task with one pre-filled annotation and no tabs; the task list does not."""
+    (tab,) = [v for v in studio.views(ls_client, review) if v["data"]["title"] == "Most disputed"]
+    assert f"adjudicate: {label_studio.url}/projects/{review}/data?tab={tab['id']} (open a task" in \
+        source["adjudicate_output"]
+    assert "labeling=1" not in source["adjudicate_output"]
+    types = tab["data"]["columnsDisplayType"]
+    assert {k: types[f"tasks:data.{k}"] for k in ("disputedness", "n_annotators", "severity_disputes")} == \
+        {"disputedness": "Number", "n_annotators": "Number", "severity_disputes": "Number"}
+    assert "tasks:data.steps_in_dispute" not in types
+    # the source project, made by `import --create` and never opened, got the tab Label Studio would make
+    (default,) = studio.views(ls_client, source["project"])
+    assert default["data"]["title"] == "Default"
+    assert default["data"]["columnsDisplayType"]["tasks:data.running_score"] == "Number"
+    assert "tasks:inner_id" in default["data"]["hiddenColumns"]["explore"]
+    assert "tasks:data.running_score" in default["data"]["hiddenColumns"]["labeling"]
 
 
 def test_rerun_is_idempotent_and_follows_changes(source, review, reruns, ls_client):

@@ -61,7 +61,7 @@ def exported(ls_env, ls_client, traces_file, tmp_path_factory):
     """Both layouts: project from the CLI, traces imported, one UI-shaped annotation per layout,
     a second annotator, a cancelled annotation and a draft; then exported."""
     out = {}
-    bob = studio.create_user(ls_client, "bob@example.com", "bob")
+    bob = studio.ensure_user(ls_client, "bob@example.com", "bob")
     for layout in labelconfig.LAYOUTS:
         r = run_cli("import", traces_file, "--create", f"roundtrip {layout}", "--layout", layout, "--quiet",
                     "--batch-size", 1)

@@ -204,7 +204,7 @@ def align(pred: Iterable[AnnotationRecord], gold: Iterable[AnnotationRecord], se
 
 
 def plot_confusion(result: AlignResult) -> bytes:
-    from .report import figure, png
+    from .report.plots import figure, png
 
     m = result.confusion
     fig = figure(1.5 + 0.9 * max(len(m.columns), 3), 1.0 + 0.5 * max(len(m), 3))

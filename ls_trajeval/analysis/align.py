@@ -16,15 +16,18 @@ every figure.
 """
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Optional, Union
 
 import numpy as np
+import pandas as pd
 
 from ..core.labels import step_number
 from ..core.records import AnnotationRecord
+from .report.plots import figure, png
 from .settings import AnalysisSettings
 from .stats import bootstrap_intervals, cohen_kappa_table, ratio
 from .trace_groups import first_error, step_labels
@@ -58,7 +61,7 @@ class AlignResult:
     traces: int
     steps: int
     metrics: dict  # name -> Metric
-    confusion: "object"  # pandas DataFrame: rows GOLD category, columns PRED category
+    confusion: pd.DataFrame  # rows GOLD category, columns PRED category
     per_trace: list
     pred_only: list = field(default_factory=list)  # (trace_id, file:line)
     gold_only: list = field(default_factory=list)
@@ -162,14 +165,15 @@ _UNITS = {"step_accuracy": ("steps", "steps"), "error_precision": ("steps PRED m
 def align(pred: Iterable[AnnotationRecord], gold: Iterable[AnnotationRecord], settings: AnalysisSettings, *,
           within: int = 1, resamples: int = 2000, seed: int = 0) -> AlignResult:
     """Pair PRED and GOLD records by trace_id and measure PRED against GOLD (see the module docstring)."""
-    import pandas as pd
-
     duplicates: list = []
     p_by = _one_per_trace(pred, "PRED", duplicates)
     g_by = _one_per_trace(gold, "GOLD", duplicates)
     pred_only = [(t, _where(r)) for t, r in p_by.items() if t not in g_by]
     gold_only = [(t, _where(r)) for t, r in g_by.items() if t not in p_by]
-    mismatches, rows, per_trace, confusion = [], [], [], {}
+    mismatches: list[dict] = []
+    rows: list = []
+    per_trace: list[dict] = []
+    confusion: dict[tuple[str, str], int] = {}
     for tid, g in g_by.items():
         p = p_by.get(tid)
         if p is None:
@@ -190,9 +194,9 @@ def align(pred: Iterable[AnnotationRecord], gold: Iterable[AnnotationRecord], se
     metrics = {}
     for (name, value), lo, hi in zip(point.items(), low, high):
         unit, col = _UNITS.get(name, ("traces", "traces"))
-        size = {"steps PRED marks": total[_C["tp"]] + total[_C["fp"]],
-                "steps GOLD marks": total[_C["tp"]] + total[_C["fn"]]}.get(unit)
-        size = int(size if size is not None else total[_C[col]]) if n else 0
+        marked = {"steps PRED marks": total[_C["tp"]] + total[_C["fp"]],
+                  "steps GOLD marks": total[_C["tp"]] + total[_C["fn"]]}.get(unit)
+        size = int(marked if marked is not None else total[_C[col or "traces"]]) if n else 0
         metrics[name] = Metric(float(value), float(lo), float(hi), size, unit)
     labels = sorted({k[0] for k in confusion} | {k[1] for k in confusion}, key=lambda c: (c == NO_ERROR, c))
     matrix = pd.DataFrame(0, index=pd.Index(labels, name="gold"), columns=pd.Index(labels, name="pred"), dtype=int)
@@ -204,8 +208,7 @@ def align(pred: Iterable[AnnotationRecord], gold: Iterable[AnnotationRecord], se
 
 
 def plot_confusion(result: AlignResult) -> bytes:
-    from .report.plots import figure, png
-
+    """The confusion matrix of categories as a PNG heatmap."""
     m = result.confusion
     fig = figure(1.5 + 0.9 * max(len(m.columns), 3), 1.0 + 0.5 * max(len(m), 3))
     ax = fig.add_subplot()
@@ -225,12 +228,8 @@ def plot_confusion(result: AlignResult) -> bytes:
     return png(fig)
 
 
-def write_outputs(result: AlignResult, out_dir: Union[str, Path], plots: bool = True) -> list:
+def write_outputs(result: AlignResult, out_dir: str | Path, plots: bool = True) -> list:
     """confusion_categories.csv / .png, per_trace.csv and align.json in ``out_dir``."""
-    import json
-
-    import pandas as pd
-
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     files = [out / "confusion_categories.csv", out / "per_trace.csv", out / "align.json"]
@@ -246,7 +245,7 @@ def write_outputs(result: AlignResult, out_dir: Union[str, Path], plots: bool = 
 
 
 def format_text(result: AlignResult) -> str:
-    def f(x: Optional[float]) -> str:
+    def f(x: float | None) -> str:
         return "–" if x is None or not math.isfinite(x) else f"{x:.3f}"
 
     lines = [f"align: {result.traces} traces paired ({result.steps} steps)"

@@ -74,35 +74,43 @@ class Names:
     scheme: str
 
     @property
-    def marks(self) -> str:  # transcript: the ParagraphLabels that marks a wrong step
+    def marks(self) -> str:
+        """The transcript layout's ParagraphLabels that marks a wrong step."""
         return self.scheme
 
     @property
-    def correctness(self) -> str:  # paged: prefix of the per-step correctness Choices
+    def correctness(self) -> str:
+        """The paged layout's prefix of the per-step correctness Choices."""
         return f"{self.scheme}_correctness"
 
     @property
     def type(self) -> str:
+        """The error-type control."""
         return f"{self.scheme}_type"
 
     @property
     def severity(self) -> str:
+        """The severity control."""
         return f"{self.scheme}_severity"
 
     @property
     def rationale(self) -> str:
+        """The rationale TextArea."""
         return f"{self.scheme}_rationale"
 
     @property
-    def types_store(self) -> str:  # paged: the hidden Taxonomy holding the error types every step shares
+    def types_store(self) -> str:
+        """The paged layout's hidden Taxonomy holding the error types every step shares."""
         return f"{self.scheme}_types"
 
     @property
     def reviewed(self) -> str:
+        """The "I reviewed every step" box."""
         return f"{self.scheme}_reviewed"
 
     @property
-    def live_score(self) -> str:  # transcript: the TextArea the ML backend fills while the annotator works
+    def live_score(self) -> str:
+        """The transcript layout's TextArea the ML backend fills with the live score."""
         return f"{self.scheme}_live_score"
 
 

@@ -35,4 +35,5 @@ class TraceLabels:
     warnings: list[str] = field(default_factory=list)
 
     def errors(self, error_labels: tuple[str, ...]) -> list[StepLabel]:
+        """The steps whose correctness is one of ``error_labels``."""
         return [s for s in self.steps if s.correctness in error_labels]

@@ -13,6 +13,7 @@ if TYPE_CHECKING:  # the config model (and PyYAML) load on first use, not with e
 
 @dataclass(frozen=True)
 class ScoreSummary:
+    """A trace's running score after each step and the per-trace figures derived from it."""
     curve: list[float]  # the score after each step
     final: float
     n_errors: int

@@ -6,10 +6,13 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
+from ..analysis.gold import Adjudicator, build_gold, gold_line
+from ..analysis.settings import from_config
+from ..analysis.trace_groups import group_by_trace
 from ..core.config import Config
 from ..core.fields import review_mark
 from ..core.layouts import layout_of
@@ -101,7 +104,7 @@ class _AtomicWriter:
         self.fh.close()
         self.tmp.unlink(missing_ok=True)
 
-    def __enter__(self) -> "_AtomicWriter":
+    def __enter__(self) -> _AtomicWriter:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -167,10 +170,6 @@ def export_gold(client, project_id: int, out: str | Path | None = None, config: 
     annotation from a review project where there is one, else the unanimous labels, else the ``method``'s
     aggregate. ``review`` lists the review projects; by default those ``ls-trajeval adjudicate`` made for this
     project (marked in their description). Traces are linked by trace id; each line points at its task here."""
-    from ..analysis.gold import Adjudicator, build_gold, gold_line
-    from ..analysis.settings import from_config
-    from ..analysis.trace_groups import group_by_trace
-
     gold = GoldSummary()
     project = studio.get_project(client, project_id)
     config = project_config(project, config)

@@ -1,6 +1,6 @@
 """The package layout holds as docs/architecture.md states it: every import of every module (function-level and
 ``TYPE_CHECKING`` ones included) goes where the page's "may import" table allows, the core imports no I/O library,
-and no modules import each other in a loop. Read from the source's AST, not by importing it; the checker is shown to
+no modules import each other in a loop, and the core's public names say what they are (docstrings). Read from the source's AST, not by importing it; the checker is shown to
 catch a forbidden import and a loop planted in a copy of the real tree."""
 from __future__ import annotations
 
@@ -239,6 +239,35 @@ def test_every_package_says_what_lives_there_and_what_it_may_import():
     for name, path in module_files(real_dirs()).items():
         if path.name == "__init__.py":
             assert ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))), f"{name} has no docstring"
+
+
+def undocumented(path: Path) -> list[str]:
+    """The public classes and functions of a module, and the public methods and properties of its public classes,
+    that have no docstring."""
+    missing = []
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if not isinstance(node, (ast.FunctionDef, ast.ClassDef)) or node.name.startswith("_"):
+            continue
+        if not ast.get_docstring(node):
+            missing.append(node.name)
+        if isinstance(node, ast.ClassDef):
+            missing += [f"{node.name}.{m.name}" for m in node.body if isinstance(m, ast.FunctionDef)
+                        and not m.name.startswith("_") and not ast.get_docstring(m)]
+    return missing
+
+
+def test_public_names_in_core_have_docstrings():
+    core = {n: p for n, p in module_files(real_dirs()).items() if n.startswith("ls_trajeval.core")}
+    assert len(core) > 10
+    assert [f"{n}.{x}" for n, p in sorted(core.items()) for x in undocumented(p)] == []
+
+
+def test_an_undocumented_public_name_is_found(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text('"""A module."""\n\n\ndef f():\n    return 1\n\n\ndef _private():\n    pass\n\n\n'
+                      'class C:\n    """A class."""\n\n    def method(self):\n        pass\n\n'
+                      '    @property\n    def prop(self):\n        """Said."""\n')
+    assert undocumented(module) == ["f", "C.method"]
 
 
 # ---------------------------------------------------------------- the checker catches what is planted

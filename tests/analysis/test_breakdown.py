@@ -23,7 +23,7 @@ import json
 
 import pandas as pd
 import pytest
-from click.testing import CliRunner
+from commandline import invoke
 
 from ls_trajeval.analysis.agreement import assess
 from ls_trajeval.analysis.report import aggregate, write_report
@@ -130,8 +130,8 @@ def test_agreement_and_adjudication_list_in_the_html(hand_export, tmp_path):
 
 
 def test_cli_by_and_url(export, tmp_path):
-    r = CliRunner().invoke(report_command, [str(export), "--by", "agent", "--url", "http://ls:8080/", "-o",
-                                            str(tmp_path / "r"), "--no-plots"])
+    r = invoke(export, "--by", "agent", "--url", "http://ls:8080/", "-o", tmp_path / "r", "--no-plots",
+               command=report_command)
     assert r.exit_code == 0, r.output
     assert "By agent (95% intervals)" in r.output and "planner" in r.output
     assert "0.3 [0, 0.5]" in r.output  # planner's error rate and its interval (see the module docstring)

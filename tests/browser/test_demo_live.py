@@ -7,13 +7,14 @@ import re
 import signal
 import socket
 import subprocess
-import sys
 import time
 
 import pytest
+from commandline import argv
+from waiting import wait_for
 
-from ls_trajeval.core import config as cfg
 from ls_trajeval import label_configs
+from ls_trajeval.core import config as cfg
 
 from .ui import Annotator
 
@@ -42,9 +43,8 @@ def closed(port: int) -> bool:
 
 def test_demo_samples_open_with_suggestions_and_a_live_score_and_ctrl_c_stops_both(browser, tmp_path):
     # a child of this process, as from a terminal: Ctrl-C is SIGINT to it (a shell's `&` would ignore SIGINT)
-    proc = subprocess.Popen([sys.executable, "-u", "-m", "ls_trajeval", "demo", "--data-dir", str(tmp_path / "ls"),
-                             "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    proc = subprocess.Popen(argv("demo", "--data-dir", tmp_path / "ls", "--port", 0), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     out: list[str] = []
     try:
         studio_url = wait_for_line(proc, r"Label Studio:\s+(http://127\.0\.0\.1:(\d+))/projects/(\d+)/data", out)
@@ -61,8 +61,11 @@ def test_demo_samples_open_with_suggestions_and_a_live_score_and_ctrl_c_stops_bo
         for _ in range(15):
             if a.main.locator(".htx-highlight").count():
                 break
+            shown = a.page.evaluate("() => Htx.task && Htx.task.id")
             a.page.locator("button", has_text=re.compile("^Skip$")).click()
-            a.page.wait_for_timeout(1500)
+            # the stream's next task loaded (or none left)
+            a.page.wait_for_function("old => window.Htx && !Htx.isLoading && (Htx.noTask || (Htx.task && "
+                                     "Htx.task.id !== old && !!Htx.annotationStore.selected))", arg=shown)
         suggested = a.main.locator(".htx-highlight")
         assert suggested.count() > 0, "no sample opened with suggested steps"
         # the live score came with the suggestions: the score, then one line per suggested step
@@ -77,10 +80,7 @@ def test_demo_samples_open_with_suggestions_and_a_live_score_and_ctrl_c_stops_bo
         a.mark_step(free)
         a.choose_severity("Critical")
         want = f"Running score now: {max(before + CONFIG.trajectory.severity_by_name('critical').weight, 0):g} of 100"
-        deadline = time.monotonic() + 15
-        while want not in a.live_score() and time.monotonic() < deadline:
-            time.sleep(0.3)
-        assert want in a.live_score()
+        assert wait_for(lambda: want in a.live_score(), 15), a.live_score()
         assert a.page.evaluate("() => Htx.autoAnnotation") is False
         ctx.close()
     finally:

@@ -21,9 +21,8 @@ import json
 import re
 
 import pytest
-from click.testing import CliRunner
+from commandline import invoke
 
-from ls_trajeval.cli import main_group
 from ls_trajeval.core import results
 from ls_trajeval.core.fields import DISPUTE_FIELDS, META_SOURCE, META_TRACE_ID
 from ls_trajeval.core.layouts import layout_of
@@ -48,10 +47,6 @@ MARKS = {  # trace -> annotator -> {step: mark}
 EMAIL = {k: f"ann-{k}@adjudicate.test" for k in "abc"}
 
 
-def cli(*args):
-    return CliRunner().invoke(main_group, [str(a) for a in args], catch_exceptions=False)
-
-
 @pytest.fixture(scope="module")
 def users(ls_client):
     return {k: studio.ensure_user(ls_client, e, f"ann-{k}")["id"] for k, e in EMAIL.items()}
@@ -64,7 +59,7 @@ def source(request, ls_env, ls_client, users, tmp_path_factory):
     path.write_text("".join(json.dumps({"trace_id": t, "task": f"task {t}", "trace": [
         {"type": "action" if i % 2 else "thought", "content": f"{t} step {i} <b>&</b>"} for i in range(n)]}) + "\n"
         for t, n in STEPS.items()))
-    r = cli("import", path, "--create", f"adjudicate source {layout}", "--layout", layout, "--quiet")
+    r = invoke("import", path, "--create", f"adjudicate source {layout}", "--layout", layout, "--quiet")
     assert r.exit_code == 0, r.output
     pid = int(re.search(r"project (\d+):", r.stdout).group(1))
     tasks = {t["data"]["trace_id"]: t for t in studio.iter_tasks(ls_client, pid)}
@@ -89,7 +84,7 @@ def labels_of(pred_or_annotation, config, n):
 @pytest.fixture(scope="module")
 def review(source, ls_client):
     layout = source["layout"]
-    r = cli("adjudicate", "--project", source["project"], "--create", f"review {layout}")
+    r = invoke("adjudicate", "--project", source["project"], "--create", f"review {layout}")
     assert r.exit_code == 0, r.output
     assert "4 traces with 2+ annotators, 3 disputed" in r.stdout
     assert "added 3 tasks and 9 predictions" in r.stdout
@@ -102,13 +97,13 @@ def review(source, ls_client):
 def reruns(source, review, ls_client, users):
     """Two reruns that change nothing (by id, and by the same title), then ann-c agrees on D1 and a third."""
     layout, out = source["layout"], {}
-    out["into"] = cli("adjudicate", "--project", source["project"], "--into", review)
-    out["title"] = cli("adjudicate", "--project", source["project"], "--create", f"review {layout}")
+    out["into"] = invoke("adjudicate", "--project", source["project"], "--into", review)
+    out["title"] = invoke("adjudicate", "--project", source["project"], "--create", f"review {layout}")
     out["predictions"] = sum(len(t["predictions"]) for t in review_tasks(ls_client, review).values())
     d1 = source["tasks"]["D1"]
     ls_client.annotations.create(id=d1["id"], result=ui_marks(layout, d1["data"]["te_transcript"], {1: WT}),
                                  completed_by=users["c"], lead_time=5)
-    out["changed"] = cli("adjudicate", "--project", source["project"], "--into", review)
+    out["changed"] = invoke("adjudicate", "--project", source["project"], "--into", review)
     return out
 
 
@@ -120,8 +115,8 @@ def gold(source, review, reruns, ls_client, ls_env):
     d2 = review_tasks(ls_client, review)["D2"]
     verdict = (LE[0], LE[1], "critical", "the adjudicator's reading")
     ls_client.annotations.create(id=d2["id"], result=ui_marks(layout, d2["data"]["te_transcript"], {2: verdict}))
-    runs = {"majority": cli("export", "--project", source["project"], "--gold", "-o", out / "gold.jsonl"),
-            "dawid-skene": cli("export", "--project", source["project"], "--gold", "--aggregate", "dawid-skene",
+    runs = {"majority": invoke("export", "--project", source["project"], "--gold", "-o", out / "gold.jsonl"),
+            "dawid-skene": invoke("export", "--project", source["project"], "--gold", "--aggregate", "dawid-skene",
                                "--review", review, "-o", out / "gold-ds.jsonl")}
     return runs, out / "gold.jsonl", out / "gold-ds.jsonl"
 
@@ -214,9 +209,9 @@ def test_into_a_project_of_another_layout_is_refused(source, review, ls_client):
     other = "paged" if source["layout"] == "transcript" else "transcript"
     config = project_config(studio.get_project(ls_client, source["project"]))
     p = studio.create_project(ls_client, config, other, f"other {other}")
-    r = cli("adjudicate", "--project", source["project"], "--into", p["id"])
+    r = invoke("adjudicate", "--project", source["project"], "--into", p["id"])
     assert r.exit_code == 2 and f"does not have project {source['project']}'s {source['layout']} layout" in r.output
-    r = cli("adjudicate", "--project", source["project"], "--into", source["project"])
+    r = invoke("adjudicate", "--project", source["project"], "--into", source["project"])
     assert r.exit_code == 2 and "the review needs a project of its own" in r.output
 
 
@@ -251,12 +246,12 @@ def test_predictions_export_measured_against_the_gold(source, review, gold, ls_e
     1; kappa: po 11/12, pe (3/12)(4/12) + (9/12)(8/12) = 84/144, so (132 - 84) / (144 - 84) = 0.8; first errors
     all equal; categories and types 3 of 3."""
     out = source["out"]
-    r = cli("export", "--project", review, "--predictions", "--model-version", EMAIL["a"], "-o", out / "a.jsonl")
+    r = invoke("export", "--project", review, "--predictions", "--model-version", EMAIL["a"], "-o", out / "a.jsonl")
     assert r.exit_code == 0, r.output
     assert "wrote 3 predictions of 3 tasks" in r.stdout
     lines = [json.loads(x) for x in (out / "a.jsonl").read_text().splitlines()]
     assert {x["annotator"] for x in lines} == {EMAIL["a"]} and {x["model_version"] for x in lines} == {EMAIL["a"]}
-    r = cli("align", out / "a.jsonl", gold[1], "--json")
+    r = invoke("align", out / "a.jsonl", gold[1], "--json")
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     assert (doc["traces"], doc["steps"]) == (3, 12)

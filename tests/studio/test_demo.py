@@ -3,10 +3,9 @@ import json
 import re
 import socket
 import stat
-import subprocess
-import sys
 
 import pytest
+from commandline import run
 
 from ls_trajeval.core.trace import Trace, read_traces
 from ls_trajeval.flows.demo import BACKEND_STATE, sample_traces
@@ -17,8 +16,7 @@ pytestmark = pytest.mark.studio
 
 
 def run_demo(data_dir):
-    proc = subprocess.run([sys.executable, "-m", "ls_trajeval", "demo", "--no-wait", "--data-dir", str(data_dir),
-                           "--port", "0"], capture_output=True, text=True, timeout=900)
+    proc = run("demo", "--no-wait", "--data-dir", data_dir, "--port", 0, timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout
 

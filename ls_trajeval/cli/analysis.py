@@ -107,7 +107,12 @@ def report_command(inputs, config, correct_label, outcome_key, output, top, curv
                            task_link=link, agreement=agreement, resamples=resamples, seed=seed)
     if not quiet:
         click.echo(terminal_summary(out))
+    warning = data.by_warning()
+    if warning:
+        click.echo(f"warning: --by: {warning}", err=True)
     printer.done()
+    if by is not None and data.by_found == 0:  # the comparison asked for is not there: as a rejected input
+        sys.exit(EXIT_REJECTED)
 
 
 @click.command("agreement", cls=Command)

@@ -59,6 +59,20 @@ class ReportData:
     annotators: int = 0
     #: the record field or trace-metadata key the traces are grouped by (``report --by``), their column "group"
     by: str | None = None
+    #: with ``by``: the annotations that have the key, and the trace-metadata keys seen (to suggest one)
+    by_found: int = 0
+    metadata_keys: list = field(default_factory=list)
+
+    def by_warning(self) -> str | None:
+        """What to tell about ``by`` when some annotations lack the key (they are grouped under "(missing)")."""
+        if self.by is None or self.by_found == len(self.traces):
+            return None
+        if self.by_found:
+            return (f"{len(self.traces) - self.by_found} of {len(self.traces)} annotations have no {self.by!r}: "
+                    f"they are grouped under {MISSING}")
+        seen = ", ".join(self.metadata_keys[:12]) or "none"
+        return (f"no annotation has {self.by!r}, in its trace metadata or as a field of its line (the trace "
+                f"metadata keys there are: {seen}; or a field such as annotator): every one is under {MISSING}")
 
 
 def group_value(value) -> str:
@@ -74,6 +88,8 @@ class ReportAggregator:
         self.s = settings or AnalysisSettings()
         self.by = by
         self.groups = Codes()
+        self.by_found = 0
+        self.metadata_keys: Counter = Counter()
         self.trace_ids = Codes()
         self.annotators = Codes()
         self.outcomes = Codes()
@@ -166,7 +182,11 @@ class ReportAggregator:
         self.t_outcome.append(self.outcomes.code(rec.labels.get(s.outcome_key)))
         self.t_worst.append(worst)
         if self.by is not None:
-            self.t_group.append(self.groups.code(group_value(rec.value(self.by))))
+            group = group_value(rec.value(self.by))
+            self.t_group.append(self.groups.code(group))
+            if group != MISSING:
+                self.by_found += 1
+            self.metadata_keys.update(rec.metadata.keys())
         f = rec.fields
         self.t_lead.append(_float(f.get("lead_time")))
         self.t_project.append(_int(f.get("project_id")))
@@ -264,7 +284,8 @@ class ReportAggregator:
             errors=errors, traces=traces, step_types=step_types, curves_pos=cp, curves_step=cs,
             severity_order=sev_order, outcome_key=s.outcome_key, outcome_order=outcome_order,
             errors_input=list(self.input_errors), score_mismatches=self.score_mismatches,
-            annotators=len(self.annotators.values), by=self.by,
+            annotators=len(self.annotators.values), by=self.by, by_found=self.by_found,
+            metadata_keys=[k for k, _ in self.metadata_keys.most_common()],
         )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import secrets
+import shlex
 import signal
 import socket
 import threading
@@ -142,6 +143,13 @@ def run_demo(data_dir: str | None, port: int, config: Config, layout: str = "tra
         echo(f"    ls-trajeval export --project {project['id']} -o output/annotations.jsonl")
         echo(f"    ls-trajeval import my_traces.jsonl --project {project['id']}")
         echo("    ls-trajeval report output/")
+        if ml:
+            # the password stays in its file (never printed): the line reads it there when it runs
+            state = shlex.quote(str(directory / BACKEND_STATE))
+            echo("  the ML backend for a project of your own (import --create makes one without it):")
+            echo(f"    ls-trajeval ml connect --project ID --backend-url {ml[0].url} --basic-auth-user {ml[0].user} "
+                 "--basic-auth-password \"$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))"
+                 f"[sys.argv[2]])' {state} password)\"")
         info = {"url": server.url, "project": project["id"], "imported": summary.imported,
                 "skipped": summary.skipped, "ml_backend": ml[0].url if ml else None, **creds.__dict__}
         if wait:

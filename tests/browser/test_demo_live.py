@@ -1,5 +1,6 @@
 """`ls-trajeval demo` is the whole product: the samples open with the backend's suggested steps and a live score
-that follows the annotator, with nothing to switch on; Ctrl-C stops Label Studio and the backend."""
+that follows the annotator, with nothing to switch on; the `ml connect` line it prints connects its backend to a
+project of one's own, run as printed; Ctrl-C stops Label Studio and the backend."""
 from __future__ import annotations
 
 import os
@@ -7,14 +8,18 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
-from commandline import argv
+from commandline import argv, invoke
 from waiting import wait_for
 
 from ls_trajeval import label_configs
 from ls_trajeval.core import config as cfg
+from ls_trajeval.flows.demo import sample_traces
+from ls_trajeval.studio import client as studio
 
 from .ui import Annotator
 
@@ -50,7 +55,18 @@ def test_demo_samples_open_with_suggestions_and_a_live_score_and_ctrl_c_stops_bo
         studio_url = wait_for_line(proc, r"Label Studio:\s+(http://127\.0\.0\.1:(\d+))/projects/(\d+)/data", out)
         password = wait_for_line(proc, r"password:\s+(\S+)", out).group(1)
         backend = wait_for_line(proc, r"ML backend:\s+http://127\.0\.0\.1:(\d+)", out)
+        studio_env = wait_for_line(proc, r"export (LABEL_STUDIO_URL=\S+) (LABEL_STUDIO_API_KEY=\S+)", out)
+        connect = wait_for_line(proc, r"^\s+(ls-trajeval ml connect --project ID .*)$", out).group(1)
         wait_for_line(proc, r"Ctrl-C stops Label Studio and the ML backend", out)
+        # a project of one's own has no backend until the printed line, with its id, connects the demo's
+        env = dict(os.environ, **dict(kv.split("=", 1) for kv in studio_env.groups()),
+                   PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+        made = invoke("import", sample_traces(), "--create", "my own project", "--quiet", env=env)
+        own = int(re.search(r"project (\d+): imported", made.output).group(1))
+        assert studio.ml_backends(studio.connect(env["LABEL_STUDIO_URL"], env["LABEL_STUDIO_API_KEY"]), own) == []
+        ran = subprocess.run(["bash", "-c", connect.replace("--project ID", f"--project {own}")], env=env,
+                             capture_output=True, text=True, timeout=300)
+        assert ran.returncode == 0 and "registered ML backend" in ran.stdout, ran.stdout + ran.stderr
         ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
         ctx.set_default_timeout(30_000)
         a = Annotator(ctx.new_page(), studio_url.group(1))

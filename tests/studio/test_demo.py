@@ -43,7 +43,9 @@ def test_demo_sets_up_once_and_reuses_instance_project_and_backend(tmp_path):
     state = json.loads(state_file.read_text())
     assert state["user"] and len(state["password"]) >= 24 and state["port"] == int(ml.group(2))
     assert stat.S_IMODE(state_file.stat().st_mode) == 0o600
-    assert state["password"] not in first  # never printed
+    assert state["password"] not in first  # never printed: the `ml connect` line for one's own project reads it
+    assert f"ls-trajeval ml connect --project ID --backend-url {ml.group(1)} --basic-auth-user {state['user']} " \
+           f"--basic-auth-password \"$(python3 -c " in first and f"{state_file} password)\"" in first
 
     second = run_demo(tmp_path / "ls")
     assert f"reusing project {url.group(3)}" in second

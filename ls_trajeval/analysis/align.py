@@ -27,7 +27,7 @@ import pandas as pd
 
 from ..core.labels import step_number
 from ..core.records import AnnotationRecord
-from .report.plots import figure, png
+from .figures import figure, png
 from .settings import AnalysisSettings
 from .stats import bootstrap_intervals, cohen_kappa_table, ratio
 from .trace_groups import first_error, step_labels

@@ -64,8 +64,9 @@ class Annotator:
         elapsed = time.monotonic() - t0
         p.wait_for_load_state("networkidle")
         # the data manager's explorer overlay takes pointer events for a moment after load
-        p.wait_for_function("!document.querySelector('.lsf-label-view__lsf-wrapper_mode_explorer')"
-                            " || getComputedStyle(document.querySelector('.lsf-main-view')).pointerEvents !== 'none'")
+        p.wait_for_function("() => { const main = document.querySelector('.lsf-main-view');"
+                            " return !document.querySelector('.lsf-label-view__lsf-wrapper_mode_explorer')"
+                            " || (!!main && getComputedStyle(main).pointerEvents !== 'none'); }")
         # the editor done loading, its annotation selected: what the keys and clicks that follow act on
         p.wait_for_function("() => window.Htx && Htx.initialized && !Htx.isLoading && !!Htx.annotationStore.selected")
         if task_id is None:  # the stream opens with the project's instructions over the task

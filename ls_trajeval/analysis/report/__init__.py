@@ -6,8 +6,7 @@ The names below are the package's API (``ls-trajeval report`` is ``aggregate`` t
 """
 from .aggregation import ReportAggregator, ReportData, aggregate, group_value
 from .page import ReportOutput, terminal_summary, write_report
-from .plots import figure, png
 from .tables import build_tables, comparison_tables, summary_facts
 
 __all__ = ["ReportAggregator", "ReportData", "ReportOutput", "aggregate", "build_tables", "comparison_tables",
-           "figure", "group_value", "png", "summary_facts", "terminal_summary", "write_report"]
+           "group_value", "summary_facts", "terminal_summary", "write_report"]

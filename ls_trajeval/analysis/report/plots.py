@@ -1,31 +1,13 @@
-"""The report's plots: PNG bytes drawn with matplotlib's object API on an Agg canvas (no pyplot state, no backend
-switch)."""
+"""The report's plots, as PNG bytes (:mod:`..figures`)."""
 from __future__ import annotations
 
-import io
 import warnings
 
 import numpy as np
 import pandas as pd
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
+from ..figures import figure, png
 from .aggregation import MAX_CURVE_STEPS, POSITION_GRID, ReportData
-
-
-def figure(w: float = 8, h: float = 4) -> Figure:
-    """A figure of ``w`` x ``h`` inches on its own Agg canvas."""
-    fig = Figure(figsize=(w, h), dpi=110)
-    FigureCanvasAgg(fig)
-    return fig
-
-
-def png(fig) -> bytes:
-    """A figure as PNG bytes."""
-    buf = io.BytesIO()
-    fig.tight_layout()
-    fig.savefig(buf, format="png")
-    return buf.getvalue()
 
 
 def _empty(ax, msg: str = "no data") -> None:

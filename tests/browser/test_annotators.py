@@ -96,10 +96,12 @@ def test_annotations_per_task_decides_whether_the_stream_serves_a_labelled_task(
 
 def test_from_the_task_list_one_lands_on_the_others_annotation_and_starts_ones_own(team, project, ls_client):
     email, a = team["list"]
-    a.page.goto(f"{a.url}/projects/{project['id']}/data?task={project['first']}")
-    a.page.wait_for_function(READY, timeout=60_000)
     (theirs,) = studio.task_annotations(ls_client, project["first"])
-    assert a.page.evaluate("() => Htx.annotationStore.selected.pk") == str(theirs["id"])
+    a.page.goto(f"{a.url}/projects/{project['id']}/data")
+    a.page.locator(".lsf-table__cell").filter(has_text=re.compile(rf"^{project['first']}$")).first.click()
+    # the editor shows a new annotation while it loads, then the task's: the admin's
+    a.page.wait_for_function("pk => window.Htx && !Htx.isLoading && Htx.annotationStore.selected"
+                             " && Htx.annotationStore.selected.pk === pk", arg=str(theirs["id"]), timeout=60_000)
     assert save_button(a) == "Update"  # submitting here would change the admin's annotation
     a.page.get_by_role("button", name="Create an annotation").click()
     a.page.wait_for_function("() => !Htx.annotationStore.selected.pk && Htx.annotationStore.selected.results"

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 
 import pytest
 from commandline import invoke
@@ -45,6 +46,8 @@ MARKS = {  # trace -> annotator -> {step: mark}
     "S": {"a": {1: LE}},
 }
 EMAIL = {k: f"ann-{k}@adjudicate.test" for k in "abc"}
+#: a kept test data dir ($LS_TRAJEVAL_TEST_DATA_DIR) has the projects of earlier runs: this run's titles are its own
+RUN = uuid.uuid4().hex[:8]
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +62,7 @@ def source(request, ls_env, ls_client, users, tmp_path_factory):
     path.write_text("".join(json.dumps({"trace_id": t, "task": f"task {t}", "trace": [
         {"type": "action" if i % 2 else "thought", "content": f"{t} step {i} <b>&</b>"} for i in range(n)]}) + "\n"
         for t, n in STEPS.items()))
-    r = invoke("import", path, "--create", f"adjudicate source {layout}", "--layout", layout, "--quiet")
+    r = invoke("import", path, "--create", f"adjudicate source {layout} {RUN}", "--layout", layout, "--quiet")
     assert r.exit_code == 0, r.output
     pid = int(re.search(r"project (\d+):", r.stdout).group(1))
     tasks = {t["data"]["trace_id"]: t for t in studio.iter_tasks(ls_client, pid)}
@@ -84,7 +87,7 @@ def labels_of(pred_or_annotation, config, n):
 @pytest.fixture(scope="module")
 def review(source, ls_client):
     layout = source["layout"]
-    r = invoke("adjudicate", "--project", source["project"], "--create", f"review {layout}")
+    r = invoke("adjudicate", "--project", source["project"], "--create", f"review {layout} {RUN}")
     assert r.exit_code == 0, r.output
     assert "4 traces with 2+ annotators, 3 disputed" in r.stdout
     assert "added 3 tasks and 9 predictions" in r.stdout
@@ -98,7 +101,7 @@ def reruns(source, review, ls_client, users):
     """Two reruns that change nothing (by id, and by the same title), then ann-c agrees on D1 and a third."""
     layout, out = source["layout"], {}
     out["into"] = invoke("adjudicate", "--project", source["project"], "--into", review)
-    out["title"] = invoke("adjudicate", "--project", source["project"], "--create", f"review {layout}")
+    out["title"] = invoke("adjudicate", "--project", source["project"], "--create", f"review {layout} {RUN}")
     out["predictions"] = sum(len(t["predictions"]) for t in review_tasks(ls_client, review).values())
     d1 = source["tasks"]["D1"]
     ls_client.annotations.create(id=d1["id"], result=ui_marks(layout, d1["data"]["te_transcript"], {1: WT}),

@@ -15,12 +15,11 @@ from ls_trajeval.cli import main_group
 PROGRAM = (sys.executable, "-m", "ls_trajeval")
 
 
-def invoke(*args, command: click.Command = main_group, env: dict | None = None, input: str | None = None,
-           catch_exceptions: bool = False) -> Result:
+def invoke(*args, command: click.Command = main_group, env: dict | None = None) -> Result:
     """``ls-trajeval ARGS`` (or ``command`` on its own) in this process; ``env`` adds to (or, with None values,
     removes from) the environment while it runs. An exception that escapes the command's own error handling is
     raised, not hidden in the result."""
-    return CliRunner(env=env).invoke(command, [str(a) for a in args], input=input, catch_exceptions=catch_exceptions)
+    return CliRunner(env=env).invoke(command, [str(a) for a in args], catch_exceptions=False)
 
 
 def argv(*args) -> list[str]:

@@ -22,15 +22,18 @@ every figure. The result also keeps each trace's counts of the error flag and of
 """
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Optional, Union
 
 import numpy as np
+import pandas as pd
 
 from ..core.labels import step_number
 from ..core.records import AnnotationRecord
+from .figures import figure, png
 from .settings import AnalysisSettings
 from .spans import marked, pair_counts
 from .stats import bootstrap_intervals, cohen_kappa_table, ratio
@@ -78,7 +81,7 @@ class AlignResult:
     traces: int
     steps: int
     metrics: dict  # name -> Metric
-    confusion: "object"  # pandas DataFrame: rows GOLD category, columns PRED category
+    confusion: pd.DataFrame  # rows GOLD category, columns PRED category
     per_trace: list
     pred_only: list = field(default_factory=list)  # (trace_id, file:line)
     gold_only: list = field(default_factory=list)
@@ -248,8 +251,6 @@ def align(pred: Iterable[AnnotationRecord], gold: Iterable[AnnotationRecord], se
 def measure(paired: Pairing, settings: AnalysisSettings, *, within: int = 1, resamples: int = 2000,
             seed: int = 0) -> AlignResult:
     """Every figure of PRED against GOLD over the traces :func:`pair` paired."""
-    import pandas as pd
-
     rows, per_trace, confusion, by_category = [], [], {}, []
     for p, g in paired.pairs:
         counts, row, cats = _trace_counts(p, g, settings, within, confusion)
@@ -284,8 +285,7 @@ def measure(paired: Pairing, settings: AnalysisSettings, *, within: int = 1, res
 
 
 def plot_confusion(result: AlignResult) -> bytes:
-    from .report import figure, png
-
+    """The confusion matrix of categories as a PNG heatmap."""
     m = result.confusion
     fig = figure(1.5 + 0.9 * max(len(m.columns), 3), 1.0 + 0.5 * max(len(m), 3))
     ax = fig.add_subplot()
@@ -305,14 +305,10 @@ def plot_confusion(result: AlignResult) -> bytes:
     return png(fig)
 
 
-def write_outputs(result: AlignResult, out_dir: Union[str, Path], doc: dict | None = None,
+def write_outputs(result: AlignResult, out_dir: str | Path, doc: dict | None = None,
                   plots: bool = True) -> list:
     """confusion_categories.csv / .png, per_trace.csv and align.json (``doc``, by default ``result.to_json()``) in
     ``out_dir``."""
-    import json
-
-    import pandas as pd
-
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     files = [out / "confusion_categories.csv", out / "per_trace.csv", out / "align.json"]
@@ -330,7 +326,7 @@ def write_outputs(result: AlignResult, out_dir: Union[str, Path], doc: dict | No
 
 
 def format_text(result: AlignResult) -> str:
-    def f(x: Optional[float]) -> str:
+    def f(x: float | None) -> str:
         return "–" if x is None or not math.isfinite(x) else f"{x:.3f}"
 
     lines = [f"align: {result.traces} traces paired ({result.steps} steps)"

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -21,9 +20,6 @@ from ..core.records import AnnotationRecord
 from .settings import AnalysisSettings
 from .stats import LEVEL, bootstrap_intervals, ratio
 from .trace_groups import first_error, roles, root_cause
-
-if TYPE_CHECKING:
-    from .report import ReportData
 
 TABLE_TITLES = {
     "errors_by_role": "Origin and propagated errors by category",
@@ -107,14 +103,15 @@ def _root_tables(root: np.ndarray, first: np.ndarray) -> tuple[pd.DataFrame, pd.
     return summary, distance
 
 
-def _group_table(d: ReportData, c: CauseData, resamples: int, seed: int) -> pd.DataFrame:
-    t = d.traces
+def _group_table(traces: pd.DataFrame, errors: pd.DataFrame, by: str, c: CauseData, resamples: int,
+                 seed: int) -> pd.DataFrame:
+    t = traces
     has = (c.root >= 0) & (c.first >= 0)
     per_row = pd.DataFrame({
         "group": t["group"].astype(str).to_numpy(), "trace_id": t["trace_id"].astype(str).to_numpy(),
         "errors": t["n_errors"].to_numpy(dtype=float),
-        "propagated": np.bincount(d.errors["row"].to_numpy(), weights=c.propagated, minlength=len(t))
-        if len(d.errors) else np.zeros(len(t)),
+        "propagated": np.bincount(errors["row"].to_numpy(), weights=c.propagated, minlength=len(t))
+        if len(errors) else np.zeros(len(t)),
         "with_error": has.astype(float), "root_differs": (has & (c.root != c.first)).astype(float),
         "root_distance": np.where(has, np.abs(c.root - c.first), 0).astype(float)})
     units = per_row.groupby(["group", "trace_id"], sort=False).sum().reset_index()
@@ -130,26 +127,27 @@ def _group_table(d: ReportData, c: CauseData, resamples: int, seed: int) -> pd.D
         total = counts.sum(axis=0)
         point = figures(total)
         low, high = bootstrap_intervals(counts, figures, resamples, seed)
-        row = {d.by: group, "traces": len(g), "errors": int(total[0]), "origin": int(total[0] - total[1]),
+        row = {by: group, "traces": len(g), "errors": int(total[0]), "origin": int(total[0] - total[1]),
                "propagated": int(total[1])}
         for i, name in enumerate(names):
             row.update({name: point[i], f"{name}_low": low[i], f"{name}_high": high[i]})
         rows.append(row)
-    columns = [d.by, "traces", "errors", "origin", "propagated",
+    columns = [by, "traces", "errors", "origin", "propagated",
                *[f"{n}{s}" for n in names for s in ("", "_low", "_high")]]
-    return pd.DataFrame(rows, columns=columns).sort_values(["errors", d.by], ascending=[False, True], ignore_index=True)
+    return pd.DataFrame(rows, columns=columns).sort_values(["errors", by], ascending=[False, True], ignore_index=True)
 
 
-def cause_tables(d: ReportData, *, resamples: int = 2000, seed: int = 0) -> dict:
-    """``errors_by_role``, ``root_cause_vs_first_error`` and ``root_cause_distance``; with ``d.by`` also
-    ``roles_by_group``, each figure with its bootstrap interval."""
-    c = d.causes
+def cause_tables(c: CauseData | None, traces: pd.DataFrame, errors: pd.DataFrame, by: str | None, *,
+                 resamples: int = 2000, seed: int = 0) -> dict:
+    """``errors_by_role``, ``root_cause_vs_first_error`` and ``root_cause_distance``; with ``by`` also
+    ``roles_by_group``, each figure with its bootstrap interval. ``traces`` and ``errors`` are the report's
+    per-annotation and per-error tables, ``c`` what :class:`CauseCollector` gathered beside them."""
     if c is None:
         return {}
-    tables = {"errors_by_role": _role_counts(d.errors, c.propagated)}
+    tables = {"errors_by_role": _role_counts(errors, c.propagated)}
     tables["root_cause_vs_first_error"], tables["root_cause_distance"] = _root_tables(c.root, c.first)
-    if d.by is not None:
-        tables["roles_by_group"] = _group_table(d, c, resamples, seed)
+    if by is not None:
+        tables["roles_by_group"] = _group_table(traces, errors, by, c, resamples, seed)
     return tables
 
 

@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import warnings
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Optional
 
 from ..core.labels import StepLabel, step_number
 from ..core.records import AnnotationRecord, assemble
@@ -52,7 +52,7 @@ class Adjudicator:
 
     annotators: frozenset = frozenset()
     project_ids: frozenset = frozenset()
-    flag: Optional[str] = None
+    flag: str | None = None
 
     def __call__(self, rec: AnnotationRecord) -> bool:
         f = rec.fields
@@ -71,7 +71,7 @@ class Gold:
     method: str  # adjudicated | unanimous | single | majority | dawid-skene
     annotators: list
     ties: list = field(default_factory=list)  # "#N field" (majority only)
-    base: Optional[AnnotationRecord] = None  # the record whose trace fields (task, ids, metadata) the line keeps
+    base: AnnotationRecord | None = None  # the record whose trace fields (task, ids, metadata) the line keeps
 
 
 def _step_key(st: StepLabel) -> tuple:
@@ -112,6 +112,8 @@ def _vote(votes: list, prefer: Callable) -> tuple:
 
 def _dawid_skene(rows: list) -> dict:
     """task -> label from crowd-kit's DawidSkene over (task, worker, label) rows."""
+    # here, not at the top: a dependency boundary. `export --gold` by majority runs on the base install, and only
+    # this method needs the analysis extra (crowd-kit brings scikit-learn and transformers with it)
     import pandas as pd
     from crowdkit.aggregation import DawidSkene
 
@@ -134,7 +136,7 @@ def _dawid_skene(rows: list) -> dict:
 
 
 def build_gold(groups: Iterable[tuple], settings: AnalysisSettings, *, method: str = "majority",
-               adjudicator: Optional[Callable[[AnnotationRecord], bool]] = None) -> list:
+               adjudicator: Callable[[AnnotationRecord], bool] | None = None) -> list:
     """A :class:`Gold` per (trace_id, records) group (records: one per annotator, see ``trace_groups``).
 
     Dawid–Skene is fitted over every group at once, so all groups are held in memory.
@@ -195,7 +197,7 @@ def _fit_dawid_skene(plan: list, settings: AnalysisSettings) -> dict:
     return fitted
 
 
-def _aggregate(tid: str, recs: list, settings: AnalysisSettings, ranks: _Ranks, fitted: Optional[dict],
+def _aggregate(tid: str, recs: list, settings: AnalysisSettings, ranks: _Ranks, fitted: dict | None,
                method: str) -> Gold:
     per = [step_labels(r, settings) for r in recs]
     n = max(len(p) for p in per)
@@ -256,7 +258,7 @@ def _aggregate(tid: str, recs: list, settings: AnalysisSettings, ranks: _Ranks, 
     return Gold(rec, method, [r.annotator for r in recs], ties, base=base)
 
 
-def _first_text(labs: list, attr: str) -> Optional[str]:
+def _first_text(labs: list, attr: str) -> str | None:
     return next((getattr(s, attr) for s in labs if getattr(s, attr)), None)
 
 

@@ -10,7 +10,11 @@ import math
 import warnings
 from dataclasses import dataclass
 
+import krippendorff
 import numpy as np
+from scipy.stats import DegenerateDataWarning, bootstrap
+from statsmodels.stats.inter_rater import cohens_kappa
+from statsmodels.stats.inter_rater import fleiss_kappa as _fleiss_kappa
 
 
 def cohen_kappa(a: np.ndarray, b: np.ndarray) -> float:
@@ -28,8 +32,6 @@ def cohen_kappa(a: np.ndarray, b: np.ndarray) -> float:
 
 def cohen_kappa_table(table: np.ndarray) -> float:
     """Cohen's kappa from a square contingency table (rows rater 1, columns rater 2)."""
-    from statsmodels.stats.inter_rater import cohens_kappa
-
     t = np.asarray(table, dtype=float)
     if t.sum() == 0 or np.count_nonzero(t.sum(axis=0) + t.sum(axis=1)) < 2:
         # no ratings, or both raters used one and the same label throughout: agreement is perfect, kappa undefined
@@ -39,8 +41,6 @@ def cohen_kappa_table(table: np.ndarray) -> float:
 
 def fleiss_kappa(counts: np.ndarray) -> float:
     """Fleiss' kappa from a units x categories table of rating counts (same raters per unit)."""
-    from statsmodels.stats.inter_rater import fleiss_kappa as _fleiss_kappa
-
     c = np.asarray(counts, dtype=float)
     if c.shape[0] == 0 or c.shape[1] < 1:
         return math.nan
@@ -52,8 +52,6 @@ def fleiss_kappa(counts: np.ndarray) -> float:
 
 def krippendorff_alpha(value_counts: np.ndarray, level: str = "nominal", value_domain=None) -> float:
     """Krippendorff's alpha from a units x values table of rating counts (units with <2 ratings ignored)."""
-    import krippendorff
-
     vc = np.asarray(value_counts, dtype=float)
     if vc.ndim != 2 or vc.shape[0] == 0:
         return math.nan
@@ -99,8 +97,6 @@ def bootstrap_intervals(counts: np.ndarray, figures, resamples: int = 2000, seed
     none, or no units, or ``resamples`` is 0; one unit's interval is its value. Returns (low, high), arrays of
     length m.
     """
-    from scipy.stats import DegenerateDataWarning, bootstrap
-
     counts = np.asarray(counts, dtype=float)
     point = np.atleast_1d(np.asarray(figures(counts.sum(axis=0)), dtype=float))
     m = len(point)

@@ -17,7 +17,7 @@ from .common import EXIT_REJECTED, Command, need_extra, writing
 
 #: what ``pip install 'ls-trajeval[analysis]'`` brings, by command
 REPORT_NEEDS = ("pandas", "numpy", "matplotlib", "scipy", "statsmodels", "krippendorff")
-AGREEMENT_NEEDS = ("numpy", "statsmodels", "krippendorff")
+AGREEMENT_NEEDS = ("numpy", "scipy", "statsmodels", "krippendorff")
 ALIGN_NEEDS = ("pandas", "numpy", "scipy", "statsmodels", "matplotlib")
 _MAX_PRINTED_ERRORS = 50
 
@@ -75,7 +75,8 @@ def _common(f):
 @_common
 @click.option("-o", "--output", "output", default="report", show_default=True, type=click.Path(file_okay=False),
               help="Directory for report.html, the CSV/Parquet tables and the PNG plots.")
-@click.option("--top", default=10, show_default=True, type=click.IntRange(1), help="Rows of the ranked tables shown in HTML.")
+@click.option("--top", default=10, show_default=True, type=click.IntRange(1),
+              help="Rows of the ranked tables shown in HTML.")
 @click.option("--curve-x", type=click.Choice(["position", "step"]), default="position", show_default=True,
               help="x axis of the running-score plot: normalised position or step index.")
 @click.option("--no-plots", is_flag=True, help="Skip the PNG plots (tables and HTML only).")
@@ -115,7 +116,12 @@ def report_command(inputs, config, correct_label, outcome_key, output, top, curv
                            task_link=link, agreement=agreement, resamples=resamples, seed=seed, judge=judge)
     if not quiet:
         click.echo(terminal_summary(out))
+    warning = data.by_warning()
+    if warning:
+        click.echo(f"warning: --by: {warning}", err=True)
     printer.done()
+    if by is not None and data.by_found == 0:  # the comparison asked for is not there: as a rejected input
+        sys.exit(EXIT_REJECTED)
 
 
 @click.command("agreement", cls=Command)
@@ -160,7 +166,8 @@ def agreement_command(inputs, config, correct_label, outcome_key, k, top, as_jso
                                       "negative as any error, drop (not graded; its text is context of the next "
                                       "step), or mark (negative, flagged in a 'propagated' column).")
 @click.option("--merge", type=click.Choice(["majority", "any-error", "per-annotator"]), default="majority",
-              show_default=True, help="Several annotators: majority vote (ties are errors), any error, or one example each.")
+              show_default=True,
+              help="Several annotators: majority vote (ties are errors), any error, or one example each.")
 @click.option("--agent-steps", default="thought,action,code,message", show_default=True,
               help="Step types that become completions; other steps are context (prompt / next completion).")
 @click.option("--all-steps", is_flag=True, help="Every step is a completion (no context folding).")

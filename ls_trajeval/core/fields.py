@@ -4,8 +4,8 @@ or schemes (:mod:`config` checks both against this module).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 #: the transcript layout's Paragraphs: one utterance per step
@@ -33,6 +33,10 @@ ACCEPTANCE, ACCEPTANCE_DETAIL = "acceptance", "te_acceptance"
 ACCEPTANCE_FIELDS = (ACCEPTANCE, ACCEPTANCE_DETAIL)
 #: every task-data key ls-trajeval writes
 TASK_FIELDS = (TRANSCRIPT, PAGES, N_STEPS, *SCORE_FIELDS, *DISPUTE_FIELDS, *SUGGESTION_FIELDS, *ACCEPTANCE_FIELDS)
+#: the fields that hold numbers: the Data Manager's tabs type them so (it types every data column as text)
+NUMBER_FIELDS = (N_STEPS, "running_score", "n_errors", "first_error_step", "score_mean", "disputedness",
+                 "n_annotators", "disputed_steps", "correctness_disputes", "error_type_disputes", "severity_disputes",
+                 "role_disputes", LEAST_CONFIDENCE)
 #: where a task keeps its trace id besides ``data``: listing ``id,meta`` is a few bytes a task, where the data
 #: holds the whole trace three times over
 META_TRACE_ID = "te_trace_id"
@@ -53,6 +57,12 @@ def initial_scores(config, n_steps: int) -> dict:
     initial = config.trajectory.running_score.initial
     return {"running_score": initial, "n_errors": 0, "first_error_step": None, "worst_severity": "",
             "score_mean": initial, "te_scores": {}, "te_curve": [initial] * n_steps}
+
+
+def first_error_column(step_index: int | None) -> int | None:
+    """The ``first_error_step`` a task shows in the Data Manager: the step's number as the UI shows it (``#1`` is
+    ``step_index`` 0), where the export record keeps the 0-based index."""
+    return None if step_index is None else step_index + 1
 
 
 def n_steps(data: Mapping[str, Any]) -> int:
@@ -76,35 +86,43 @@ class Names:
     scheme: str
 
     @property
-    def marks(self) -> str:  # transcript: the ParagraphLabels that marks a wrong step
+    def marks(self) -> str:
+        """The transcript layout's ParagraphLabels that marks a wrong step."""
         return self.scheme
 
     @property
-    def correctness(self) -> str:  # paged: prefix of the per-step correctness Choices
+    def correctness(self) -> str:
+        """The paged layout's prefix of the per-step correctness Choices."""
         return f"{self.scheme}_correctness"
 
     @property
     def type(self) -> str:
+        """The error-type control."""
         return f"{self.scheme}_type"
 
     @property
     def severity(self) -> str:
+        """The severity control."""
         return f"{self.scheme}_severity"
 
     @property
     def rationale(self) -> str:
+        """The rationale TextArea."""
         return f"{self.scheme}_rationale"
 
     @property
-    def types_store(self) -> str:  # paged: the hidden Taxonomy holding the error types every step shares
+    def types_store(self) -> str:
+        """The paged layout's hidden Taxonomy holding the error types every step shares."""
         return f"{self.scheme}_types"
 
     @property
     def reviewed(self) -> str:
+        """The "I reviewed every step" box."""
         return f"{self.scheme}_reviewed"
 
     @property
-    def live_score(self) -> str:  # transcript: the TextArea the ML backend fills while the annotator works
+    def live_score(self) -> str:
+        """The transcript layout's TextArea the ML backend fills with the live score."""
         return f"{self.scheme}_live_score"
 
 

@@ -25,6 +25,7 @@ class Span(NamedTuple):
     text: str
 
     def to_json(self) -> dict:
+        """The span as the export record writes it."""
         return {"start": self.start, "end": self.end, "text": self.text}
 
 
@@ -68,6 +69,7 @@ class TraceLabels:
     rejected_suggestions: list[dict] = field(default_factory=list)
 
     def errors(self, error_labels: tuple[str, ...]) -> list[StepLabel]:
+        """The steps whose correctness is one of ``error_labels``."""
         return [s for s in self.steps if s.correctness in error_labels]
 
 

@@ -165,6 +165,7 @@ def dumps(record: Mapping) -> str:
 # ---------------------------------------------------------------- reading
 @dataclass
 class AnnotationRecord:
+    """One line of a trajectory_eval export as the analyses read it: its steps, labels, scores and fields."""
     source: str
     line: int
     trace_id: str
@@ -303,7 +304,7 @@ def parse_record(obj: Any, source: str, line: int, *, scheme: str | None = None,
         if not isinstance(e, dict):
             return bad("expected an object", f"{found}[{i}]")
         idx = e.get("step_index")
-        if idx.__class__ is not int or idx < 0:
+        if not isinstance(idx, int) or isinstance(idx, bool) or idx < 0:
             return bad("expected a non-negative integer", f"{found}[{i}].step_index")
         if idx in seen:
             return bad(f"step {idx} appears twice", f"{found}[{i}].step_index")
@@ -311,13 +312,13 @@ def parse_record(obj: Any, source: str, line: int, *, scheme: str | None = None,
         corr = e.get("correctness")
         if corr is None:
             corr = default_correctness
-        elif corr.__class__ is not str:
+        elif not isinstance(corr, str):
             return bad("expected a string", f"{found}[{i}].correctness")
         text = e.get("step_text")
-        if text.__class__ is not str:
+        if not isinstance(text, str):
             text = "" if text is None else json.dumps(text)
         st = e.get("step_type")
-        if st is not None and st.__class__ is not str:
+        if st is not None and not isinstance(st, str):
             st = str(st)
         cat, typ, sev, why = e.get("error_category"), e.get("error_type"), e.get("severity"), e.get("rationale")
         if cat is None and typ is None and sev is None and why is None:

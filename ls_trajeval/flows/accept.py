@@ -27,7 +27,15 @@ from typing import TYPE_CHECKING
 
 from ..core import results
 from ..core.config import Config
-from ..core.fields import ACCEPTANCE, ACCEPTANCE_DETAIL, LEAST_CONFIDENCE, LEAST_CONFIDENT_STEP, SUGGESTIONS_BY, n_steps
+from ..core.fields import (
+    ACCEPTANCE,
+    ACCEPTANCE_DETAIL,
+    LEAST_CONFIDENCE,
+    LEAST_CONFIDENT_STEP,
+    NUMBER_FIELDS,
+    SUGGESTIONS_BY,
+    n_steps,
+)
 from ..core.labels import step_number
 from ..studio import client as studio
 from .projects import project_config
@@ -124,10 +132,11 @@ def accept_project(client, project_id: int, *, threshold: float, audit: float, s
         studio.update_task_data(client, task_id, {ACCEPTANCE: ACCEPTED, ACCEPTANCE_DETAIL: {
             **detail, "annotation": annotation.get("id"), "seed": seed}})
         summary.accepted += 1
-    if summary.audit_sample and studio.ensure_view(
-            client, project_id, AUDIT_TAB, ["tasks:id"],
-            {"conjunction": "and", "items": [{"filter": f"filter:tasks:data.{ACCEPTANCE}", "operator": "equal",
-                                              "type": "String", "value": AUDIT}]}):
+    if summary.audit_sample and studio.find_tab(client, project_id, AUDIT_TAB) is None:
+        studio.ensure_tab(client, project_id, AUDIT_TAB, ordering=["tasks:id"], numbers=NUMBER_FIELDS,
+                          filters={"conjunction": "and", "items": [{
+                              "filter": f"filter:tasks:data.{ACCEPTANCE}", "operator": "equal", "type": "String",
+                              "value": AUDIT}]})
         summary.changes.append(f"added the Data Manager tab {AUDIT_TAB!r}: the tasks left for people to audit")
     return summary
 

@@ -9,8 +9,10 @@ import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from ..analysis.gold import Adjudicator, build_gold, gold_line
+from ..analysis.settings import AnalysisSettings, from_config
+from ..analysis.trace_groups import group_by_trace
 from ..core.config import Config
 from ..core.fields import review_mark
 from ..core.layouts import layout_of
@@ -18,9 +20,6 @@ from ..core.records import AnnotationRecord, build_record, dumps, parse_record
 from ..core.trace import TraceError
 from ..studio import client as studio
 from .projects import project_config
-
-if TYPE_CHECKING:
-    from ..analysis.settings import AnalysisSettings
 
 
 @dataclass
@@ -108,7 +107,7 @@ class _AtomicWriter:
         self.fh.close()
         self.tmp.unlink(missing_ok=True)
 
-    def __enter__(self) -> "_AtomicWriter":
+    def __enter__(self) -> _AtomicWriter:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -185,10 +184,6 @@ def project_gold(client, project_id: int, config: Config | None = None, *, metho
                  on_task: Callable[[dict], None] | None = None) -> ProjectGold:
     """The gold labels of every annotated trace of the project (see :func:`export_gold`), without writing them;
     ``on_task`` sees each task of the project."""
-    from ..analysis.gold import Adjudicator, build_gold
-    from ..analysis.settings import from_config
-    from ..analysis.trace_groups import group_by_trace
-
     gold = GoldSummary()
     project = studio.get_project(client, project_id)
     config = project_config(project, config)
@@ -215,8 +210,6 @@ def export_gold(client, project_id: int, out: str | Path | None = None, config: 
     annotation from a review project where there is one, else the unanimous labels, else the ``method``'s
     aggregate. ``review`` lists the review projects; by default those ``ls-trajeval adjudicate`` made for this
     project (marked in their description). Traces are linked by trace id; each line points at its task here."""
-    from ..analysis.gold import gold_line
-
     found = project_gold(client, project_id, config, method=method, review=review, page_size=page_size)
     gold = found.summary
     out = Path(out or Path(found.config.output_path) / "gold.jsonl")

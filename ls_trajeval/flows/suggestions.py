@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ..core import results
 from ..core.config import Config
-from ..core.fields import LEAST_CONFIDENCE, N_STEPS, SUGGESTION_FIELDS
+from ..core.fields import LEAST_CONFIDENCE, N_STEPS, NUMBER_FIELDS, SUGGESTION_FIELDS
 from ..core.labels import TraceLabels
 from ..core.suggestions import suggestion_fields
 from ..studio import client as studio
@@ -75,7 +75,9 @@ class SuggestionStore:
         """The review tab (made once), and with ``prelabel`` this model version made the project's, so that Label
         Studio fills new annotations from these suggestions; what changed."""
         changes = []
-        if studio.ensure_view(self.client, self.project_id, REVIEW_TAB, [f"tasks:data.{LEAST_CONFIDENCE}"]):
+        if studio.find_tab(self.client, self.project_id, REVIEW_TAB) is None:
+            studio.ensure_tab(self.client, self.project_id, REVIEW_TAB, ordering=[f"tasks:data.{LEAST_CONFIDENCE}"],
+                              numbers=NUMBER_FIELDS)
             changes.append(f"added the Data Manager tab {REVIEW_TAB!r} (ordered by {LEAST_CONFIDENCE})")
         if prelabel:
             project = studio.get_project(self.client, self.project_id)

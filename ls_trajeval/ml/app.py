@@ -26,17 +26,19 @@ import os
 import re
 import time
 import uuid
-from typing import Callable
+from collections.abc import Callable
 
 import orjson
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 
 from ..core.config import Config
-from . import env, training
+from ..studio import client as studio
+from . import env, training, writeback
 from .auth import BasicAuth
+from .connect import follow_version
 from .model import Predictor, TrajevalModel
-from .queue import QueueFull
+from .queue import QueueFull, WorkQueue
 
 log = logging.getLogger("ls_trajeval.ml")
 
@@ -108,11 +110,11 @@ class Events:
     def handle(self, payload: dict) -> dict:
         """Submit the keys ``payload`` calls for; returns each with what ``submit`` returned for it."""
         action = payload.get("action")
-        project = payload.get("project") if isinstance(payload.get("project"), dict) else {}
+        project: dict = payload["project"] if isinstance(payload.get("project"), dict) else {}
         project_id = project.get("id")
         if action in EVENTS_FOR_TASK:
-            ann = payload.get("annotation") if isinstance(payload.get("annotation"), dict) else {}
-            task = payload.get("task") if isinstance(payload.get("task"), dict) else {}
+            ann: dict = payload["annotation"] if isinstance(payload.get("annotation"), dict) else {}
+            task: dict = payload["task"] if isinstance(payload.get("task"), dict) else {}
             task_id = task.get("id") or ann.get("task")
             project_id = project_id or task.get("project") or ann.get("project")
             if not isinstance(task_id, int) or not isinstance(project_id, int):
@@ -123,7 +125,7 @@ class Events:
             return {key: self.submit(key)}
         if action in EVENTS_DELETED:
             anns = payload.get("annotations") or ([payload["annotation"]] if payload.get("annotation") else [])
-            keys = set()
+            keys: set[tuple] = set()
             for a in anns if isinstance(anns, list) else []:
                 aid = a.get("id") if isinstance(a, dict) else a
                 known = self.task_of.pop(int(aid), None) if isinstance(aid, int) else None
@@ -156,9 +158,6 @@ def _lazy(client):
 
 def _write_back(config: Config, studio_client, queue_workers: int):
     """The webhook side: events → a queue whose workers recompute tasks in Label Studio."""
-    from . import writeback
-    from .queue import WorkQueue
-
     def handle(key):
         if key[0] == "task":
             writeback.recompute(studio_client(), config, key[2])
@@ -172,8 +171,6 @@ def _write_back(config: Config, studio_client, queue_workers: int):
 def _trainer(predictor: Predictor, model_dir: str, studio_client):
     """The learned judges in ``model_dir`` and their trainer; with Label Studio it reads a project's labels on
     events and ``START_TRAINING``, and moves the project to each new judge's version."""
-    from ..studio import client as studio
-    from .connect import follow_version
     judges = training.Judges(model_dir, predictor.version, predictor.config, predictor.active)
     fetch = after = None
     if studio_client is not None:
@@ -290,7 +287,7 @@ def build(config: Config, *, user: str | None = None, password: str | None = Non
         uid = project_of(data)
         if not isinstance(data.get("tasks"), list):
             raise BadRequest(400, "'tasks' must be a list")
-        params = data.get("params") if isinstance(data.get("params"), dict) else {}
+        params: dict = data["params"] if isinstance(data.get("params"), dict) else {}
         judge = judges.judge(uid) if judges is not None else None
         results = model.predict(data["tasks"], label_config=data.get("label_config") or "",
                                 context=params.get("context"), judge=judge)
@@ -325,8 +322,6 @@ def create_app() -> Flask:
         raise SystemExit(str(exc)) from None
     client = None
     if os.environ.get("LABEL_STUDIO_URL") and os.environ.get("LABEL_STUDIO_API_KEY"):
-        from ..studio import client as studio
-
         def connect():
             return studio.connect(os.environ["LABEL_STUDIO_URL"], os.environ["LABEL_STUDIO_API_KEY"])
 

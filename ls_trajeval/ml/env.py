@@ -25,6 +25,8 @@ def config() -> Config:
     if not path:
         raise RuntimeError(f"{CONFIG} is not set: start the backend with `ls-trajeval ml serve --config ...`, "
                          f"or set {CONFIG} to the YAML config")
+    # here, not at the top: `ls-trajeval --help` loads this module (for the names above), and the commands that do
+    # not serve start without the config model (tests/unit/test_cli.py); only the server's workers read the config
     from ..core.config import load
 
     return load(path)

@@ -22,6 +22,7 @@ from ..core.config import Config
 from ..core.errors import UserError
 from . import env as ml_env
 from .auth import basic_auth_header
+from .detectors import build
 
 
 class BackendError(UserError):
@@ -53,8 +54,6 @@ class Backend:
 
     def check(self) -> None:
         """Refuse what cannot work before any worker starts, with the reason."""
-        from .detectors import build
-
         missing = [m for m in ("flask", "gunicorn", "sklearn") if importlib.util.find_spec(m) is None]
         if missing:
             raise BackendError(f"{' and '.join(missing)} not installed: pip install 'ls-trajeval[ml]'")

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from click.testing import CliRunner
+from commandline import invoke
 
 from ls_trajeval.analysis.align import align
 from ls_trajeval.analysis.settings import AnalysisSettings, read
@@ -75,7 +75,8 @@ def test_figures_by_hand(files):
     assert r.mismatches == [{"trace_id": "G6", "pred_steps": 3, "gold_steps": 4, "pred_at": f"{files[0]}:6",
                              "gold_at": f"{files[1]}:6"}]
     g3 = next(t for t in r.per_trace if t["trace_id"] == "G3")
-    assert (g3["gold_errors"], g3["pred_errors"], g3["gold_first_error"], g3["first_error_distance"]) == ("#1", "#2", "#1", 1)
+    assert (g3["gold_errors"], g3["pred_errors"], g3["gold_first_error"], g3["first_error_distance"]) == \
+        ("#1", "#2", "#1", 1)
 
 
 def test_within_k_and_no_errors(tmp_path):
@@ -92,7 +93,7 @@ def test_within_k_and_no_errors(tmp_path):
 
 def test_cli_json_out_and_exit_code(files, tmp_path):
     out = tmp_path / "out"
-    res = CliRunner().invoke(align_command, [str(files[0]), str(files[1]), "--json", "--out", str(out)])
+    res = invoke(files[0], files[1], "--json", "--out", out, command=align_command)
     assert res.exit_code == 1, res.output  # G6's step counts differ
     doc = json.loads(res.stdout)
     for key in ("traces", "steps", "step_accuracy", "error_precision", "error_recall", "error_f1", "cohen_kappa",
@@ -106,14 +107,14 @@ def test_cli_json_out_and_exit_code(files, tmp_path):
     assert (out / "confusion_categories.csv").read_text().splitlines()[0] == \
         "gold \\ pred,action,perception,reasoning,(no error)"
     assert json.loads((out / "align.json").read_text())["traces"] == 4
-    text = CliRunner().invoke(align_command, [str(files[0]), str(files[1]), "--within", "2"]).stdout
+    text = invoke(files[0], files[1], "--within", "2", command=align_command).stdout
     assert "first_error_within_2" in text and "4 traces paired (18 steps)" in text
 
 
 def test_cli_nothing_paired(tmp_path):
     a = _write(tmp_path / "a.jsonl", [("X", 2, {})], "a")
     b = _write(tmp_path / "b.jsonl", [("Y", 2, {})], "b")
-    res = CliRunner().invoke(align_command, [str(a), str(b)])
+    res = invoke(a, b, command=align_command)
     assert res.exit_code == 2 and "no trace of PRED is in GOLD" in res.output
 
 
@@ -137,7 +138,7 @@ def test_root_cause_and_evidence_figures(tmp_path):
     pred = write_lines(tmp_path / "pred.jsonl", [
         deep_line("V1", "judge", V1, {1: {"evidence": [(2, 6)]}, 3: {"evidence": [(0, 5)]}}),
         deep_line("V2", "judge", V2, {1: {}, 2: {}}), deep_line("V3", "judge", V3, {})])
-    res = CliRunner().invoke(align_command, [str(pred), str(gold), "--json", "--resamples", "500",
+    res = invoke("align", *[str(pred), str(gold), "--json", "--resamples", "500",
                                              "--out", str(tmp_path / "out")])
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)

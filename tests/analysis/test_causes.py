@@ -15,13 +15,17 @@ from __future__ import annotations
 import math
 
 import pytest
-from click.testing import CliRunner
+from commandline import invoke
 
 from ls_trajeval.analysis.causes import cause_tables
 from ls_trajeval.analysis.report import aggregate
-from ls_trajeval.cli.analysis import report_command
 
 from .conftest import deep_line, write_lines
+
+
+def tables_of(d, **kw) -> dict:
+    """The cause tables of a report's data, as the report makes them."""
+    return cause_tables(d.causes, d.traces, d.errors, d.by, **kw)
 
 
 def steps(n):
@@ -44,7 +48,7 @@ def caused(tmp_path):
 
 
 def test_origin_and_propagated_by_category(caused):
-    t = cause_tables(aggregate([str(caused)]))["errors_by_role"]
+    t = tables_of(aggregate([str(caused)]))["errors_by_role"]
     assert t.to_dict("records") == [
         {"category": "(all)", "errors": 7, "origin": 5, "propagated": 2, "propagated_share": pytest.approx(2 / 7)},
         {"category": "action", "errors": 3, "origin": 3, "propagated": 0, "propagated_share": 0.0},
@@ -52,7 +56,7 @@ def test_origin_and_propagated_by_category(caused):
 
 
 def test_root_cause_against_first_error(caused):
-    tables = cause_tables(aggregate([str(caused)]))
+    tables = tables_of(aggregate([str(caused)]))
     summary = dict(zip(tables["root_cause_vs_first_error"]["metric"], tables["root_cause_vs_first_error"]["value"]))
     assert summary == {"annotations with an error": 4, "root cause is the first error": 3, "root cause differs": 1,
                        "share that differs": 0.25, "mean steps apart when they differ": 2.0, "most steps apart": 2}
@@ -62,7 +66,7 @@ def test_root_cause_against_first_error(caused):
 
 
 def test_per_group_with_intervals(caused):
-    t = cause_tables(aggregate([str(caused)], by="agent"), resamples=200)["roles_by_group"]
+    t = tables_of(aggregate([str(caused)], by="agent"), resamples=200)["roles_by_group"]
     a, b = t.to_dict("records")
     assert (a["agent"], a["traces"], a["errors"], a["origin"], a["propagated"]) == ("A", 1, 4, 2, 2)
     # one trace: its value is its interval
@@ -75,7 +79,7 @@ def test_per_group_with_intervals(caused):
 
 
 def test_report_writes_and_prints_them(caused, tmp_path):
-    res = CliRunner().invoke(report_command, [str(caused), "-o", str(tmp_path / "r"), "--by", "agent", "--no-plots",
+    res = invoke("report", *[str(caused), "-o", str(tmp_path / "r"), "--by", "agent", "--no-plots",
                                               "--resamples", "50"])
     assert res.exit_code == 0, res.output
     for name in ("errors_by_role", "roles_by_group", "root_cause_vs_first_error", "root_cause_distance"):
@@ -86,10 +90,10 @@ def test_report_writes_and_prints_them(caused, tmp_path):
 
 
 def test_an_export_without_cause_links_has_only_origins(hand_export, tmp_path):
-    tables = cause_tables(aggregate([str(hand_export)]))
+    tables = tables_of(aggregate([str(hand_export)]))
     roles = tables["errors_by_role"].set_index("category")
     assert roles.loc["(all)", "errors"] == 11 and roles["propagated"].sum() == 0  # conftest's table: 11 errors
     assert tables["root_cause_distance"].to_dict("records") == [
         {"steps_after_first_error": 0, "annotations": 7, "share": 1.0}]  # T2 alice marks nothing
-    res = CliRunner().invoke(report_command, [str(hand_export), "-o", str(tmp_path / "r"), "--no-plots"])
+    res = invoke("report", *[str(hand_export), "-o", str(tmp_path / "r"), "--no-plots"])
     assert res.exit_code == 0 and "Origin and propagated" not in res.output

@@ -21,13 +21,12 @@ import json
 import math
 
 import pytest
-from click.testing import CliRunner
+from commandline import invoke
 
 from ls_trajeval.analysis.align import pair
 from ls_trajeval.analysis.certify import Thresholds, certify
 from ls_trajeval.analysis.settings import AnalysisSettings, read
 from ls_trajeval.analysis.stats import proportion_interval
-from ls_trajeval.cli.analysis import align_command
 
 from .test_align import WT, _write, files  # noqa: F401 - files is a fixture
 
@@ -90,21 +89,21 @@ def test_certification_by_hand(files):  # noqa: F811
 def test_cli_certify_text_and_json(files, tmp_path):  # noqa: F811
     pred, gold = map(str, files)
     args = [pred, gold, "--certify", "--min-precision", "0.1", "--min-recall", "0.1", "--min-first-error", "0.3"]
-    res = CliRunner().invoke(align_command, args + ["--json", "--out", str(tmp_path / "out")])
+    res = invoke("align", *args + ["--json", "--out", str(tmp_path / "out")])
     assert res.exit_code == 1, res.output  # G6's step counts still differ; the verdict does not change the code
     doc = json.loads(res.stdout)["certification"]
     assert doc["certified"] is True and doc["interval"] == "wilson" and doc["within"] == 1
     assert doc["scopes"][0]["figures"]["error_precision"]["ci_low"] == pytest.approx(wilson(2, 5)[0], abs=1e-6)
     assert json.loads((tmp_path / "out" / "align.json").read_text())["certification"] == doc
-    text = CliRunner().invoke(align_command, args).stdout
+    text = invoke("align", *args).stdout
     assert "overall: CERTIFIED; error types certified: none (of 5)" in text
     assert any(line.split()[:2] == ["wrong_tool", "error_precision"] and line.rstrip().endswith("fails")
                for line in text.splitlines())
-    cp = CliRunner().invoke(align_command, args + ["--interval", "clopper-pearson", "--json"])
+    cp = invoke("align", *args + ["--interval", "clopper-pearson", "--json"])
     assert json.loads(cp.stdout)["certification"]["scopes"][0]["figures"]["error_precision"]["ci_low"] == \
         pytest.approx(0.052745, abs=1e-6)  # Beta(2, 4)'s 2.5% quantile, as above
     for bad in ([pred, gold, "--certify"], [pred, gold, "--min-recall", "0.5"]):
-        r = CliRunner().invoke(align_command, bad)
+        r = invoke("align", *bad)
         assert r.exit_code == 2 and "error:" in r.output
 
 

@@ -23,10 +23,9 @@ import math
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
+from commandline import invoke
 
 from ls_trajeval.analysis.correction import read_alignment, rogan_gladen
-from ls_trajeval.cli.analysis import align_command, report_command
 from ls_trajeval.core.errors import UserError
 
 from .test_align import WT, _write
@@ -49,7 +48,7 @@ def alignment(tmp_path):
                                             ("A3", 10, {0: WT, 1: WT})], "gold")
     pred = _write(tmp_path / "pred.jsonl", [("A1", 10, {0: WT, 1: WT, 2: WT, 4: WT}), ("A2", 10, {0: WT}),
                                             ("A3", 10, {0: WT, 1: WT, 2: WT})], "judge")
-    res = CliRunner().invoke(align_command, [str(pred), str(gold), "--out", str(tmp_path / "align"),
+    res = invoke("align", *[str(pred), str(gold), "--out", str(tmp_path / "align"),
                                              "--resamples", "0"])
     assert res.exit_code == 0, res.output
     return tmp_path / "align" / "align.json"
@@ -80,7 +79,7 @@ def test_report_corrects_the_judges_rates(alignment, tmp_path):
     labels = _write(tmp_path / "judged.jsonl", [("R1", 10, {0: WT, 1: WT, 2: WT}), ("R2", 10, {5: rc}),
                                                 ("R3", 20, {i: WT for i in range(4)})], "judge")
     out = tmp_path / "report"
-    res = CliRunner().invoke(report_command, [str(labels), "--judge-align", str(alignment), "-o", str(out),
+    res = invoke("report", *[str(labels), "--judge-align", str(alignment), "-o", str(out),
                                               "--no-plots"])
     assert res.exit_code == 0, res.output
     rows = {r["what"]: r for r in csv.DictReader((out / "corrected_error_rates.csv").open())}
@@ -99,7 +98,7 @@ def test_report_corrects_per_group(alignment, tmp_path):
     labels = _write(tmp_path / "judged.jsonl",
                     [("R1", 10, {0: WT, 1: WT, 2: WT}), ("R3", 20, {i: WT for i in range(4)})], "judge")
     out = tmp_path / "report"
-    res = CliRunner().invoke(report_command, [str(labels), "--judge-align", str(alignment), "-o", str(out),
+    res = invoke("report", *[str(labels), "--judge-align", str(alignment), "-o", str(out),
                                               "--no-plots", "--by", "annotator"])
     assert res.exit_code == 0, res.output
     rows = list(csv.DictReader((out / "corrected_error_rates.csv").open()))
@@ -122,5 +121,5 @@ def test_a_bad_alignment_file_is_named(tmp_path, content, message):
     path.write_text(content)
     with pytest.raises(UserError, match=message.replace("[", r"\[").replace("]", r"\]")):
         read_alignment(path)
-    res = CliRunner().invoke(report_command, [str(path), "--judge-align", str(path), "-o", str(tmp_path / "r")])
+    res = invoke("report", *[str(path), "--judge-align", str(path), "-o", str(tmp_path / "r")])
     assert res.exit_code == 2 and f"error: {path}" in res.output

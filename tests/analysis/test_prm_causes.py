@@ -21,10 +21,9 @@ import io
 import json
 
 import pytest
-from click.testing import CliRunner
+from commandline import invoke
 
 from ls_trajeval.analysis.prm import build_prm
-from ls_trajeval.cli.analysis import prm_command
 
 from .conftest import deep_line, write_lines
 
@@ -151,7 +150,7 @@ def test_both_files_load_with_datasets(labelled, tmp_path, monkeypatch):
 
     for shape, columns in (("sft", ["prompt", "completion"]), ("dpo", ["prompt", "chosen", "rejected"])):
         out = tmp_path / f"{shape}.jsonl"
-        res = CliRunner().invoke(prm_command, [str(labelled), "-o", str(out), "--shape", shape])
+        res = invoke("prm", *[str(labelled), "-o", str(out), "--shape", shape])
         assert res.exit_code == 0, res.output
         ds = datasets.load_dataset("json", data_files=str(out), split="train", cache_dir=str(tmp_path / "hf"))
         assert ds.column_names == columns and all(ds.features[c].dtype == "string" for c in columns)
@@ -164,10 +163,10 @@ def test_both_files_load_with_datasets(labelled, tmp_path, monkeypatch):
 
 def test_cli_refuses_options_that_do_not_apply(labelled, tmp_path):
     out = str(tmp_path / "x.jsonl")
-    res = CliRunner().invoke(prm_command, [str(labelled), "-o", out, "--propagated", "drop"])
+    res = invoke("prm", *[str(labelled), "-o", out, "--propagated", "drop"])
     assert res.exit_code == 2 and "--propagated applies with --after-error causes" in res.output
-    res = CliRunner().invoke(prm_command, [str(labelled), "-o", out, "--shape", "sft", "--after-error", "truncate"])
+    res = invoke("prm", *[str(labelled), "-o", out, "--shape", "sft", "--after-error", "truncate"])
     assert res.exit_code == 2 and "--after-error applies to step labels" in res.output
-    res = CliRunner().invoke(prm_command, [str(labelled), "-o", out, "--after-error", "causes", "--propagated",
+    res = invoke("prm", *[str(labelled), "-o", out, "--after-error", "causes", "--propagated",
                                            "mark"])
     assert res.exit_code == 0 and json.loads(open(out).readline())["propagated"] == [F, F, T, F]

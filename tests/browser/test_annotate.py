@@ -8,12 +8,11 @@ import re
 import time
 
 import pytest
-from click.testing import CliRunner
+from commandline import invoke
 
-from ls_trajeval.core import config as cfg
 from ls_trajeval import label_configs
+from ls_trajeval.core import config as cfg
 from ls_trajeval.studio import client as studio
-from ls_trajeval.cli import main_group
 
 from .ui import dumps
 
@@ -21,7 +20,8 @@ pytestmark = pytest.mark.browser
 
 SHOTS = label_configs.path("trajectory_eval").parent.parent / "docs" / "screenshots"
 CONFIG = cfg.load(label_configs.path("trajectory_eval"))
-DIFF = "--- a/pricing.py\n+++ b/pricing.py\n@@ -45 +45 @@\n-    return price * pct / 100\n+    return price - price * pct / 100"
+DIFF = ("--- a/pricing.py\n+++ b/pricing.py\n@@ -45 +45 @@\n-    return price * pct / 100\n"
+        "+    return price - price * pct / 100")
 RATIONALE = "assumes the edit works <b>without</b> running tests & \"never\" checks\n  indented second line"
 
 
@@ -85,8 +85,7 @@ def same(got: dict, want: dict) -> None:
 
 def export(project_id: int, tmp_path) -> dict[str, dict]:
     out = tmp_path / f"export-{project_id}-{time.monotonic_ns()}.jsonl"
-    r = CliRunner().invoke(main_group, ["export", "--project", str(project_id), "-o", str(out)],
-                           catch_exceptions=False)
+    r = invoke("export", "--project", project_id, "-o", out)
     assert r.exit_code == 0, r.output
     lines = out.read_text(encoding="utf-8").splitlines()
     records = [json.loads(x) for x in lines]
@@ -183,8 +182,7 @@ def test_label_stream_printed_by_import(guard, ls_env, projects, ls_client, tmp_
     traces = [trace(f"stream-{layout}-{k}") for k in range(2)]
     src = tmp_path / "traces.jsonl"
     src.write_text("".join(json.dumps(t) + "\n" for t in traces), encoding="utf-8")
-    r = CliRunner().invoke(main_group, ["import", "--create", f"browser stream {layout}", "--layout", layout,
-                                        "--quiet", str(src)], catch_exceptions=False)
+    r = invoke("import", "--create", f"browser stream {layout}", "--layout", layout, "--quiet", src)
     assert r.exit_code == 0, r.output
     pid = int(re.search(r"project (\d+): imported 2", r.output).group(1))
     assert f"annotate: {ls_env.url}/projects/{pid}/data?labeling=1" in r.output

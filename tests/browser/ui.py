@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 from ls_trajeval.core import config as cfg
 from ls_trajeval.core import labelconfig, trace
-from ls_trajeval.studio import client as studio
 from ls_trajeval.flows.importer import import_traces
+from ls_trajeval.studio import client as studio
 
 #: Set by an XSS payload if any script ever runs.
 PWNED = "__pwned"
@@ -64,9 +64,11 @@ class Annotator:
         elapsed = time.monotonic() - t0
         p.wait_for_load_state("networkidle")
         # the data manager's explorer overlay takes pointer events for a moment after load
-        p.wait_for_function("!document.querySelector('.lsf-label-view__lsf-wrapper_mode_explorer')"
-                            " || getComputedStyle(document.querySelector('.lsf-main-view')).pointerEvents !== 'none'")
-        time.sleep(0.5)
+        p.wait_for_function("() => { const main = document.querySelector('.lsf-main-view');"
+                            " return !document.querySelector('.lsf-label-view__lsf-wrapper_mode_explorer')"
+                            " || (!!main && getComputedStyle(main).pointerEvents !== 'none'); }")
+        # the editor done loading, its annotation selected: what the keys and clicks that follow act on
+        p.wait_for_function("() => window.Htx && Htx.initialized && !Htx.isLoading && !!Htx.annotationStore.selected")
         if task_id is None:  # the stream opens with the project's instructions over the task
             modal = p.locator(".lsf-modal-ls_visible")
             if modal.count():
@@ -174,7 +176,13 @@ class Annotator:
         press("Enter")
         self.page.locator("input[placeholder='Search']:focus").wait_for()
         type_text(leaf)
-        self.page.wait_for_timeout(300)
+        # the tree filters a moment after the typing: its visible leaves are then the matching ones
+        self.page.wait_for_function(
+            """text => {
+                const shown = [...document.querySelectorAll('.ant-select-tree-treenode')].filter(e => e.offsetParent);
+                const leaves = shown.filter(e => e.querySelector('.ant-select-tree-switcher-noop'));
+                return leaves.length > 0 && leaves.every(e => e.innerText.toLowerCase().includes(text.toLowerCase()));
+            }""", arg=leaf)
         chosen = self.page.locator(".te-step-details:visible .ant-select-selection-item")
         for _ in range(4):
             press("ArrowDown")
@@ -238,7 +246,7 @@ class Projects:
         return project["id"], tasks
 
     def annotations(self, task_id: int) -> list[dict]:
-        return [studio._dump(a) for a in self.client.annotations.list(id=task_id)]
+        return studio.task_annotations(self.client, task_id)
 
     def drafts(self, task_id: int) -> list[dict]:
         r = self.client._client_wrapper.httpx_client.request(f"api/tasks/{task_id}/drafts", method="GET")

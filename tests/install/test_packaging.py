@@ -6,6 +6,7 @@ import zipfile
 from importlib.metadata import requires
 from pathlib import Path
 
+from commandline import run
 from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,9 +44,9 @@ def test_the_base_install_is_the_plugin_without_server_or_analysis_stack():
 
 
 def test_python_dash_m_and_console_script_agree():
-    a = subprocess.run([sys.executable, "-m", "ls_trajeval", "--version"], capture_output=True, text=True)
+    a = run("--version")
     assert a.returncode == 0 and a.stdout.strip().startswith("ls-trajeval, version ")
-    b = subprocess.run([sys.executable, "-m", "ls_trajeval", "formats"], capture_output=True, text=True)
+    b = run("formats")
     assert b.returncode == 0 and "claude_code" in b.stdout and "shapes:" in b.stdout
 
 

@@ -8,9 +8,8 @@ import math
 import re
 
 import pytest
-from click.testing import CliRunner
+from commandline import invoke
 
-from ls_trajeval.cli import main_group
 from ls_trajeval.core import results
 from ls_trajeval.core.labels import StepLabel, TraceLabels
 from ls_trajeval.flows.projects import project_config
@@ -41,13 +40,13 @@ JUDGED = sorted(t for t in RECORDED if t != "judge-schema")
 
 
 def new_project(title: str) -> int:
-    r = CliRunner().invoke(main_group, ["import", str(TRACES), "--create", title, "--quiet"])
+    r = invoke(*["import", str(TRACES), "--create", title, "--quiet"])
     assert r.exit_code == 0, r.output
     return int(re.search(r"project (\d+):", r.stdout).group(1))
 
 
 def run_judge(standin, project: int, cache, *extra: str):
-    return CliRunner().invoke(main_group, ["judge", "--project", str(project), "--base-url", standin.url, "--model",
+    return invoke(*["judge", "--project", str(project), "--base-url", standin.url, "--model",
                                            MODEL, "--api-key-env", "JUDGE_KEY", "--timeout", "5", "--cache",
                                            str(cache), "--quiet", *extra], env={"JUDGE_KEY": "sk-e2e"})
 
@@ -145,7 +144,7 @@ def test_merge_takes_the_more_confident_suggestion_and_names_its_judge(ls_env, l
             "model_version": "rules", "score": 0,
             "result": results.encode(labels, config, "transcript", task["data"]["te_transcript"], "prediction",
                                      False)})
-    r = CliRunner().invoke(main_group, ["judge", "merge", "--project", str(project), "--confidence", "rules=0.5"])
+    r = invoke(*["judge", "merge", "--project", str(project), "--confidence", "rules=0.5"])
     assert r.exit_code == 0, r.output
     assert "merged 7 of 8 tasks into 'merged'" in r.stdout and "7 predictions created" in r.stdout
     tasks = tasks_by_trace(ls_client, project)
@@ -165,9 +164,9 @@ def test_merge_takes_the_more_confident_suggestion_and_names_its_judge(ls_env, l
     assert (steps[1].error_type, steps[1].confidence, steps[1].suggested_by) == ("wrong_tool", 0.5, "rules")
     assert tasks["judge-ok-clean"]["data"]["least_confidence"] == 0.5  # the merged suggestions' column
     assert tasks["judge-ok-clean"]["data"]["suggestions_by"] == "merged"
-    again = CliRunner().invoke(main_group, ["judge", "merge", "--project", str(project), "--confidence", "rules=0.5"])
+    again = invoke(*["judge", "merge", "--project", str(project), "--confidence", "rules=0.5"])
     assert "0 predictions created, 0 updated, 7 unchanged" in again.stdout
-    bad = CliRunner().invoke(main_group, ["judge", "merge", "--project", str(project), "--confidence", "rules=2"])
+    bad = invoke(*["judge", "merge", "--project", str(project), "--confidence", "rules=2"])
     assert bad.exit_code == 2 and "expected MODEL_VERSION=CONFIDENCE" in bad.output
 
 
@@ -202,7 +201,7 @@ def test_accept_confident_suggestions_keep_an_audit_sample_and_measure_what_acce
     # slow 0.55, fenced 0.6. At 0.6: all but slow (below) and schema (never judged) -> 6 eligible; audit half: 3
     eligible = sorted(t for t in JUDGED if min(v["confidence"] for v in RECORDED[t]) >= 0.6)
     assert len(eligible) == 6
-    r = CliRunner().invoke(main_group, ["judge", "accept", "--project", str(project), "--threshold", "0.6",
+    r = invoke(*["judge", "accept", "--project", str(project), "--threshold", "0.6",
                                         "--audit", "0.5", "--seed", "7"])
     assert r.exit_code == 0, r.output
     assert "accepted 3 tasks' suggestions" in r.stdout and "3 left for people to audit (50%, seed 7)" in r.stdout
@@ -225,11 +224,11 @@ def test_accept_confident_suggestions_keep_an_audit_sample_and_measure_what_acce
         assert (detail["prediction"], detail["threshold"], detail["annotation"]) == (prediction["id"], 0.6,
                                                                                     annotation["id"])
     assert all(tasks[t]["annotations"] == [] for t in audit)
-    again = CliRunner().invoke(main_group, ["judge", "accept", "--project", str(project), "--threshold", "0.6",
+    again = invoke(*["judge", "accept", "--project", str(project), "--threshold", "0.6",
                                             "--audit", "0.5", "--seed", "7"])
     assert "accepted 0 tasks' suggestions" in again.stdout and "6 decided before" in again.stdout
     # nothing audited yet
-    pending = CliRunner().invoke(main_group, ["judge", "audit", "--project", str(project)])
+    pending = invoke(*["judge", "audit", "--project", str(project)])
     assert pending.exit_code == 0 and "0 of 3 audit tasks annotated by people (3 pending)" in pending.stdout
     # people annotate the audit sample in the workbench's shapes: the first agrees with every suggestion, the
     # second also marks step #1 (the judge called it correct in every recorded answer), the third changes a
@@ -243,7 +242,7 @@ def test_accept_confident_suggestions_keep_an_audit_sample_and_measure_what_acce
         if k == 2 and marks:
             marks[0].severity = "minor" if marks[0].severity != "minor" else "major"
         studio.create_annotation(ls_client, task["id"], workbench_result(task["data"]["te_transcript"], marks))
-    res = CliRunner().invoke(main_group, ["judge", "audit", "--project", str(project), "--json"])
+    res = invoke(*["judge", "audit", "--project", str(project), "--json"])
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)
     assert (doc["accepted"], doc["audit_tasks"], doc["audited"], doc["pending"]) == (3, 3, 3, 0)
@@ -264,6 +263,6 @@ def test_accept_confident_suggestions_keep_an_audit_sample_and_measure_what_acce
     second = next(x for x in doc["traces"] if x["trace_id"] == audit[1])
     assert second["wrong_steps"] == 1 and second["differences"][0] == \
         "#1: suggested correct, annotated incorrect/logical_error"
-    text = CliRunner().invoke(main_group, ["judge", "audit", "--project", str(project)]).stdout
+    text = invoke(*["judge", "audit", "--project", str(project)]).stdout
     assert "traces with a wrong suggestion  0.333 [0.061, 0.792]" in text
     assert "about 1.0 [0.2, 2.4] of the 3 accepted traces hold a wrong suggestion" in text

@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from click.testing import CliRunner
+from commandline import invoke
 
 from ls_trajeval import label_configs
-from ls_trajeval.cli import main_group
 from ls_trajeval.core import config as cfg
 from ls_trajeval.core.trace import parse_trace
 from ls_trajeval.flows.importer import import_traces
@@ -52,7 +51,7 @@ def marked(prediction) -> list[int]:
 
 
 def connect(label_studio, project_id, backend):
-    r = CliRunner().invoke(main_group, ["ml", "connect", "--project", str(project_id), "--backend-url", backend.url,
+    r = invoke(*["ml", "connect", "--project", str(project_id), "--backend-url", backend.url,
                                         "--basic-auth-user", USER, "--basic-auth-password", PASSWORD],
                            env={"LABEL_STUDIO_URL": label_studio.url,
                                 "LABEL_STUDIO_API_KEY": label_studio.credentials.token}, catch_exceptions=False)

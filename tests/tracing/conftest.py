@@ -3,8 +3,7 @@ spool of its own, and a tee exporter that keeps what the real OTLP exporter sent
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan
@@ -70,12 +69,3 @@ class Tee(SpanExporter):
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         return True
 
-
-def wait_until(predicate: Callable[[], bool], timeout: float, step: float = 0.2) -> bool:
-    """Poll ``predicate`` until it holds or ``timeout`` seconds pass (no fixed sleeps in these tests)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(step)
-    return predicate()

@@ -12,10 +12,10 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
+from waiting import wait_for
 
 from ls_trajeval.studio.localserver import free_port
 
@@ -64,19 +64,20 @@ class PhoenixServer:
         self.log = open(self.workdir / "phoenix.log", "wb")
         self.proc = subprocess.Popen([str(exe), "serve"], env=env, stdout=self.log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"phoenix serve exited with {self.proc.returncode}: "
-                                   f"{(self.workdir / 'phoenix.log').read_text(errors='replace')[-2000:]}")
-            try:
-                if httpx.get(self.url + "/healthz", timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
+        if wait_for(self._healthy, timeout, interval=0.5):
+            return
         self.stop()
         raise RuntimeError(f"phoenix serve did not answer on {self.url} within {timeout:.0f} s")
+
+    def _healthy(self) -> bool:
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"phoenix serve exited with {self.proc.returncode}: "
+                               f"{(self.workdir / 'phoenix.log').read_text(errors='replace')[-2000:]}")
+        try:
+            return httpx.get(self.url + "/healthz", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
 
     def stop(self) -> None:
         import signal

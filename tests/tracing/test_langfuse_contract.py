@@ -12,10 +12,9 @@ import json
 import re
 
 import pytest
-from click.testing import CliRunner
+from commandline import invoke
 from studio.uishapes import ui_marks
 
-from ls_trajeval.cli import main_group
 from ls_trajeval.core.trace import Trace, parse_trace
 from ls_trajeval.flows.projects import load_config
 from ls_trajeval.studio import client as studio
@@ -44,7 +43,7 @@ def make_trace(n: int, tag: str) -> dict:
 
 
 def cli(*args):
-    return CliRunner().invoke(main_group, [str(a) for a in args], catch_exceptions=False)
+    return invoke(*args)
 
 
 @pytest.fixture(scope="module")

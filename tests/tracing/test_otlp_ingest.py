@@ -8,15 +8,16 @@ from __future__ import annotations
 import os
 import re
 import signal
+import sqlite3
 import subprocess
-import sys
 import threading
-import time
 
 import httpx
 import pytest
+from commandline import argv
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SpanExportResult
+from waiting import wait_for
 
 from ls_trajeval.core.trace import Trace, parse_trace
 from ls_trajeval.flows.projects import load_config
@@ -24,7 +25,7 @@ from ls_trajeval.studio import client as studio
 from ls_trajeval.studio.localserver import free_port
 
 from . import agent
-from .conftest import TOKEN, Tee, wait_until
+from .conftest import TOKEN, Tee
 
 pytestmark = pytest.mark.studio
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -32,8 +33,8 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 class IngestProcess:
     def __init__(self, project: int, spool, port: int, env: dict, log):
-        self.cmd = [sys.executable, "-m", "ls_trajeval", "ingest", "otlp", "--project", str(project), "--port",
-                    str(port), "--spool", str(spool), "--settle", "1.5", "--orphan-after", "120"]
+        self.cmd = argv("ingest", "otlp", "--project", project, "--port", port, "--spool", spool, "--settle", "1.5",
+                        "--orphan-after", "120")
         self.env = {**env, "LS_TRAJEVAL_OTLP_TOKEN": TOKEN}
         self.url = f"http://127.0.0.1:{port}"
         self.log = log
@@ -41,7 +42,7 @@ class IngestProcess:
 
     def start(self) -> None:
         self.proc = subprocess.Popen(self.cmd, env=self.env, stdout=self.log, stderr=subprocess.STDOUT)
-        assert wait_until(self._up, 60), "the receiver did not come up"
+        assert wait_for(self._up, 60), "the receiver did not come up"
 
     def _up(self) -> bool:
         assert self.proc is not None and self.proc.poll() is None, "the receiver exited"
@@ -61,6 +62,14 @@ class IngestProcess:
         return self.proc.wait(60)
 
 
+def spool_counts(path) -> dict:
+    """The spool's open and imported traces and its late spans, read beside the running receiver."""
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        states = dict(db.execute("SELECT state, count(*) FROM traces GROUP BY state").fetchall())
+        late = db.execute("SELECT coalesce(sum(late_spans), 0) FROM traces").fetchone()[0]
+    return {"open": states.get("open", 0), "imported": states.get("imported", 0), "late_spans": late}
+
+
 def test_killed_restarted_and_resent_imports_every_trace_once(ls_client, label_studio, tmp_path):
     config = load_config(None)
     project = studio.create_project(ls_client, config, "transcript", "otlp ingest")["id"]
@@ -78,7 +87,7 @@ def test_killed_restarted_and_resent_imports_every_trace_once(ls_client, label_s
     try:
         first = agent.runs(tp, range(0, 6))
         assert tp.force_flush(30_000)
-        assert wait_until(lambda: len(tasks()) == 6, 90), "the first traces were not imported"
+        assert wait_for(lambda: len(tasks()) == 6, 90), "the first traces were not imported"
         # spooled, not yet imported (the settle window has not passed): killed now, they must survive the kill
         second = agent.runs(tp, range(6, 12))
         assert tp.force_flush(30_000)
@@ -91,12 +100,16 @@ def test_killed_restarted_and_resent_imports_every_trace_once(ls_client, label_s
         restart.join()
         assert all(r is SpanExportResult.SUCCESS for r in tee.results), tee.results
         ids = first + second + third
-        assert wait_until(lambda: len(tasks()) >= 18, 120), f"{len(tasks())} of 18 traces imported"
+        assert wait_for(lambda: len(tasks()) >= 18, 120), f"{len(tasks())} of 18 traces imported"
+        assert wait_for(lambda: spool_counts(tmp_path / "spool.sqlite")["imported"] == 18, 60)
         # every batch again, as a duplicate delivery
         again = OTLPSpanExporter(endpoint=receiver.url + "/v1/traces", headers=AUTH)
         for i in range(0, len(tee.spans), 8):
             assert again.export(tee.spans[i:i + 8]) is SpanExportResult.SUCCESS
-        time.sleep(4)  # two settle windows: a duplicate that made a trace ready again would be imported by now
+        # every duplicate was committed before its request was answered: each is held as a late span of a trace
+        # already imported, and no trace is open again, so the receiver has nothing left to import
+        assert spool_counts(tmp_path / "spool.sqlite") == {"open": 0, "imported": 18,
+                                                           "late_spans": len(tee.spans)}
         assert receiver.stop() == 0
     finally:
         tp.shutdown()

@@ -19,18 +19,17 @@ import json
 import re
 
 import pytest
-from click.testing import CliRunner
+from commandline import invoke
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from studio.uishapes import ui_marks
+from waiting import wait_for
 
-from ls_trajeval.cli import main_group
 from ls_trajeval.core.trace import Trace, parse_trace
 from ls_trajeval.flows.projects import load_config
 from ls_trajeval.studio import client as studio
 from ls_trajeval.tracing.phoenix import Phoenix
 
 from . import agent
-from .conftest import wait_until
 
 pytestmark = pytest.mark.studio
 
@@ -41,7 +40,7 @@ EMAIL = {"a": "ann-a@phoenix.test", "b": "ann-b@phoenix.test"}
 
 
 def cli(*args):
-    return CliRunner().invoke(main_group, [str(a) for a in args], catch_exceptions=False)
+    return invoke(*args)
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +49,7 @@ def world(phoenix, ls_env, ls_client, tmp_path_factory):
     ids = agent.runs(tp, range(3))
     tp.shutdown()
     ph = Phoenix(phoenix.url)
-    assert wait_until(lambda: len(ph.spans(ids)) == 12, 60), "Phoenix did not store the agent's spans"
+    assert wait_for(lambda: len(ph.spans(ids)) == 12, 60), "Phoenix did not store the agent's spans"
     config = load_config(None)
     project = studio.create_project(ls_client, config, "transcript", "from phoenix")["id"]
     state = tmp_path_factory.mktemp("state") / "tracing.sqlite"

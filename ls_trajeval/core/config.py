@@ -173,6 +173,17 @@ class DetectorSpec:
 
 
 @dataclass(frozen=True)
+class Suggestions:
+    """How annotators meet suggestions (predictions): ``prelabel`` starts them from the suggestions (Label Studio's
+    "use predictions to prelabel tasks"), else from a blank trace with each suggestion shown beside its step. In the
+    workbench an undecided suggestion is a mark with its own ``label`` and ``color``."""
+
+    label: str = "suggested"
+    color: str = "#1E88E5"
+    prelabel: bool = True
+
+
+@dataclass(frozen=True)
 class Config:
     annotation_task_name: str
     trajectory: TrajectoryScheme
@@ -195,6 +206,7 @@ class Config:
     prelabels: PrelabelMapping = field(default_factory=PrelabelMapping)
     #: the ML backend's detectors (``ml_backend.detectors``); empty = the built-in defaults
     detectors: tuple["DetectorSpec", ...] = ()
+    suggestions: Suggestions = field(default_factory=Suggestions)
     source: str = "<config>"
 
     def step_style(self, step_type: str) -> StepStyle:
@@ -247,6 +259,7 @@ class Config:
             "output": {"path": self.output_path, "format": self.output_format},
             "user_config": self.user_config,
             "prelabels": asdict(self.prelabels),
+            "suggestions": asdict(self.suggestions),
             **({"ml_backend": {"detectors": {d.name: _detector_dict(d) for d in self.detectors}}}
                if self.detectors else {}),
         }
@@ -406,6 +419,7 @@ TOP_KEYS = {
     "annotation_task_name", "data_files", "item_properties", "display", "instance_display",
     "annotation_schemes", "annotator_config", "output", "annotation_instructions",
     "output_annotation_dir", "export_annotation_format", "user_config", "task_dir", "prelabels", "ml_backend",
+    "suggestions",
 }
 TRAJ_KEYS = {
     "annotation_type", "name", "description", "step_correctness", "error_taxonomy", "severity_levels",
@@ -526,6 +540,7 @@ def load_dict(data: Any, source: str = "<config>") -> Config:
 
     prelabels = _prelabels(ck, top.get("prelabels"), trajectory) if trajectory else PrelabelMapping()
     detectors = _detectors(ck, top.get("ml_backend"), trajectory) if "ml_backend" in top else ()
+    suggestions = _suggestions(ck, top.get("suggestions"), trajectory) if trajectory else Suggestions()
     if ck.errors:
         raise ConfigError(source, ck.errors)
     return Config(
@@ -549,6 +564,7 @@ def load_dict(data: Any, source: str = "<config>") -> Config:
         user_config=user_config,
         prelabels=prelabels,
         detectors=detectors,
+        suggestions=suggestions,
         source=source,
     )
 
@@ -617,6 +633,23 @@ def _prelabels(ck: _Checker, raw: Any, scheme: TrajectoryScheme) -> PrelabelMapp
         {k: v for k, v in type_map.items() if v}, {k: v for k, v in severity_map.items() if v},
         one_of(pm.get("default_type"), f"{path}.default_type", types, "an error type of the taxonomy"),
         one_of(pm.get("default_severity"), f"{path}.default_severity", sevs, "a severity of the config"))
+
+
+def _suggestions(ck: _Checker, raw: Any, scheme: TrajectoryScheme) -> Suggestions:
+    path = "suggestions"
+    sg = ck.mapping(raw, path, {"label", "color", "prelabel"})
+    label = ck.string(sg.get("label"), f"{path}.label", Suggestions.label)
+    # the label sits beside the correctness labels on a mark, and a mark's severity is a second label on it
+    taken = {*scheme.correctness_labels, *(s.name for s in scheme.severities)}
+    if not label.strip():
+        ck.error(f"{path}.label", "expected a label, got an empty string")
+    elif label in taken:
+        ck.error(f"{path}.label", f"{label!r} is already a correctness or severity label; choose another")
+    color = ck.string(sg.get("color"), f"{path}.color", Suggestions.color)
+    if not re.fullmatch(r"#[0-9A-Fa-f]{3}([0-9A-Fa-f]{3})?", color):  # the workbench finds its marks by it
+        ck.error(f"{path}.color", f"expected a colour as '#RRGGBB' or '#RGB', got {color!r}")
+        color = Suggestions.color
+    return Suggestions(label, color, ck.boolean(sg.get("prelabel"), f"{path}.prelabel", Suggestions.prelabel))
 
 
 def _keys(value: Any) -> list:

@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from ..core import results
 from ..core.config import Config
 from ..core.fields import LEAST_CONFIDENCE, N_STEPS, SUGGESTION_FIELDS
+from ..core.labelconfig import shows_suggestions
 from ..core.labels import TraceLabels
+from ..core.layouts import layout_of
 from ..core.suggestions import suggestion_fields
 from ..studio import client as studio
 from .prelabels import as_prediction
@@ -35,15 +37,17 @@ class SuggestionStore:
     """Writes suggestions of one model version into a project's tasks (as Label Studio lists them, predictions
     included)."""
 
-    def __init__(self, client, project_id: int, config: Config, layout: str, model_version: str):
-        self.client, self.project_id, self.config, self.layout = client, project_id, config, layout
+    def __init__(self, client, project_id: int, config: Config, label_config: str, model_version: str):
+        self.client, self.project_id, self.config = client, project_id, config
+        self.layout, self.suggested = layout_of(label_config), shows_suggestions(label_config, config)
         self.model_version = model_version
         self.counts = StoreCounts()
 
     def _same(self, stored: dict, new: dict, n_steps: int) -> bool:
         if stored.get("score") != new["score"]:
             return False
-        old, now = (results.decode(p.get("result") or [], self.config, n_steps) for p in (stored, new))
+        old, now = (results.decode(p.get("result") or [], self.config, n_steps, prediction=True)
+                    for p in (stored, new))
         return old.steps == now.steps and old.whole_trace == now.whole_trace
 
     def put(self, task: dict, labels: TraceLabels) -> str:
@@ -51,7 +55,7 @@ class SuggestionStore:
         (from every label: an LLM judge's confidence that a step is correct counts, though the transcript layout's
         prediction keeps only the marks). Returns ``created``, ``updated`` or ``unchanged``."""
         data = task.get("data") or {}
-        prediction = as_prediction(labels, self.model_version, self.config, self.layout, data)
+        prediction = as_prediction(labels, self.model_version, self.config, self.layout, data, self.suggested)
         mine = sorted((p for p in task.get("predictions") or [] if p.get("model_version") == self.model_version),
                       key=lambda p: p.get("id") or 0)
         for older in mine[:-1]:

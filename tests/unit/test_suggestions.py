@@ -57,7 +57,7 @@ def test_a_confident_correct_verdict_competes_with_marks():
     assert [(s.correctness, s.confidence, s.suggested_by) for s in merged.steps] == \
         [("correct", 0.95, "sure"), ("incorrect", 0.5, "unsure")]
     # through Label Studio's paged shapes and back, the merged prediction says the same
-    decoded = results.decode(results.encode(merged, CONFIG, "paged", confirm_review=False), CONFIG, 2)
+    decoded = results.decode(results.encode(merged, CONFIG, "paged", confirm_review=False), CONFIG, 2, prediction=True)
     assert decoded.steps == merged.steps
 
 

@@ -103,6 +103,10 @@ class Names:
         return f"{self.scheme}_reviewed"
 
     @property
+    def decision(self) -> str:  # transcript: the per-region choice that keeps Submit from taking undecided suggestions
+        return f"{self.scheme}_decision"
+
+    @property
     def live_score(self) -> str:  # transcript: the TextArea the ML backend fills while the annotator works
         return f"{self.scheme}_live_score"
 
@@ -111,4 +115,4 @@ def control_names(scheme_name: str) -> list[str]:
     """Every control and object name a label config for the trajectory scheme ``scheme_name`` uses."""
     n = Names(scheme_name)
     return [n.marks, n.correctness, n.type, n.severity, n.rationale, n.types_store, n.reviewed, n.live_score,
-            *OBJECT_NAMES]
+            n.decision, *OBJECT_NAMES]

@@ -155,14 +155,17 @@ def read_export(path: str | Path, config: Config) -> Iterator[tuple[str, Prelabe
         yield rec.trace_id, Prelabel(f"export:{rec.annotator}", labels, problems)
 
 
-def prediction(pre: Prelabel, config: Config, layout: str, task_data: dict) -> dict:
+def prediction(pre: Prelabel, config: Config, layout: str, task_data: dict, suggested: bool = False) -> dict:
     """A Label Studio prediction in the project's layout; its score is the running score it implies."""
-    return as_prediction(pre.labels, f"prelabels-{pre.source}", config, layout, task_data)
+    return as_prediction(pre.labels, f"prelabels-{pre.source}", config, layout, task_data, suggested)
 
 
-def as_prediction(labels: TraceLabels, model_version: str, config: Config, layout: str, task_data: dict) -> dict:
+def as_prediction(labels: TraceLabels, model_version: str, config: Config, layout: str, task_data: dict,
+                  suggested: bool = False) -> dict:
     """Labels as a Label Studio prediction of ``model_version`` in the project's layout (the shapes the UI saves,
-    the review box left to the annotator); its score is the running score the labels imply."""
+    the review box left to the annotator); its score is the running score the labels imply. ``suggested``: its
+    marks are undecided suggestions for the annotator to accept or reject (a workbench with the suggestion label,
+    :func:`~ls_trajeval.core.labelconfig.shows_suggestions`)."""
     n = task_data[N_STEPS]
     steps = labels.steps[:n]
     labels = TraceLabels(steps + [StepLabel(i, config.trajectory.correctness_default)
@@ -171,16 +174,17 @@ def as_prediction(labels: TraceLabels, model_version: str, config: Config, layou
         "model_version": model_version,
         "score": summarize(labels.steps, config.trajectory).final,
         "result": results.encode(labels, config, layout, task_data.get(TRANSCRIPT), origin="prediction",
-                                 confirm_review=False),
+                                 confirm_review=False, suggested=suggested),
     }
 
 
 class Prelabeler:
     """Called by the importer for each trace: its predictions, with problems collected for the summary."""
 
-    def __init__(self, config: Config, layout: str, exports: list[str | Path] = ()):
+    def __init__(self, config: Config, layout: str, exports: list[str | Path] = (), suggested: bool = False):
         self.config = config
         self.layout = layout
+        self.suggested = suggested
         self.problems: list[str] = []
         self.errors: list[TraceError] = []
         self.count = 0
@@ -197,6 +201,6 @@ class Prelabeler:
         out = []
         for pre in found:
             self.problems.extend(f"{trace.trace_id}: {p}" for p in pre.problems)
-            out.append(prediction(pre, self.config, self.layout, task_data))
+            out.append(prediction(pre, self.config, self.layout, task_data, self.suggested))
         self.count += len(out)
         return out

@@ -17,6 +17,7 @@ from .. import __version__
 from ..core import results, scoring
 from ..core.config import Config, humanize
 from ..core.fields import Names, n_steps
+from ..core.labelconfig import shows_suggestions
 from ..core.layouts import layout_of
 from ..core.labels import StepLabel, TraceLabels, step_number
 from ..core.trace import Trace, parse_trace
@@ -70,8 +71,9 @@ class Predictor:
         return TraceLabels(steps)
 
     # ------------------------------------------------------------ the two answers
-    def predict(self, task: Mapping, layout: str) -> dict:
-        """A pre-annotation in ``layout`` marking suspect steps; its score is the running score it gives."""
+    def predict(self, task: Mapping, layout: str, suggested: bool = False) -> dict:
+        """A pre-annotation in ``layout`` marking suspect steps (``suggested``: as undecided suggestions, for a
+        workbench with the suggestion label); its score is the running score it gives."""
         trace = self.trace_of(task)
         if trace is None:
             return {"result": [], "score": float(self.config.trajectory.running_score.initial),
@@ -82,7 +84,8 @@ class Predictor:
         if layout == "transcript" and (transcript is None or len(transcript) != len(trace.steps)):
             transcript = None  # offsets then default to 0..0; the region still names the step
         # no "reviewed every step" tick: the annotator confirms that, not the model
-        result = results.encode(labels, self.config, layout, transcript, origin="prediction", confirm_review=False)
+        result = results.encode(labels, self.config, layout, transcript, origin="prediction", confirm_review=False,
+                                suggested=suggested)
         if layout == "transcript" and self.config.trajectory.running_score.display:
             # a task opens with the live score of the suggested marks, before the annotator changes any
             result += self.live_score(task, labels)["result"]
@@ -132,7 +135,7 @@ class TrajevalModel:
 
     def predict(self, tasks: list, *, label_config: str = "", context: Any = None) -> list[dict]:
         p = self.predictor
-        layout = layout_of(label_config)
+        layout, suggested = layout_of(label_config), shows_suggestions(label_config, p.config)
         out = []
         for task in tasks or []:
             if not isinstance(task, Mapping):
@@ -145,7 +148,7 @@ class TrajevalModel:
                     else:  # the paged layout has no live control: the saved score shows in its header instead
                         out.append({"result": [], "score": None, "model_version": p.version})
                 else:
-                    out.append(p.predict(task, layout))
+                    out.append(p.predict(task, layout, suggested))
             except Exception as exc:  # one bad task must not fail the batch; log no payload
                 log.warning("task %s: prediction failed (%s)", task.get("id"), type(exc).__name__)
                 out.append({"result": [], "score": None, "model_version": p.version})

@@ -25,13 +25,17 @@ DISPUTE_FIELDS = ("disputedness", "n_annotators", "disputed_steps", "correctness
 #: first), the step it is about (``#N``) and the model version of the suggestions it describes
 LEAST_CONFIDENCE, LEAST_CONFIDENT_STEP, SUGGESTIONS_BY = "least_confidence", "least_confident_step", "suggestions_by"
 SUGGESTION_FIELDS = (LEAST_CONFIDENCE, LEAST_CONFIDENT_STEP, SUGGESTIONS_BY)
+#: the suggestions shown beside each step when annotators start from a blank trace (``suggestions.prelabel: false``):
+#: written with the predictions, shown by the workbench's ``List`` of that name (see ``core.suggestions.beside``)
+SUGGESTED = "te_suggested"
 #: ``judge accept``: ``acceptance`` is ``accepted`` (an annotation was made from the suggestion) or ``audit`` (left
 #: for people, to measure what accepting costs); ``te_acceptance`` what it was decided from (model version,
 #: prediction, threshold, the task's least confidence)
 ACCEPTANCE, ACCEPTANCE_DETAIL = "acceptance", "te_acceptance"
 ACCEPTANCE_FIELDS = (ACCEPTANCE, ACCEPTANCE_DETAIL)
 #: every task-data key ls-trajeval writes
-TASK_FIELDS = (TRANSCRIPT, PAGES, N_STEPS, *SCORE_FIELDS, *DISPUTE_FIELDS, *SUGGESTION_FIELDS, *ACCEPTANCE_FIELDS)
+TASK_FIELDS = (TRANSCRIPT, PAGES, N_STEPS, *SCORE_FIELDS, *DISPUTE_FIELDS, *SUGGESTION_FIELDS, SUGGESTED,
+               *ACCEPTANCE_FIELDS)
 #: where a task keeps its trace id besides ``data``: listing ``id,meta`` is a few bytes a task, where the data
 #: holds the whole trace three times over
 META_TRACE_ID = "te_trace_id"
@@ -65,7 +69,7 @@ def n_steps(data: Mapping[str, Any]) -> int:
 
 
 #: the label config's objects: the task text, the transcript, a paged step
-OBJECT_NAMES = ("te_task", "te_trace", "te_step")
+OBJECT_NAMES = ("te_task", "te_trace", "te_step", SUGGESTED)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from xml.etree import ElementTree
 import jinja2
 
 from .config import Config, Severity, humanize, load_dict
-from .fields import Names
+from .fields import SUGGESTED, Names
 from .layouts import LAYOUTS
 
 #: Label Studio's Repeater replaces this marker with the step index in every attribute.
@@ -83,7 +83,13 @@ def generate(config: Config, layout: str = "transcript") -> str:
     if layout not in LAYOUTS:
         raise ValueError(f"unknown layout {layout!r}; expected one of {', '.join(LAYOUTS)}")
     template = _env().get_template(f"{layout}.xml.j2")
+    scheme = config.trajectory
+    # a mark takes its error label's colour, or its severity's when the error label was taken off it again
+    mark_colors = dict.fromkeys([ERROR_COLORS[i % len(ERROR_COLORS)] for i in range(len(scheme.error_labels))] +
+                                [SEVERITY_COLORS[i % len(SEVERITY_COLORS)] for i in range(len(scheme.severities))])
     xml = template.render(
+        mark_colors=list(mark_colors),
+        suggested_field=SUGGESTED,
         config=config,
         names=Names(config.trajectory.name),
         idx=IDX,

@@ -14,9 +14,10 @@ from typing import Iterator
 
 from ..core import records, results
 from ..core.config import Config
-from ..core.fields import N_STEPS, TRANSCRIPT
+from ..core.fields import N_STEPS, SUGGESTED, TRANSCRIPT
 from ..core.labels import StepLabel, TraceLabels
 from ..core.scoring import summarize
+from ..core.suggestions import beside, merge
 from ..core.trace import Trace, TraceError
 
 #: TRAIL's impact levels, used when the config maps none of them
@@ -197,10 +198,16 @@ class Prelabeler:
                     self.by_trace.setdefault(item[0], []).append(item[1])
 
     def __call__(self, trace: Trace, task_data: dict) -> list[dict]:
+        """The trace's predictions; where annotators start from a blank trace, its task data gets them to show beside
+        the steps."""
         found = from_metadata(trace, self.config) + self.by_trace.get(trace.trace_id, [])
         out = []
         for pre in found:
             self.problems.extend(f"{trace.trace_id}: {p}" for p in pre.problems)
             out.append(prediction(pre, self.config, self.layout, task_data, self.suggested))
         self.count += len(out)
+        if found and not self.config.suggestions.prelabel:  # shown beside the steps of a blank trace
+            judges = [(f"prelabels-{pre.source}", pre.labels) for pre in found]
+            task_data[SUGGESTED] = beside(merge(judges, task_data[N_STEPS], self.config.trajectory), self.config,
+                                          ", ".join(version for version, _ in judges))
         return out

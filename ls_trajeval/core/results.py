@@ -199,9 +199,10 @@ def _read(result: list[Mapping], config: Config, n_steps: int, *, prediction: bo
         if not isinstance(item, Mapping) or not isinstance(item.get("from_name"), str):
             continue
         name = item["from_name"]
-        value = item.get("value") if isinstance(item.get("value"), Mapping) else {}
-        rid = item.get("id") if isinstance(item.get("id"), str) and item.get("id") else None
-        origin = item.get("origin") if isinstance(item.get("origin"), str) else "manual"
+        raw_value, raw_id, raw_origin = item.get("value"), item.get("id"), item.get("origin")
+        value: Mapping = raw_value if isinstance(raw_value, Mapping) else {}
+        rid = raw_id if isinstance(raw_id, str) and raw_id else None
+        origin = raw_origin if isinstance(raw_origin, str) else "manual"
         m = paged.match(name)
         if m:
             kind, idx = m.group(1), int(m.group(2))
@@ -264,13 +265,13 @@ def _read(result: list[Mapping], config: Config, n_steps: int, *, prediction: bo
             region_of[idx] = rid
 
     default = scheme.correctness_default
-    steps = [StepLabel(idx, default, None, None, None, None) for idx in range(n_steps)]
+    labels = [StepLabel(idx, default, None, None, None, None) for idx in range(n_steps)]
     for idx, label in correctness.items():
         d = details.get(idx, {})
         suggestion = d.get("confidence"), d.get("suggested_by")  # a paged correct step's too
         if label not in scheme.error_labels:
             d = {}
-        steps[idx] = StepLabel(idx, label, d.get("error_category"), d.get("error_type"), d.get("severity"),
+        labels[idx] = StepLabel(idx, label, d.get("error_category"), d.get("error_type"), d.get("severity"),
                                d.get("rationale"), confidence=suggestion[0], suggested_by=suggestion[1])
         if idx in region_of:
             region = regions[region_of[idx]]
@@ -282,7 +283,7 @@ def _read(result: list[Mapping], config: Config, n_steps: int, *, prediction: bo
             reading.origins[idx] = frozenset(paged_origins.get(idx, ()))
             if label in scheme.error_labels:
                 reading.kept |= reading.ids[idx]
-    reading.steps = steps
+    reading.steps = labels
     return reading
 
 
@@ -347,7 +348,8 @@ def accepted(result: Sequence[Mapping], config: Config) -> list[dict]:
         if item.get("from_name") == marks and isinstance(value, Mapping) and \
                 _first(value.get("paragraphlabels")) == suggestion:
             said = item.pop("correctness", None)
-            item["value"] = {**value, "paragraphlabels": [said if said in scheme.error_labels else scheme.error_labels[0]]}
+            label = said if said in scheme.error_labels else scheme.error_labels[0]
+            item["value"] = {**value, "paragraphlabels": [label]}
         out.append(item)
     return out
 

@@ -91,7 +91,8 @@ def beside_line(step: StepLabel, config: Config, model_version: str) -> str:
                                       if step.correctness != scheme.error_labels[0] else None,
                                       severity_label(severity) if severity else None) if x)
     sure = f", {step.confidence:.2f}" if step.confidence is not None else ""
-    line = f"\u2691 {config.suggestions.label} by {step.suggested_by or model_version}{sure}: {what or step.correctness}"
+    by = step.suggested_by or model_version
+    line = f"\u2691 {config.suggestions.label} by {by}{sure}: {what or step.correctness}"
     why = " ".join((step.rationale or "").split())
     if why:
         line += " \u2014 " + (why if len(why) <= BESIDE_RATIONALE else why[:BESIDE_RATIONALE - 1] + "\u2026")

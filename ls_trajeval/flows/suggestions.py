@@ -147,8 +147,8 @@ def show_suggestions(client, project_id: int, *, prelabel: bool, model_version: 
         studio.validate_label_config(client, project_id, xml)
         studio.set_label_config(client, project_id, xml)
         summary.config_changed = True
-        summary.changes.append("label config regenerated (suggestions." + ("prelabel: true" if prelabel else
-                                                                            "prelabel: false, shown beside each step") + ")")
+        how = "prelabel: true" if prelabel else "prelabel: false, shown beside each step"
+        summary.changes.append(f"label config regenerated (suggestions.{how})")
     summary.model_version = model_version or (versions.most_common(1)[0][0] if versions else None)
     summary.changes += studio.set_prelabel(client, project_id, prelabel, summary.model_version)
     return summary

@@ -29,7 +29,8 @@ CONFIG = cfg.load(label_configs.path("trajectory_eval"))
 SETTINGS = ("Select region after creating it", "Keep label selected after creating a region")
 N = 30
 EARLIER = list(range(0, 27, 3))  # nine marks before the new ones
-DIFF = "--- a/pricing.py\n+++ b/pricing.py\n@@ -45 +45 @@\n-    return price * pct / 100\n+    return price - price * pct / 100"
+DIFF = ("--- a/pricing.py\n+++ b/pricing.py\n@@ -45 +45 @@\n-    return price * pct / 100\n"
+        "+    return price - price * pct / 100")
 
 
 def trace(tid: str) -> dict:

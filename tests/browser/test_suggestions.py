@@ -9,15 +9,26 @@ import json
 import re
 
 import pytest
+from studio.uishapes import (
+    ACCEPT,
+    EDIT,
+    EXPECTED_REJECTED,
+    EXPECTED_SCORE,
+    EXPECTED_STEPS,
+    NASTY,
+    OWN,
+    REJECT,
+    SUGGESTIONS_BY,
+    project_with_suggestions,
+    provenance_of,
+    ui_decided,
+)
 
 from ls_trajeval import label_configs
 from ls_trajeval.core import config as cfg
 from ls_trajeval.core.fields import SUGGESTED
 from ls_trajeval.flows.suggestions import show_suggestions
 from ls_trajeval.studio import client as studio
-
-from studio.uishapes import (ACCEPT, EDIT, EXPECTED_REJECTED, EXPECTED_SCORE, EXPECTED_STEPS, NASTY, OWN, REJECT,
-                             SUGGESTIONS_BY, project_with_suggestions, provenance_of, ui_decided)
 
 from .test_annotate import SHOTS, export
 
@@ -87,7 +98,8 @@ def test_beside_a_blank_trace_the_suggestions_are_lines_under_their_steps(guard,
     def under(step: int) -> str:
         return a.page.evaluate("i => getComputedStyle(document.querySelector(`[data-testid=\"phrase:${i}\"] "
                                "[class*=dialoguename]`), '::after').content", step)
-    assert under(ACCEPT) == '"\u2691 suggested by judge-a, 0.60: Wrong Tool \u00b7 Minor (\u22121) \u2014 searched the wrong thing"'
+    assert under(ACCEPT) == ('"\u2691 suggested by judge-a, 0.60: Wrong Tool \u00b7 Minor (\u22121) \u2014 '
+                             'searched the wrong thing"')
     assert under(EDIT).startswith(f'"\u2691 suggested by {SUGGESTIONS_BY}, 0.90: Incorrect Assumption')
     assert NASTY.replace('"', '\\"') in under(EDIT) and not a.pwned()  # the judge's words, as text
     assert under(0) == "none"

@@ -14,8 +14,15 @@ from ls_trajeval.cli import main_group
 from ls_trajeval.core import config as cfg
 from ls_trajeval.studio import client as studio
 
-from .uishapes import (EXPECTED_REJECTED, EXPECTED_SCORE, EXPECTED_STEPS, SUGGESTIONS_BY, project_with_suggestions,
-                       provenance_of, ui_decided)
+from .uishapes import (
+    EXPECTED_REJECTED,
+    EXPECTED_SCORE,
+    EXPECTED_STEPS,
+    SUGGESTIONS_BY,
+    project_with_suggestions,
+    provenance_of,
+    ui_decided,
+)
 
 pytestmark = pytest.mark.studio
 

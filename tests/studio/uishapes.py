@@ -143,7 +143,8 @@ EXPECTED_STEPS = [
     (5, "human", None, None, None, None),
     (6, "human", None, None, "premature_termination", "critical"),
 ]
-EXPECTED_REJECTED = [{"step_index": 5, "error_type": "missed_element", "severity": "critical", "suggested_by": "judge-b"}]
+EXPECTED_REJECTED = [{"step_index": 5, "error_type": "missed_element", "severity": "critical",
+                      "suggested_by": "judge-b"}]
 EXPECTED_SCORE = 100 - 1 - 5 - 10
 
 

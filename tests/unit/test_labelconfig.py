@@ -1,6 +1,5 @@
 """Generated XML: well-formed, escaping exact, names as results expects, shipped XML in sync."""
 import xml.etree.ElementTree as ET
-
 from pathlib import Path
 
 import pytest

@@ -7,7 +7,6 @@ from __future__ import annotations
 from ls_trajeval import label_configs
 from ls_trajeval.core import config as cfg
 from ls_trajeval.core import results
-from ls_trajeval.core.labels import StepLabel
 
 CONFIG = cfg.load(label_configs.path("trajectory_eval"))
 POTATO = cfg.loads("""

@@ -21,7 +21,7 @@ from ls_trajeval.core.labels import StepLabel, TraceLabels
 from ls_trajeval.studio import client as studio
 
 from .test_annotate import SHOTS
-from .ui import Annotator, Projects
+from .ui import Projects, logged_in
 
 pytestmark = pytest.mark.browser
 
@@ -42,12 +42,8 @@ def trace(tid: str) -> dict:
 @pytest.fixture(scope="module")
 def newcomer(browser, label_studio):
     """A fresh browser of its own, logged in: Label Studio's editor settings as they come."""
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    context.set_default_timeout(30_000)
-    a = Annotator(context.new_page(), label_studio.url)
-    a.login(label_studio.credentials.email, label_studio.credentials.password)
-    yield a
-    context.close()
+    with logged_in(browser, label_studio) as a:
+        yield a
 
 
 def marked_project(client, title: str) -> int:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from ls_trajeval.core import config as cfg
@@ -272,6 +274,20 @@ class Annotator:
     def screenshot(self, path, full_page: bool = True):
         path.parent.mkdir(parents=True, exist_ok=True)
         self.page.screenshot(path=str(path), full_page=full_page)
+
+
+@contextmanager
+def logged_in(browser, server) -> Iterator[Annotator]:
+    """A logged-in page of ``server``'s admin in a browser context of its own (its own storage, so Label Studio's
+    editor settings too), closed afterwards."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.set_default_timeout(30_000)
+    try:
+        a = Annotator(context.new_page(), server.url)
+        a.login(server.credentials.email, server.credentials.password)
+        yield a
+    finally:
+        context.close()
 
 
 class Projects:

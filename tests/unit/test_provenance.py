@@ -4,6 +4,8 @@ written out in the shapes Label Studio 1.23.2 saved in the browser (tests/browse
 there): a prediction's ids kept in the annotation, ``origin`` turned ``prediction-changed`` by a relabel."""
 from __future__ import annotations
 
+from studio.uishapes import SUGGESTIONS, SUGGESTIONS_BY
+
 from ls_trajeval import label_configs
 from ls_trajeval.core import config as cfg
 from ls_trajeval.core import results
@@ -196,3 +198,40 @@ def test_the_parent_prediction_is_found_by_id_then_by_shared_ids_then_by_the_pro
     assert results.parent_prediction({"result": mark("own", 1, "incorrect")}, predictions, "v2") is b_later
     assert results.parent_prediction({"result": mark("own", 1, "incorrect")}, predictions, None) is None
     assert results.parent_prediction({"parent_prediction": 99, "result": []}, predictions, "") is None
+
+
+def test_the_paged_layout_as_the_browser_saved_it():
+    # read in the browser (Label Studio 1.23.2, paged layout, the label stream filled from this prediction): the
+    # annotator raised step #2's severity and turned step #6 correct. Every result keeps its prediction's id; an edited
+    # one turns "prediction-changed"; a step turned correct loses its hidden type, severity and rationale
+    prediction = {"id": 5, "model_version": SUGGESTIONS_BY, "result": results.encode(
+        SUGGESTIONS, CONFIG, "paged", origin="prediction", confirm_review=False)}
+    ids = {r["from_name"]: r["id"] for r in prediction["result"]}
+
+    def saved(name, origin, value):
+        key = "taxonomy" if "_type_" in name else "text" if "_rationale_" in name else "choices"
+        rtype = "textarea" if key == "text" else key
+        return {"id": ids[name], "from_name": name, "to_name": "te_task", "type": rtype, "origin": origin,
+                "value": {key: value}}
+
+    annotation = [
+        saved("error_localization_correctness_0", "prediction", ["correct"]),
+        saved("error_localization_correctness_1", "prediction", ["incorrect"]),
+        saved("error_localization_type_1", "prediction", [["action", "wrong_tool"]]),
+        saved("error_localization_severity_1", "prediction-changed", ["major"]),
+        saved("error_localization_rationale_1", "prediction", ["searched the wrong thing"]),
+        saved("error_localization_correctness_2", "prediction", ["correct"]),
+        saved("error_localization_correctness_3", "prediction", ["incorrect"]),
+        saved("error_localization_type_3", "prediction", [["reasoning", "incorrect_assumption"]]),
+        saved("error_localization_severity_3", "prediction", ["major"]),
+        saved("error_localization_rationale_3", "prediction", [SUGGESTIONS.steps[3].rationale]),
+        saved("error_localization_correctness_4", "prediction", ["correct"]),
+        saved("error_localization_correctness_5", "prediction-changed", ["correct"]),
+        saved("error_localization_correctness_6", "prediction", ["correct"]),
+    ]
+    got = results.decode(annotation, CONFIG, 7, parent=prediction)
+    assert sources(got) == [(0, "human", None, None), (1, "edited", "judge-a", 0.6), (2, "human", None, None),
+                            (3, "accepted", SUGGESTIONS_BY, 0.9), (4, "human", None, None), (5, "human", None, None),
+                            (6, "human", None, None)]
+    assert got.rejected_suggestions == [{"step_index": 5, "error_type": "missed_element", "severity": "critical",
+                                         "suggested_by": "judge-b"}]

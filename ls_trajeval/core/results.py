@@ -272,7 +272,7 @@ def _read(result: list[Mapping], config: Config, n_steps: int, *, prediction: bo
         if label not in scheme.error_labels:
             d = {}
         labels[idx] = StepLabel(idx, label, d.get("error_category"), d.get("error_type"), d.get("severity"),
-                               d.get("rationale"), confidence=suggestion[0], suggested_by=suggestion[1])
+                                d.get("rationale"), confidence=suggestion[0], suggested_by=suggestion[1])
         if idx in region_of:
             region = regions[region_of[idx]]
             reading.ids[idx] = frozenset({region_of[idx]})

@@ -1,6 +1,7 @@
 """``ls-trajeval judge``: an LLM judge on any OpenAI-compatible endpoint over a project's traces, and its subcommands
 ``merge`` (several judges as one prediction per task), ``accept`` (confident suggestions accepted, an audit sample
-left for people) and ``audit`` (what accepting cost), each a few lines over ``ls_trajeval.flows``."""
+left for people), ``audit`` (what accepting cost) and ``show`` (annotators start from the suggestions or see them beside
+each step), each a few lines over ``ls_trajeval.flows``."""
 from __future__ import annotations
 
 import json
@@ -210,3 +211,24 @@ def audit_command(project, interval, as_json, config_path, url, api_key):
     for problem in report.problems:
         click.echo(f"warning: {problem}", err=True)
 
+
+
+@judge_group.command("show", cls=Command)
+@click.option("--project", required=True, type=int)
+@click.option("--prelabel/--beside", "prelabel", required=True,
+              help="annotators start from the suggestions (each a mark to accept or reject), or from a blank trace "
+                   "with the suggestions shown beside each step")
+@click.option("--model-version", default=None,
+              help="the judge whose suggestions are shown (default: the one the tasks' suggestions_by names most; "
+                   "beside, else each task's latest prediction)")
+@click.option("--config", "config_path", help="YAML config (default: the one embedded in the project)")
+@studio_options
+def show_command(project, prelabel, model_version, config_path, url, api_key):
+    """How annotators meet the suggestions: Label Studio's "use predictions to prelabel tasks" on (--prelabel), or off
+    with each task's suggestions written beside its steps and the label config that shows them (--beside)."""
+    from ..flows.suggestions import show_suggestions
+
+    summary = show_suggestions(studio.connect(url, api_key), project, prelabel=prelabel, model_version=model_version,
+                               config=optional_config(config_path))
+    for line in summary.describe():
+        click.echo(line)

@@ -26,13 +26,17 @@ DISPUTE_FIELDS = ("disputedness", "n_annotators", "disputed_steps", "correctness
 #: first), the step it is about (``#N``) and the model version of the suggestions it describes
 LEAST_CONFIDENCE, LEAST_CONFIDENT_STEP, SUGGESTIONS_BY = "least_confidence", "least_confident_step", "suggestions_by"
 SUGGESTION_FIELDS = (LEAST_CONFIDENCE, LEAST_CONFIDENT_STEP, SUGGESTIONS_BY)
+#: the suggestions shown beside each step when annotators start from a blank trace (``suggestions.prelabel: false``):
+#: written with the predictions, shown by the workbench's ``List`` of that name (see ``core.suggestions.beside``)
+SUGGESTED = "te_suggested"
 #: ``judge accept``: ``acceptance`` is ``accepted`` (an annotation was made from the suggestion) or ``audit`` (left
 #: for people, to measure what accepting costs); ``te_acceptance`` what it was decided from (model version,
 #: prediction, threshold, the task's least confidence)
 ACCEPTANCE, ACCEPTANCE_DETAIL = "acceptance", "te_acceptance"
 ACCEPTANCE_FIELDS = (ACCEPTANCE, ACCEPTANCE_DETAIL)
 #: every task-data key ls-trajeval writes
-TASK_FIELDS = (TRANSCRIPT, PAGES, N_STEPS, *SCORE_FIELDS, *DISPUTE_FIELDS, *SUGGESTION_FIELDS, *ACCEPTANCE_FIELDS)
+TASK_FIELDS = (TRANSCRIPT, PAGES, N_STEPS, *SCORE_FIELDS, *DISPUTE_FIELDS, *SUGGESTION_FIELDS, SUGGESTED,
+               *ACCEPTANCE_FIELDS)
 #: the fields that hold numbers: the Data Manager's tabs type them so (it types every data column as text)
 NUMBER_FIELDS = (N_STEPS, "running_score", "n_errors", "first_error_step", "score_mean", "disputedness",
                  "n_annotators", "disputed_steps", "correctness_disputes", "error_type_disputes", "severity_disputes",
@@ -76,7 +80,7 @@ def n_steps(data: Mapping[str, Any]) -> int:
 
 
 #: the label config's objects: the task text, the transcript, a paged step
-OBJECT_NAMES = ("te_task", "te_trace", "te_step")
+OBJECT_NAMES = ("te_task", "te_trace", "te_step", SUGGESTED)
 
 
 @dataclass(frozen=True)
@@ -121,6 +125,11 @@ class Names:
         return f"{self.scheme}_reviewed"
 
     @property
+    def decision(self) -> str:
+        """The transcript layout's per-region choice that keeps Submit from taking undecided suggestions."""
+        return f"{self.scheme}_decision"
+
+    @property
     def live_score(self) -> str:
         """The transcript layout's TextArea the ML backend fills with the live score."""
         return f"{self.scheme}_live_score"
@@ -130,4 +139,4 @@ def control_names(scheme_name: str) -> list[str]:
     """Every control and object name a label config for the trajectory scheme ``scheme_name`` uses."""
     n = Names(scheme_name)
     return [n.marks, n.correctness, n.type, n.severity, n.rationale, n.types_store, n.reviewed, n.live_score,
-            *OBJECT_NAMES]
+            n.decision, *OBJECT_NAMES]

@@ -22,7 +22,7 @@ from typing import Any
 from .config import Config
 from .fields import n_steps as task_n_steps
 from .labels import ROLES, SOURCES, Span, StepLabel, resolve_causes
-from .results import decode
+from .results import decode, parent_prediction
 from .scoring import ScoreSummary, summarize
 from .tasks import step_text
 from .trace import Trace, TraceError, iter_jsonl, open_text, parse_trace
@@ -59,17 +59,23 @@ def _annotator(annotation: Mapping, users: Mapping[int, dict]) -> tuple[str | No
 
 
 def build_record(task: Mapping, annotation: Mapping, config: Config, *, layout: str = "",
-                 users: Mapping[int, dict] | None = None, annotator: str | None = None) -> tuple[dict, list[str]]:
+                 users: Mapping[int, dict] | None = None, annotator: str | None = None, prediction: bool = False,
+                 model_version: str | None = None) -> tuple[dict, list[str]]:
     """The record of one annotation of one task (Label Studio's JSON), and the decoder's located warnings.
 
-    A prediction is read the same way: ``annotator`` then names its author (no user completed it), and its
-    ``model_version`` is kept."""
+    Provenance: each step's ``source`` (and ``rejected_suggestions``) comes from comparing the annotation with the
+    prediction of the task's ``predictions`` it started from (:func:`~.results.parent_prediction`; ``model_version``
+    is the project's, which the label stream prefills from).
+
+    A prediction is read the same way with ``prediction``: ``annotator`` then names its author (no user completed
+    it), its ``model_version`` is kept and its marks are the suggestions they carry."""
     data = task.get("data") or {}
     parsed = parse_trace(data, source=f"task {task.get('id')}", id_key=config.id_key, text_key=config.text_key,
                          trace_key=config.trace_key)
     steps = parsed.steps if isinstance(parsed, Trace) else []
     n_steps = len(steps) if steps else task_n_steps(data)
-    labels = decode(annotation.get("result") or [], config, n_steps)
+    parent = None if prediction else parent_prediction(annotation, task.get("predictions") or [], model_version)
+    labels = decode(annotation.get("result") or [], config, n_steps, prediction=prediction, parent=parent)
     for label in labels.steps:
         step = steps[label.step_index] if label.step_index < len(steps) else None
         if step is not None:

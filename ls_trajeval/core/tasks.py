@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .config import Config
-from .fields import N_STEPS, PAGES, TRANSCRIPT, initial_scores
+from .fields import N_STEPS, PAGES, SUGGESTED, TRANSCRIPT, initial_scores
 from .labelconfig import _env
-from .labels import step_number
+from .labels import TraceLabels, step_number
+from .suggestions import beside
 from .trace import Step, Trace
 
 #: Lines shown before a long block is folded behind "show N more lines".
@@ -190,5 +191,7 @@ def task_data(trace: Trace, config: Config, layout: str = "transcript") -> dict:
         data[PAGES] = pages(trace, config)
     data[N_STEPS] = len(trace.steps)
     data.update(initial_scores(config, len(trace.steps)))
+    if not config.suggestions.prelabel:  # the workbench shows suggestions beside the steps, from this field
+        data[SUGGESTED] = beside(TraceLabels([]), config, "")
     return data
 

@@ -83,10 +83,11 @@ def _confidence(value) -> float | None:
 
 
 def accept_project(client, project_id: int, *, threshold: float, audit: float, seed: int = 0,
-                   model_version: str | None = None) -> AcceptSummary:
+                   model_version: str | None = None, config: Config | None = None) -> AcceptSummary:
     """Accept the project's confident suggestions, leaving the audit sample for people (see the module docstring).
     ``model_version`` accepts only that judge's (by default whichever the task's ``least_confidence`` describes)."""
     summary = AcceptSummary(project_id, threshold, audit, seed)
+    config = project_config(studio.get_project(client, project_id), config)
     me = studio.whoami(client).get("id")
     eligible: list[tuple[int, dict, dict]] = []  # task id, the prediction to accept, what the decision is made from
     for task in studio.iter_tasks(client, project_id, page_size=100):
@@ -126,8 +127,9 @@ def accept_project(client, project_id: int, *, threshold: float, audit: float, s
             studio.update_task_data(client, task_id, {ACCEPTANCE: AUDIT, ACCEPTANCE_DETAIL: {**detail, "seed": seed}})
             summary.audit_sample += 1
             continue
-        # the prediction's results as they are (ids, origin "prediction", score, judge): provenance reads "accepted"
-        annotation = studio.create_annotation(client, task_id, prediction.get("result") or [],
+        # the prediction's results with their ids (origin "prediction", score, judge), each suggestion decided as an
+        # annotator accepts it (relabelled to what it suggests): provenance reads "accepted"
+        annotation = studio.create_annotation(client, task_id, results.accepted(prediction.get("result") or [], config),
                                               parent_prediction=prediction["id"])
         studio.update_task_data(client, task_id, {ACCEPTANCE: ACCEPTED, ACCEPTANCE_DETAIL: {
             **detail, "annotation": annotation.get("id"), "seed": seed}})
@@ -235,7 +237,7 @@ def audit_report(client, project_id: int, *, method: str = "wilson", config: Con
                             "from is gone; left out")
             continue
         n = n_steps(data)
-        suggested = results.decode(prediction.get("result") or [], config, n)
+        suggested = results.decode(prediction.get("result") or [], config, n, prediction=True)
         annotated = results.decode(annotations[-1].get("result") or [], config, n)
         wrong, severity, notes = _differences(suggested, annotated, scheme)
         audited.append(AuditedTrace(task["id"], None if data.get(config.id_key) is None else str(data[config.id_key]),

@@ -34,12 +34,14 @@ class ExportSummary:
 
 
 def readable_record(task: dict, annotation: dict, config: Config, *, layout: str, users: dict,
-                    summary: ExportSummary, annotator: str | None = None, what: str = "annotation") -> dict | None:
+                    summary: ExportSummary, annotator: str | None = None, what: str = "annotation",
+                    model_version: str | None = None) -> dict | None:
     """The annotation's record, or None and a located warning when its result cannot be decoded (a result
     written through the API by another tool): it costs that one annotation, not the whole export. A prediction
-    is read the same way (``what``), its ``annotator`` given."""
+    is read the same way (``what``), its ``annotator`` given. ``model_version`` is the project's (provenance)."""
     try:
-        record, warnings = build_record(task, annotation, config, layout=layout, users=users, annotator=annotator)
+        record, warnings = build_record(task, annotation, config, layout=layout, users=users, annotator=annotator,
+                                        prediction=what == "prediction", model_version=model_version)
     except (TypeError, ValueError, AttributeError, KeyError, IndexError, RecursionError) as exc:
         summary.unreadable += 1
         summary.warnings.append(f"task {task.get('id')} {what} {annotation.get('id')}: left out, its result "
@@ -77,7 +79,8 @@ def _records(client, project: dict, config: Config, page_size: int, summary: Exp
             if annotation.get("was_cancelled"):
                 summary.cancelled += 1
                 continue
-            record = readable_record(task, annotation, config, layout=layout, users=users, summary=summary)
+            record = readable_record(task, annotation, config, layout=layout, users=users, summary=summary,
+                                     model_version=project.get("model_version"))
             if record is not None:
                 yield record
 

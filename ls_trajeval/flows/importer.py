@@ -14,6 +14,7 @@ from tqdm import tqdm
 from ..converters.base import ConvertWarning
 from ..core.config import Config
 from ..core.fields import META_TRACE_ID, NUMBER_FIELDS
+from ..core.labelconfig import shows_suggestions
 from ..core.layouts import PAGED_MAX_STEPS, layout_of
 from ..core.tasks import task_data
 from ..core.trace import ReadResult, Trace, TraceError, blank_trace_error, read_traces
@@ -217,7 +218,8 @@ def import_files(client, inputs: Iterable[str | Path], *, project_id: int | None
         items = read_inputs(inputs, config)
     prelabeler = None
     if prelabels or prelabel_exports:
-        prelabeler = Prelabeler(config, layout_of(project.get("label_config") or ""), list(prelabel_exports))
+        xml = project.get("label_config") or ""
+        prelabeler = Prelabeler(config, layout_of(xml), list(prelabel_exports), shows_suggestions(xml, config))
         for err in prelabeler.errors:
             if on_error:
                 on_error(err)

@@ -15,7 +15,6 @@ from pathlib import Path
 from ..core.config import Config
 from ..core.errors import UserError
 from ..core.labels import TraceLabels
-from ..core.layouts import layout_of
 from ..core.tasks import step_text
 from ..core.trace import Trace, parse_trace
 from ..ml.judge_cache import AnswerCache, default_path
@@ -68,7 +67,6 @@ def judge_project(client, project_id: int, settings: JudgeSettings, *, config: C
     """Judge the project's traces (the first ``limit`` tasks, in id order) and store the verdicts."""
     project = studio.get_project(client, project_id)
     config = project_config(project, config)
-    layout = layout_of(project.get("label_config") or "")
     template_text, source = _template(prompt_path)
     prompt = Prompt(config.trajectory, config.instructions, template_text, source)
     if model_version is None:
@@ -77,7 +75,7 @@ def judge_project(client, project_id: int, settings: JudgeSettings, *, config: C
     cache = AnswerCache(cache_path or default_path()) if use_cache else None
     summary.cache = str(cache.path) if cache is not None else None
     judge = LLMJudge(settings, config.trajectory, prompt, cache)
-    store = SuggestionStore(client, project_id, config, layout, model_version)
+    store = SuggestionStore(client, project_id, config, project.get("label_config") or "", model_version)
     waiting: dict[str, tuple[dict, str]] = {}  # key -> (task, trace id), while its trace is being judged
 
     def inputs() -> Iterator[JudgeInput]:

@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from ..core import results
 from ..core.config import Config
 from ..core.fields import n_steps
-from ..core.layouts import layout_of
 from ..core.suggestions import merge
 from ..studio import client as studio
 from .projects import project_config
@@ -42,9 +41,8 @@ def merge_project(client, project_id: int, *, versions: Sequence[str] | None = N
     ``model_version``."""
     project = studio.get_project(client, project_id)
     config = project_config(project, config)
-    layout = layout_of(project.get("label_config") or "")
     summary = MergeSummary(project_id, model_version)
-    store = SuggestionStore(client, project_id, config, layout, model_version)
+    store = SuggestionStore(client, project_id, config, project.get("label_config") or "", model_version)
     for task in studio.iter_tasks(client, project_id, page_size=50):
         summary.tasks += 1
         latest: dict[str, dict] = {}
@@ -59,7 +57,7 @@ def merge_project(client, project_id: int, *, versions: Sequence[str] | None = N
         n = n_steps(task.get("data") or {})
         judges = []
         for version in chosen:
-            decoded = results.decode(latest[version].get("result") or [], config, n)
+            decoded = results.decode(latest[version].get("result") or [], config, n, prediction=True)
             summary.warnings.extend(f"task {task['id']} prediction {latest[version].get('id')} ({version}): {w}"
                                     for w in decoded.warnings)
             judges.append((version, decoded))

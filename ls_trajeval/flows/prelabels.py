@@ -22,9 +22,10 @@ from typing import Iterator
 
 from ..core import records, results
 from ..core.config import Config, TrajectoryScheme
-from ..core.fields import N_STEPS, TRANSCRIPT
+from ..core.fields import N_STEPS, SUGGESTED, TRANSCRIPT
 from ..core.labels import Span, StepLabel, TraceLabels, resolve_causes, step_number
 from ..core.scoring import summarize
+from ..core.suggestions import beside, merge
 from ..core.trace import Trace, TraceError
 
 #: TRAIL's impact levels, used when the config maps none of them
@@ -204,14 +205,17 @@ def read_export(path: str | Path, config: Config) -> Iterator[tuple[str, Prelabe
         yield rec.trace_id, _prelabel(f"export:{rec.annotator}", rec.n_steps, marks, scheme, problems, whole)
 
 
-def prediction(pre: Prelabel, config: Config, layout: str, task_data: dict) -> dict:
+def prediction(pre: Prelabel, config: Config, layout: str, task_data: dict, suggested: bool = False) -> dict:
     """A Label Studio prediction in the project's layout; its score is the running score it implies."""
-    return as_prediction(pre.labels, f"prelabels-{pre.source}", config, layout, task_data)
+    return as_prediction(pre.labels, f"prelabels-{pre.source}", config, layout, task_data, suggested)
 
 
-def as_prediction(labels: TraceLabels, model_version: str, config: Config, layout: str, task_data: dict) -> dict:
+def as_prediction(labels: TraceLabels, model_version: str, config: Config, layout: str, task_data: dict,
+                  suggested: bool = False) -> dict:
     """Labels as a Label Studio prediction of ``model_version`` in the project's layout (the shapes the UI saves,
-    the review box left to the annotator); its score is the running score the labels imply."""
+    the review box left to the annotator); its score is the running score the labels imply. ``suggested``: its
+    marks are undecided suggestions for the annotator to accept or reject (a workbench with the suggestion label,
+    :func:`~ls_trajeval.core.labelconfig.shows_suggestions`)."""
     n = task_data[N_STEPS]
     steps = labels.steps[:n]
     labels = TraceLabels(steps + [StepLabel(i, config.trajectory.correctness_default)
@@ -220,16 +224,17 @@ def as_prediction(labels: TraceLabels, model_version: str, config: Config, layou
         "model_version": model_version,
         "score": summarize(labels.steps, config.trajectory).final,
         "result": results.encode(labels, config, layout, task_data.get(TRANSCRIPT), origin="prediction",
-                                 confirm_review=False),
+                                 confirm_review=False, suggested=suggested),
     }
 
 
 class Prelabeler:
     """Called by the importer for each trace: its predictions, with problems collected for the summary."""
 
-    def __init__(self, config: Config, layout: str, exports: list[str | Path] = ()):
+    def __init__(self, config: Config, layout: str, exports: list[str | Path] = (), suggested: bool = False):
         self.config = config
         self.layout = layout
+        self.suggested = suggested
         self.problems: list[str] = []
         self.errors: list[TraceError] = []
         self.count = 0
@@ -242,10 +247,16 @@ class Prelabeler:
                     self.by_trace.setdefault(item[0], []).append(item[1])
 
     def __call__(self, trace: Trace, task_data: dict) -> list[dict]:
+        """The trace's predictions; where annotators start from a blank trace, its task data gets them to show beside
+        the steps."""
         found = from_metadata(trace, self.config) + self.by_trace.get(trace.trace_id, [])
         out = []
         for pre in found:
             self.problems.extend(f"{trace.trace_id}: {p}" for p in pre.problems)
-            out.append(prediction(pre, self.config, self.layout, task_data))
+            out.append(prediction(pre, self.config, self.layout, task_data, self.suggested))
         self.count += len(out)
+        if found and not self.config.suggestions.prelabel:  # shown beside the steps of a blank trace
+            judges = [(f"prelabels-{pre.source}", pre.labels) for pre in found]
+            task_data[SUGGESTED] = beside(merge(judges, task_data[N_STEPS], self.config.trajectory), self.config,
+                                          ", ".join(version for version, _ in judges))
         return out

@@ -126,7 +126,8 @@ def create_project(client: LabelStudio, config: Config, layout: str = "transcrip
     """A new project labelled with ``config`` in ``layout`` (the generated label config, the config's instructions)."""
     return create_project_from_xml(client, title or config.annotation_task_name, labelconfig.generate(config, layout),
                                    expert_instruction=config.instructions or None,
-                                   show_instruction=bool(config.instructions), show_skip_button=True)
+                                   show_instruction=bool(config.instructions), show_skip_button=True,
+                                   show_collab_predictions=config.suggestions.prelabel)
 
 
 def create_project_from_xml(client: LabelStudio, title: str, xml: str, **settings: Any) -> dict:
@@ -556,20 +557,36 @@ def ensure_webhook(client: LabelStudio, project_id: int, url: str, actions: list
 
 
 def set_project_predictions(client: LabelStudio, project_id: int, model_version: str) -> list[str]:
-    """Retrieve predictions when a task opens, shown to annotators, under the backend's model version
-    (so "Retrieve predictions" and /next do not pile up copies)."""
+    """Retrieve predictions when a task opens, under the backend's model version (so "Retrieve predictions" and
+    /next do not pile up copies). Whether annotators start from them ("use predictions to prelabel tasks", on in a
+    new project) stays the team's choice (:func:`set_prelabel`)."""
     project = get_project(client, project_id)
     changes = []
     if project.get("model_version") != model_version:
         changes.append(f"project model version {project.get('model_version')!r} -> {model_version!r}")
     if not project.get("evaluate_predictions_automatically"):
         changes.append("retrieve predictions when a task opens: on")
-    if not project.get("show_collab_predictions"):
-        changes.append("use predictions to pre-label: on")
     if changes:
         call(client.projects.update, id=project_id, model_version=model_version,
-             evaluate_predictions_automatically=True, show_collab_predictions=True,
-             what=f"updating project {project_id}")
+             evaluate_predictions_automatically=True, what=f"updating project {project_id}")
+    return changes
+
+
+def set_prelabel(client: LabelStudio, project_id: int, prelabel: bool, model_version: str | None = None) -> list[str]:
+    """Whether annotators start from the predictions of ``model_version`` (Label Studio's "use predictions to
+    prelabel tasks"; the label stream fills a new annotation from that version's prediction) or from a blank
+    trace (off: the label stream sends no predictions, and Label Studio clears the project's model version)."""
+    project = get_project(client, project_id)
+    changes = []
+    settings: dict[str, Any] = {}
+    if bool(project.get("show_collab_predictions")) != prelabel:
+        settings["show_collab_predictions"] = prelabel
+        changes.append(f"use predictions to prelabel tasks: {'on' if prelabel else 'off'}")
+    if prelabel and model_version and project.get("model_version") != model_version:
+        settings["model_version"] = model_version
+        changes.append(f"project model version {project.get('model_version')!r} -> {model_version!r}")
+    if settings:
+        call(client.projects.update, id=project_id, **settings, what=f"updating project {project_id}")
     return changes
 
 

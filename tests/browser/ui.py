@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from ls_trajeval.core import config as cfg
@@ -120,6 +122,58 @@ class Annotator:
     def live_score(self) -> str:
         return self.page.locator(".te-live [data-testid='htx-textbox-content']").inner_text()
 
+    # ------------------------------------------------------------ suggestions and marks (the workbench)
+    def selected_step(self) -> int | None:
+        """The step of the selected mark (its region's start), or None."""
+        return self.page.evaluate("() => { const n = Htx.annotationStore.selected.highlightedNode;"
+                                  " return n ? Number(n.start) : null; }")
+
+    def next_mark(self):
+        """Alt+. : Label Studio's "select the next region"; waits until the selection moved."""
+        before = self.selected_step()
+        self.page.keyboard.press("Alt+.")
+        self.page.wait_for_function("b => { const n = Htx.annotationStore.selected.highlightedNode;"
+                                    " return n && Number(n.start) !== b; }", arg=-1 if before is None else before)
+
+    def label_key(self, label: str) -> str:
+        """The key Label Studio shows on a marking label (e.g. "incorrect 1" -> "1")."""
+        text = self.main.locator(".te-side-pane .lsf-label", has_text=label).first.inner_text()
+        return re.fullmatch(rf"{re.escape(label)}\s*\[?(\w)\]?", " ".join(text.split())).group(1)
+
+    def undecided(self) -> int:
+        """The undecided suggestions the workbench counts: the highlights its own CSS counter counts (the selector
+        is read from the rule that increments the counter, so the test counts what the page counts)."""
+        return self.page.evaluate("""() => {
+            for (const sheet of document.styleSheets) {
+                let rules; try { rules = sheet.cssRules; } catch (e) { continue; }
+                for (const r of rules) if (r.style && (r.style.counterIncrement || '').startsWith('te-undecided'))
+                    return document.querySelectorAll(r.selectorText).length;
+            }
+            return -1; }""")
+
+    def warning(self) -> str:
+        """The text of Label Studio's warning dialog (e.g. Submit refused by a required choice)."""
+        box = self.page.locator(".ant-modal-content:visible, .lsf-modal:visible").first
+        box.wait_for()
+        return box.inner_text()
+
+    def close_warning(self):
+        box = self.page.locator(".ant-modal-content:visible, .lsf-modal:visible").first
+        box.get_by_role("button", name="OK").click()
+        box.wait_for(state="hidden")
+
+    def editor_settings(self, toggles: dict[str, bool]):
+        """Label Studio's own editor settings (the Settings button under the trace), by title: what an annotator
+        sets once per browser (Label Studio keeps them in the browser's storage, no config reaches them)."""
+        self.page.locator("button[aria-label='Settings']").click()
+        dialog = self.page.locator(".lsf-modal:visible, .ant-modal:visible").first
+        for title, on in toggles.items():
+            box = dialog.locator("label.lsf-settings__field", has_text=title).locator("input[type=checkbox]")
+            if box.is_checked() != on:
+                box.click()
+        self.page.keyboard.press("Escape")
+        dialog.wait_for(state="hidden")
+
     # ------------------------------------------------------------ paged layout
     def current_step(self) -> int:
         text = self.page.locator(".te-step-number").first.inner_text()
@@ -228,6 +282,20 @@ class Annotator:
     def screenshot(self, path, full_page: bool = True):
         path.parent.mkdir(parents=True, exist_ok=True)
         self.page.screenshot(path=str(path), full_page=full_page)
+
+
+@contextmanager
+def logged_in(browser, server) -> Iterator[Annotator]:
+    """A logged-in page of ``server``'s admin in a browser context of its own (its own storage, so Label Studio's
+    editor settings too), closed afterwards."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.set_default_timeout(30_000)
+    try:
+        a = Annotator(context.new_page(), server.url)
+        a.login(server.credentials.email, server.credentials.password)
+        yield a
+    finally:
+        context.close()
 
 
 class Projects:

@@ -12,6 +12,7 @@ from commandline import invoke
 
 from ls_trajeval.core import results
 from ls_trajeval.core.labels import StepLabel, TraceLabels
+from ls_trajeval.core.records import build_record
 from ls_trajeval.flows.projects import project_config
 from ls_trajeval.studio import client as studio
 
@@ -76,7 +77,7 @@ def test_judge_stores_predictions_in_the_ui_shapes_and_a_rerun_costs_nothing(ls_
         task = tasks[trace_id]
         (prediction,) = task["predictions"]
         versions.add(prediction["model_version"])
-        decoded = results.decode(prediction["result"], config, task["data"]["n_steps"])
+        decoded = results.decode(prediction["result"], config, task["data"]["n_steps"], prediction=True)
         assert decoded.warnings == []
         verdicts = RECORDED[trace_id]
         marks = [StepLabel(v["step"] - 1, "incorrect", config.trajectory.type_by_name(v["error_type"]).category,
@@ -151,7 +152,7 @@ def test_merge_takes_the_more_confident_suggestion_and_names_its_judge(ls_env, l
 
     def merged(trace_id):
         (p,) = [p for p in tasks[trace_id]["predictions"] if p["model_version"] == "merged"]
-        return p, results.decode(p["result"], config, tasks[trace_id]["data"]["n_steps"]).steps
+        return p, results.decode(p["result"], config, tasks[trace_id]["data"]["n_steps"], prediction=True).steps
 
     p, steps = merged("judge-ok-wrong")
     # step #2: the rules' 0.9 over the LLM's 0.62; step #4 only the LLM marked
@@ -207,6 +208,7 @@ def test_accept_confident_suggestions_keep_an_audit_sample_and_measure_what_acce
     assert "accepted 3 tasks' suggestions" in r.stdout and "3 left for people to audit (50%, seed 7)" in r.stdout
     assert "1 below the threshold" in r.stdout and "1 with no confidence recorded" in r.stdout
     me = studio.whoami(ls_client)["id"]
+    config = project_config(studio.get_project(ls_client, project))
     tasks = tasks_by_trace(ls_client, project)
     decided = {t: tasks[t]["data"].get("acceptance") for t in JUDGED + ["judge-schema"]}
     assert sorted(t for t, d in decided.items() if d) == eligible
@@ -216,10 +218,16 @@ def test_accept_confident_suggestions_keep_an_audit_sample_and_measure_what_acce
     for t in accepted:
         (annotation,) = tasks[t]["annotations"]
         (prediction,) = tasks[t]["predictions"]
-        # the prediction's results as they were (ids, score), and the prediction as its parent: "accepted"
+        # the prediction's results (ids, score), each suggestion relabelled as a person accepts it, and the prediction
+        # as its parent: the export reads every mark as "accepted"
         assert annotation["parent_prediction"] == prediction["id"] and annotation["completed_by"] == me
         assert [(x["id"], x.get("score"), x["value"]) for x in annotation["result"]] == \
-            [(x["id"], x.get("score"), x["value"]) for x in prediction["result"]]
+            [(x["id"], x.get("score"), x["value"]) for x in results.accepted(prediction["result"], config)]
+        marks = [x for x in prediction["result"] if x["from_name"] == "error_localization"]
+        assert marks and all(x["value"]["paragraphlabels"] == ["suggested"] for x in marks)
+        record, _ = build_record(tasks[t], annotation, config)
+        assert {e["source"] for e in record["error_localization"] if e["correctness"] == "incorrect"} == {"accepted"}
+        assert record["rejected_suggestions"] == []
         detail = tasks[t]["data"]["te_acceptance"]
         assert (detail["prediction"], detail["threshold"], detail["annotation"]) == (prediction["id"], 0.6,
                                                                                     annotation["id"])

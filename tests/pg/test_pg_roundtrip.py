@@ -9,7 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from commandline import invoke
-from studio.uishapes import NASTY, RATIONALE, TRACES, ui_result
+from studio.test_suggestions import decided_through_the_api
+from studio.uishapes import EXPECTED_REJECTED, EXPECTED_STEPS, NASTY, RATIONALE, TRACES, provenance_of, ui_result
 
 from ls_trajeval import label_configs
 from ls_trajeval.core import config as cfg
@@ -107,3 +108,12 @@ def test_shipped_configs_are_accepted_on_postgresql(pg_client):
         c = cfg.load(label_configs.path(name))
         project = studio.create_project(pg_client, c, "transcript", f"pg accept {name}")
         assert project_config(studio.get_project(pg_client, project["id"])).trajectory == c.trajectory
+
+
+def test_suggestions_decided_in_the_browsers_shapes_export_their_provenance_on_postgresql(pg_client, env, tmp_path,
+                                                                                        monkeypatch):
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    records, _ = decided_through_the_api(pg_client, tmp_path, "pg suggestions")
+    assert len(records) == 2
+    assert all(provenance_of(r) == (EXPECTED_STEPS, EXPECTED_REJECTED) for r in records)

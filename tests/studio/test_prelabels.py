@@ -31,7 +31,7 @@ def test_import_with_prelabels_creates_predictions(ls_env, ls_client, fixtures_d
     config = project_config(studio.get_project(ls_client, pid))
     for task in studio.iter_tasks(ls_client, pid):
         (pred,) = task["predictions"]
-        labels = results.decode(pred["result"], config, task["data"]["n_steps"])
+        labels = results.decode(pred["result"], config, task["data"]["n_steps"], prediction=True)
         marked = [s.step_index for s in labels.steps if s.correctness == "incorrect"]
         assert marked == [expected[task["data"]["metadata"]["question"]]]
         assert pred["score"] == 95
@@ -57,7 +57,7 @@ def test_who_and_when_records_onto_the_shipped_preset(ls_env, ls_client, fixture
     labels_of = {t.name: t.label for t in config.trajectory.types}
     for task in studio.iter_tasks(ls_client, pid):
         (pred,) = task["predictions"]
-        decoded = results.decode(pred["result"], config, task["data"]["n_steps"])
+        decoded = results.decode(pred["result"], config, task["data"]["n_steps"], prediction=True)
         (mark,) = [s for s in decoded.steps if s.correctness == "decisive_error"]
         step, agent = expected[task["data"]["metadata"]["question"]]
         assert (mark.step_index, labels_of[mark.error_type], mark.severity) == (step, agent, "decisive")

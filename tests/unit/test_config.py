@@ -118,6 +118,14 @@ def test_guide_dialect_config_matches_the_english_guide(fixtures_dir):
     assert f'placeholder: "{t.rationale.placeholder}"' in block
 
 
+def test_suggestions_default_to_prelabelling_with_their_own_label_and_round_trip():
+    c = load(MINIMAL)
+    assert (c.suggestions.label, c.suggestions.color, c.suggestions.prelabel) == ("suggested", "#1E88E5", True)
+    beside = load(MINIMAL + "suggestions:\n  label: judge says\n  color: '#00897B'\n  prelabel: false\n")
+    assert beside.suggestions == cfg.Suggestions("judge says", "#00897B", False)
+    assert cfg.load_dict(beside.to_dict()).suggestions == beside.suggestions
+
+
 def test_config_roundtrips_through_the_embedded_copy():
     c = cfg.load(label_configs.path("coding_agent"))
     from ls_trajeval.core import labelconfig
@@ -158,6 +166,16 @@ def test_config_roundtrips_through_the_embedded_copy():
      "display.step_display.thought.color: expected a CSS colour such as '#E8F0FE', got 'red;background:url(x)'"),
     (MINIMAL + "item_properties:\n  id_key: running_score\n",
      "item_properties.id_key: 'running_score' is reserved for ls-trajeval's own task fields; choose another key"),
+    (MINIMAL + "suggestions:\n  label: incorrect\n",
+     "suggestions.label: 'incorrect' is already a correctness or severity label; choose another"),
+    (MINIMAL + "suggestions:\n  label: major\n",
+     "suggestions.label: 'major' is already a correctness or severity label; choose another"),
+    (MINIMAL + "suggestions:\n  color: 'blue;x'\n",
+     "suggestions.color: expected a colour as '#RRGGBB' or '#RGB', got 'blue;x'"),
+    (MINIMAL + "suggestions:\n  color: blue\n",
+     "suggestions.color: expected a colour as '#RRGGBB' or '#RGB', got 'blue'"),
+    (MINIMAL + "suggestions:\n  prelabel: beside\n", "suggestions.prelabel: expected true or false, got 'beside'"),
+    (MINIMAL + "suggestions:\n  prelabels: true\n", "suggestions.prelabels: unknown key (did you mean 'prelabel'?)"),
     ("a: 1\na: 2\n", "line 2, column 1: invalid YAML: duplicate key 'a' (first at line 1)"),
     ("annotation_schemes: [\n", "invalid YAML"),
     ("- just\n- a list\n", "expected a mapping, got a list"),

@@ -1,5 +1,6 @@
 """Generated XML: well-formed, escaping exact, names as results expects, shipped XML in sync."""
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 from commandline import invoke
@@ -68,8 +69,17 @@ def test_structure_and_names(layout):
                 "error_localization_live_score", "error_localization_reviewed"} <= side
         # marks call an interactive backend without the Auto-Annotation toggle; the first error label is preselected
         marks = next(el for el in root.iter("ParagraphLabels") if el.get("name") == "error_localization")
-        assert marks.get("smartOnly") == "true" and [(lb.get("value"), lb.get("selected")) for lb in marks] == [
-            ("incorrect", "true")]
+        # and an undecided suggestion is a mark of its own label and colour
+        assert marks.get("smartOnly") == "true" and [(lb.get("value"), lb.get("selected"), lb.get("background"))
+                                                     for lb in marks] == [("incorrect", "true", "#D32F2F"),
+                                                                          ("suggested", None, "#1E88E5")]
+        # a choice required only on undecided suggestions, which nobody can tick, keeps Submit from taking them
+        decision = next(el for el in root.iter("Choices") if el.get("name") == "error_localization_decision")
+        assert (decision.get("perRegion"), decision.get("required"), decision.get("whenLabelValue")) == (
+            "true", "true", "suggested")
+        assert "Backspace" in decision.get("requiredMessage") and [c.get("hotkey") for c in decision] == [
+            "ctrl+alt+shift+f12"]
+        assert all(">" not in style.text for style in root.iter("Style"))
         # the severity is a second set of labels on the mark (a relabel calls the backend), saved by its name
         severity = next(el for el in root.iter("ParagraphLabels") if el.get("name") == "error_localization_severity")
         assert [(lb.get("value"), lb.get("alias")) for lb in severity] == \
@@ -117,6 +127,18 @@ def test_structure_and_names(layout):
         assert ">" not in next(root.iter("Style")).text  # Label Studio escapes it, breaking the rule
         # Repeater replaces only the first {{idx}} of an attribute
         assert all(v.count("{{idx}}") <= 1 for el in root.iter() for v in el.attrib.values())
+
+
+def test_the_suggestion_label_is_recognised_in_a_project_config():
+    c = cfg.load(label_configs.path("trajectory_eval"))
+    assert labelconfig.shows_suggestions(labelconfig.generate(c, "transcript"), c)
+    assert not labelconfig.shows_suggestions(labelconfig.generate(c, "paged"), c)
+    before = (Path(__file__).parents[1] / "fixtures" / "transcript_before_workbench.xml").read_text(encoding="utf-8")
+    assert not labelconfig.shows_suggestions(before, c) and not labelconfig.shows_suggestions("<View", c)
+    # its colour is what the workbench finds its marks by, as Label Studio writes it in a mark's inline style
+    assert labelconfig.rgb("#1E88E5") == "30, 136, 229" and labelconfig.rgb("#fa0") == "255, 170, 0"
+    xml = labelconfig.generate(c, "transcript")
+    assert '.htx-highlight-last[style*="rgba(30, 136, 229,"] { counter-increment: te-undecided; }' in xml
 
 
 def test_no_rationale_no_score_display():

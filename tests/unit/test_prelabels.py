@@ -96,6 +96,21 @@ def test_prediction_decodes_back_to_the_prelabels(layout):
     assert all(r.get("from_name") != "error_localization_reviewed" for r in pred["result"])
 
 
+def test_for_the_workbench_the_prelabels_are_suggestions_or_shown_beside_a_blank_trace():
+    (trace,) = traces(TRAIL)
+    data = task_data(trace, MAPPED)
+    (pred,) = Prelabeler(MAPPED, "transcript", suggested=True)(trace, data)
+    marks = [r for r in pred["result"] if r["from_name"] == "error_localization"]
+    assert [(r["value"]["start"], r["value"]["paragraphlabels"], r["correctness"]) for r in marks] == [
+        ("0", ["suggested"], "incorrect"), ("5", ["suggested"], "incorrect")]  # TRAIL evidence in step 5
+    assert "te_suggested" not in data  # annotators start from them
+    beside = cfg.load_dict({**MAPPED.to_dict(), "suggestions": {"prelabel": False}})
+    data = task_data(trace, beside)
+    Prelabeler(beside, "transcript", suggested=True)(trace, data)
+    (item,) = data["te_suggested"]
+    assert item["html"].count("te-beside-line") == 2 and "prelabels-trail" in item["html"]
+
+
 # ---------------------------------------------------------------- the shipped presets, out of the box
 
 def _marks(pre):

@@ -209,3 +209,36 @@ def test_a_suggestion_carries_its_confidence_and_judge_on_its_results():
         assert step1 and all(r["score"] == 0.4 for r in step1), layout
         assert [r.get("judge") for r in step1] == ["judge-a"] + [None] * (len(step1) - 1), layout
         assert all("score" not in r for r in out if r not in step1), layout
+
+
+def test_provenance_in_the_record_from_the_tasks_predictions():
+    trace = {**TRACE, "trace": [{"type": "thought", "content": f"step {i}"} for i in range(4)]}
+    data = task_data(parse_trace(trace), CONFIG)
+    judged = TraceLabels([StepLabel(0, "correct"), StepLabel(1, "incorrect", "action", "wrong_tool", "major", "why",
+                                                             confidence=0.8),
+                          StepLabel(2, "incorrect", "reasoning", "logical_error", "minor", None, confidence=0.4),
+                          StepLabel(3, "correct")])
+    prediction = {"id": 31, "model_version": "judge-v1", "score": 94,
+                  "result": encode(judged, CONFIG, "transcript", data["te_transcript"], origin="prediction",
+                                   confirm_review=False, suggested=True)}
+    step1 = [r for r in prediction["result"] if r["value"]["start"] == "1"]
+    # the annotator accepted step 1 (relabelled, ids kept) and deleted step 2; the draft lost parent_prediction
+    kept = [{**r, "origin": "prediction-changed", "value": {**r["value"], "paragraphlabels": ["incorrect"]}}
+            if r["from_name"] == "error_localization" else r for r in step1]
+    task = {"id": 9, "project": 2, "data": data, "predictions": [prediction]}
+    rec, warnings = build_record(task, {"id": 5, "completed_by": 3, "result": kept, "parent_prediction": None},
+                                 CONFIG, layout="transcript", users={3: {"email": "c@x"}})
+    assert warnings == []
+    assert [(e["source"], e["suggested_by"], e["confidence"]) for e in rec["error_localization"]] == [
+        ("human", None, None), ("accepted", "judge-v1", 0.8), ("human", None, None), ("human", None, None)]
+    assert rec["rejected_suggestions"] == [{"step_index": 2, "error_type": "logical_error", "severity": "minor",
+                                            "suggested_by": "judge-v1"}]
+    # nothing of the prediction kept: the project's model version says which one the stream prefilled from
+    rec, _ = build_record(task, {"id": 6, "completed_by": 3, "result": []}, CONFIG, model_version="judge-v1")
+    assert [r["step_index"] for r in rec["rejected_suggestions"]] == [1, 2]
+    rec, _ = build_record(task, {"id": 6, "completed_by": 3, "result": []}, CONFIG)  # blank trace, beside
+    assert rec["rejected_suggestions"] == []
+    # the prediction itself, exported, is the suggestions it carries
+    rec, _ = build_record(task, prediction, CONFIG, annotator="judge-v1", prediction=True)
+    assert [(e["correctness"], e["confidence"]) for e in rec["error_localization"]] == [
+        ("correct", None), ("incorrect", 0.8), ("incorrect", 0.4), ("correct", None)]

@@ -173,11 +173,13 @@ def test_a_suggestion_carries_its_confidence_on_its_region_and_its_judge_on_the_
     assert by_name["error_localization_severity_1"]["score"] == 0.25
     assert "judge" not in by_name["error_localization_severity_1"]
     assert "score" not in by_name["error_localization_correctness_2"]
-    # and back: both layouts decode each step's confidence and judge (the transcript's correct step has none)
-    assert results.decode(out, CONFIG, 3).steps == [StepLabel(0, "correct"), *labels.steps[1:]]
-    assert results.decode(paged, CONFIG, 3).steps == labels.steps
+    # and back: read as a prediction, both layouts decode each step's confidence and judge (the transcript's correct
+    # step has none); read as an annotation, none (an annotation's provenance comes from its parent prediction)
+    assert results.decode(out, CONFIG, 3, prediction=True).steps == [StepLabel(0, "correct"), *labels.steps[1:]]
+    assert results.decode(paged, CONFIG, 3, prediction=True).steps == labels.steps
+    assert results.decode(paged, CONFIG, 3).steps[1].confidence is None
     hostile = [{**r, "score": s} for r, s in zip(out, (True, 1.5, "0.5", float("nan")))]
-    assert results.decode(hostile, CONFIG, 3).steps[1].confidence is None
+    assert results.decode(hostile, CONFIG, 3, prediction=True).steps[1].confidence is None
 
 
 def test_values_of_the_wrong_shape_never_raise():

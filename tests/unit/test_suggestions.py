@@ -57,7 +57,7 @@ def test_a_confident_correct_verdict_competes_with_marks():
     assert [(s.correctness, s.confidence, s.suggested_by) for s in merged.steps] == \
         [("correct", 0.95, "sure"), ("incorrect", 0.5, "unsure")]
     # through Label Studio's paged shapes and back, the merged prediction says the same
-    decoded = results.decode(results.encode(merged, CONFIG, "paged", confirm_review=False), CONFIG, 2)
+    decoded = results.decode(results.encode(merged, CONFIG, "paged", confirm_review=False), CONFIG, 2, prediction=True)
     assert decoded.steps == merged.steps
 
 
@@ -71,3 +71,33 @@ def test_least_confident_suggestion_and_the_task_fields():
     assert least_confident(labels(3, mark(2), mark(0, confidence=0.2)).steps, SCHEME) == (0.0, 2)
     assert suggestion_fields(labels(3), SCHEME, "v") == {"least_confidence": None, "least_confident_step": None,
                                                          "suggestions_by": "v"}
+
+
+def test_suggestions_beside_a_blank_trace_are_inert_text_and_a_line_per_step():
+    import re
+
+    from ls_trajeval.core.suggestions import beside, css_string
+
+    hostile = "</style><script>alert(1)</script> \"q\" \\ {{idx}} $task\nnext line — 東京"
+    shown = TraceLabels([StepLabel(0, "correct", confidence=0.9),
+                         StepLabel(1, "incorrect", "action", "wrong_tool", "major", hostile, confidence=0.62,
+                                   suggested_by="judge-b"),
+                         StepLabel(2, "incorrect", None, None, None, None)])
+    (item,) = beside(shown, CONFIG, "merged")
+    assert item["id"] == "te_suggested"
+    html = item["html"]
+    style = html[html.index("<style>") + 7:html.index("</style>")]
+    assert "<" not in style and "\n\n" not in style
+    # one line under each suggested step's header (not under a correct verdict), its text a CSS string of escapes
+    rules = re.findall(r'\[data-testid="phrase:(\d+)"\] \[class\*="dialoguename"\]::after \{ content: ("[^"]*"); \}',
+                       style)
+    assert [int(i) for i, _ in rules] == [1, 2]
+    decoded = re.sub(r"\\([0-9a-f]{6})", lambda m: chr(int(m.group(1), 16)), rules[0][1])[1:-1]
+    assert decoded == ("\u2691 suggested by judge-b, 0.62: Wrong Tool \u00b7 Major (\u22125) \u2014 "
+                       + " ".join(hostile.split()))
+    assert re.sub(r"\\([0-9a-f]{6})", lambda m: chr(int(m.group(1), 16)), rules[1][1])[1:-1] == \
+        "\u2691 suggested by merged: incorrect"
+    # the list beside the trace: autoescaped text, step numbers as people see them
+    assert "<script>" not in html and "&lt;script&gt;" in html and "<b>#2</b>" in html
+    assert css_string('a"b\\c d') == '"a\\000022b\\00005cc\\000020d"'
+    assert "No suggestions" in beside(TraceLabels([StepLabel(0, "correct")]), CONFIG, "v")[0]["html"]

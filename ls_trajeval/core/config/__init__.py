@@ -21,10 +21,11 @@ from .model import (
     RunningScore,
     Severity,
     StepStyle,
+    Suggestions,
     TrajectoryScheme,
     humanize,
 )
 
 __all__ = ["DEFAULT_SEVERITIES", "DEFAULT_STEP_DISPLAY", "Config", "ConfigError", "DetectorSpec", "ErrorCategory",
            "ErrorType", "PrelabelMapping", "RadioLabel", "RadioScheme", "Rationale", "RunningScore", "Severity",
-           "StepStyle", "TrajectoryScheme", "humanize", "load", "load_dict", "loads"]
+           "StepStyle", "Suggestions", "TrajectoryScheme", "humanize", "load", "load_dict", "loads"]

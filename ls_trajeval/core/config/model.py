@@ -188,6 +188,17 @@ class DetectorSpec:
 
 
 @dataclass(frozen=True)
+class Suggestions:
+    """How annotators meet suggestions (predictions): ``prelabel`` starts them from the suggestions (Label Studio's
+    "use predictions to prelabel tasks"), else from a blank trace with each suggestion shown beside its step. In the
+    workbench an undecided suggestion is a mark with its own ``label`` and ``color``."""
+
+    label: str = "suggested"
+    color: str = "#1E88E5"
+    prelabel: bool = True
+
+
+@dataclass(frozen=True)
 class Config:
     """A whole config: the trajectory scheme, the whole-trace questions, the task's keys and how steps show."""
 
@@ -212,6 +223,7 @@ class Config:
     prelabels: PrelabelMapping = field(default_factory=PrelabelMapping)
     #: the ML backend's detectors (``ml_backend.detectors``); empty = the built-in defaults
     detectors: tuple[DetectorSpec, ...] = ()
+    suggestions: Suggestions = field(default_factory=Suggestions)
     source: str = "<config>"
 
     def step_style(self, step_type: str) -> StepStyle:
@@ -265,6 +277,7 @@ class Config:
             "output": {"path": self.output_path, "format": self.output_format},
             "user_config": self.user_config,
             "prelabels": asdict(self.prelabels),
+            "suggestions": asdict(self.suggestions),
             **({"ml_backend": {"detectors": {d.name: d.to_dict() for d in self.detectors}}}
                if self.detectors else {}),
         }

@@ -23,6 +23,7 @@ from .model import (
     RunningScore,
     Severity,
     StepStyle,
+    Suggestions,
     TrajectoryScheme,
     humanize,
 )
@@ -31,7 +32,7 @@ NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 COLOR_RE = re.compile(r"^(#[0-9A-Fa-f]{3,8}|[A-Za-z]+|rgba?\([0-9.,\s%]+\))$")
 TOP_KEYS = {"annotation_task_name", "data_files", "item_properties", "display", "annotation_schemes",
             "annotator_config", "output", "annotation_instructions", "user_config", "task_dir", "prelabels",
-            "ml_backend"}
+            "ml_backend", "suggestions"}
 DISPLAY_KEYS = {"type", "trace_key", "step_display", "step_text_key", "show_step_numbers", "show_timestamps"}
 TRAJ_KEYS = {"annotation_type", "name", "description", "step_correctness", "error_taxonomy", "severity_levels",
              "running_score", "rationale"}
@@ -226,6 +227,7 @@ def validate(data: Any, ck: Checker) -> Config:
 
     prelabels = _prelabels(ck, top.get("prelabels"), trajectory) if trajectory else PrelabelMapping()
     detectors = _detectors(ck, top.get("ml_backend"), trajectory) if "ml_backend" in top else ()
+    suggestions = _suggestions(ck, top.get("suggestions"), trajectory) if trajectory else Suggestions()
     if ck.errors or trajectory is None:
         raise ConfigError(ck.source, ck.errors)
     return Config(
@@ -251,8 +253,27 @@ def validate(data: Any, ck: Checker) -> Config:
         user_config=user_config,
         prelabels=prelabels,
         detectors=detectors,
+        suggestions=suggestions,
         source=ck.source,
     )
+
+
+def _suggestions(ck: Checker, raw: Any, scheme: TrajectoryScheme) -> Suggestions:
+    """``suggestions``: the undecided suggestion's label and colour, and whether annotators start from them."""
+    path = "suggestions"
+    sg = ck.mapping(raw, path, {"label", "color", "prelabel"})
+    label = ck.string(sg.get("label"), f"{path}.label", Suggestions.label)
+    # the label sits beside the correctness labels on a mark, and a mark's severity is a second label on it
+    taken = {*scheme.correctness_labels, *(s.name for s in scheme.severities)}
+    if not label.strip():
+        ck.error(f"{path}.label", "expected a label, got an empty string")
+    elif label in taken:
+        ck.error(f"{path}.label", f"{label!r} is already a correctness or severity label; choose another")
+    color = ck.string(sg.get("color"), f"{path}.color", Suggestions.color)
+    if not re.fullmatch(r"#[0-9A-Fa-f]{3}([0-9A-Fa-f]{3})?", color):  # the workbench finds its marks by it
+        ck.error(f"{path}.color", f"expected a colour as '#RRGGBB' or '#RGB', got {color!r}")
+        color = Suggestions.color
+    return Suggestions(label, color, ck.boolean(sg.get("prelabel"), f"{path}.prelabel", Suggestions.prelabel))
 
 
 def _detectors(ck: Checker, raw: Any, trajectory: TrajectoryScheme | None) -> tuple[DetectorSpec, ...]:

@@ -132,4 +132,7 @@ class Server:
         from waitress import wasyncore
 
         server = self._server
-        server.trigger.pull_trigger(lambda: wasyncore.close_all(server._map, ignore_all=True))
+        try:
+            server.trigger.pull_trigger(lambda: wasyncore.close_all(server._map, ignore_all=True))
+        except OSError:  # the loop has ended already and closed its trigger with everything else
+            pass

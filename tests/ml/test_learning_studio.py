@@ -54,7 +54,7 @@ def connect(label_studio, project_id, backend):
     r = invoke(*["ml", "connect", "--project", str(project_id), "--backend-url", backend.url,
                                         "--basic-auth-user", USER, "--basic-auth-password", PASSWORD],
                            env={"LABEL_STUDIO_URL": label_studio.url,
-                                "LABEL_STUDIO_API_KEY": label_studio.credentials.token}, catch_exceptions=False)
+                                "LABEL_STUDIO_API_KEY": label_studio.credentials.token})
     assert r.exit_code == 0, r.output
 
 

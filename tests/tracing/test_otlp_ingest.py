@@ -88,6 +88,8 @@ def test_killed_restarted_and_resent_imports_every_trace_once(ls_client, label_s
         first = agent.runs(tp, range(0, 6))
         assert tp.force_flush(30_000)
         assert wait_for(lambda: len(tasks()) == 6, 90), "the first traces were not imported"
+        # the spool marks them once the import call returns, a moment after Label Studio shows them
+        assert wait_for(lambda: spool_counts(tmp_path / "spool.sqlite")["imported"] == 6, 30)
         # spooled, not yet imported (the settle window has not passed): killed now, they must survive the kill
         second = agent.runs(tp, range(6, 12))
         assert tp.force_flush(30_000)

@@ -10,12 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
+from ls_trajeval.core.jsonfiles import loads
 from ls_trajeval.core.trace import TraceError, describe
 
 from .base import Converter, Sample
 from .support.chat import anthropic_blocks, content_text
-from .support.errors import BadRecord, expect, guarded
-from .support.files import Origin, documents, loads
+from .support.errors import BadRecord, expect
+from .support.files import Origin, records
 from .support.steps import StepList, finish, stable_id, step, text
 
 NAME = "anthropic"
@@ -69,7 +70,7 @@ def detect(sample: Sample) -> float:
     return _score(doc) if doc is not None else 0.0
 
 
-def _one(rec: Any, origin: Origin, index: int) -> Iterator:
+def one(rec: Any, origin: Origin) -> Iterator:
     msgs = _messages(rec)
     if msgs is None:
         if isinstance(rec, dict) and "messages" in rec:
@@ -108,7 +109,7 @@ def _one(rec: Any, origin: Origin, index: int) -> Iterator:
         said = anthropic_blocks(role, m["content"], out, f"messages[{i}]", agent=m.get("model"), meta={"message_index": i})
         if task is None and role == "user" and said:
             task = said
-    yield finish(origin, tid or stable_id(Path(origin.source).name, index), task or "", out.steps(), meta)
+    yield finish(origin, tid or stable_id(Path(origin.source).name, origin.ordinal), task or "", out.steps(), meta)
 
 
 def _index(ev: dict, default: int) -> int:
@@ -177,39 +178,42 @@ def _join_events(events: list, path: Path) -> tuple[dict, list]:
     return msg, errors
 
 
-def _joined(path: Path, line: Any, index: int, events: list) -> Iterator:
-    msg, errors = _join_events(events, path)
-    yield from errors
-    origin = Origin(NAME, str(path), line)
-    yield from guarded(origin, _one, msg, origin, index)
+def _split(value: Any, line: int | None) -> list | None:
+    """A JSON list of requests is its records (a list of messages is one conversation)."""
+    if line is None and isinstance(value, list) and value and isinstance(value[0], dict) and "messages" in value[0]:
+        return value
+    return None
 
 
-def convert(path: Path) -> Iterator:
-    source = str(path)
+def _read(path: Path, fmt: str) -> Iterator[tuple[Origin, Any]]:
+    """The file's records, a stream's events (``message_start`` … ``message_stop``) joined into their message.
+
+    Records with no id are numbered in the file as they come (a joined stream counts as one, a broken line as
+    none), the elements of a JSON list by their index."""
+    count = 0
     events: list = []
-    index = 0
-    first_line = None
-    for line, value in documents(path):
-        if isinstance(value, TraceError):
-            yield value
-            continue
-        if line is not None and isinstance(value, dict) and _is_event(value):
-            if first_line is None:
-                first_line = line
-            events.append((line, value))
+    for origin, value in records(path, fmt, _split):
+        if value.__class__ is TraceError:
+            yield origin, value
+        elif origin.line is not None and _is_event(value):
+            events.append((origin.line, value))
             if value.get("type") == "message_stop":
-                yield from _joined(path, first_line, index, events)
-                events, first_line, index = [], None, index + 1
-            continue
-        if line is None and isinstance(value, list) and value and isinstance(value[0], dict) and "messages" in value[0]:
-            for j, rec in enumerate(value):
-                yield from guarded(Origin(NAME, source, None, j), _one, rec, Origin(NAME, source, None, j), j)
-            continue
-        origin = Origin(NAME, source, line)
-        yield from guarded(origin, _one, value, origin, index)
-        index += 1
+                yield from _joined(path, fmt, events, count)
+                events, count = [], count + 1
+        elif origin.index is not None and origin.line is None:
+            yield origin, value
+        else:
+            origin.ordinal, count = count, count + 1
+            yield origin, value
     if events:  # a stream cut before message_stop: convert what arrived
-        yield from _joined(path, first_line, index, events)
+        yield from _joined(path, fmt, events, count)
+
+
+def _joined(path: Path, fmt: str, events: list, ordinal: int) -> Iterator[tuple[Origin, Any]]:
+    msg, errors = _join_events(events, path)
+    for e in errors:
+        yield Origin(fmt, str(path), e.line), e
+    yield Origin(fmt, str(path), events[0][0], None, ordinal), msg
 
 
 CONVERTER = Converter(
@@ -217,5 +221,7 @@ CONVERTER = Converter(
     description="Anthropic Messages (text, thinking, tool_use / tool_result, system; streaming events)",
     shapes='{"system"?, "messages": [...]}; list of messages; Message objects; JSONL of those or of stream events',
     detect=detect,
-    convert=convert,
+    one=one,
+    split=_split,
+    read=_read,
 )

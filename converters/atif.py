@@ -7,12 +7,11 @@ has) follow as observations. ``metrics`` go to the step metadata of the turn's f
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from .base import Converter, Sample
 from .support.chat import call_id, value_text
-from .support.errors import BadRecord, each_record, expect
+from .support.errors import BadRecord, expect
 from .support.files import Origin, sample_objects
 from .support.steps import default_id, finish, render_args, step, step_metadata
 
@@ -154,14 +153,11 @@ def one(rec: Any, origin: Origin) -> list:
     return [finish(origin, tid, task, steps, md, "steps")]
 
 
-def convert(path: Path):
-    yield from each_record(path, NAME, one)
-
 
 CONVERTER = Converter(
     name=NAME,
     description="Harbor ATIF trajectories (schema_version ATIF-v1.x)",
     shapes='{"schema_version": "ATIF-v1.x", "session_id", "agent", "steps": [{source, message, tool_calls, observation}]} as JSON, a JSON list or JSONL',
     detect=detect,
-    convert=convert,
+    one=one,
 )

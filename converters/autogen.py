@@ -15,7 +15,6 @@ the same run and is used only when the state holds no thread.
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from ls_trajeval.core.trace import describe
@@ -23,7 +22,7 @@ from ls_trajeval.core.trace import describe
 from .base import Converter, Sample
 from .multi_agent import message_list_trace
 from .support.chat import call_id, content_text, value_text
-from .support.errors import BadRecord, each_record, expect
+from .support.errors import BadRecord, expect
 from .support.files import Origin, sample_objects
 from .support.steps import StepList, default_id, finish, render_args, step
 
@@ -130,9 +129,6 @@ def one(rec: Any, origin: Origin) -> list:
     return _context_trace(msgs, origin, where)
 
 
-def convert(path: Path):
-    yield from each_record(Path(path), NAME, one)
-
 
 CONVERTER = Converter(
     name=NAME,
@@ -141,5 +137,5 @@ CONVERTER = Converter(
     shapes='{"messages": [{"type": "UserMessage" | "AssistantMessage" | "FunctionExecutionResultMessage" | "SystemMessage", '
            '"content", "source"}]} or {"type": "TeamState", "agent_states": {...}}',
     detect=detect,
-    convert=convert,
+    one=one,
 )

@@ -35,15 +35,16 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections import Counter
+from functools import partial
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from ls_trajeval.core.trace import TraceError, describe
 
-from .base import Converter, Sample
+from .base import Converter, Gather, Sample, Unit
 from .support.chat import anthropic_blocks
 from .support.errors import BadRecord, guarded, warning
-from .support.files import Origin, iter_records
+from .support.files import Origin, records
 from .support.steps import StepBatch, StepList, finish, step, text
 
 NAME = "claude_code"
@@ -293,22 +294,25 @@ def _steps(records: list[dict], source: str, tid: str, errors: list) -> tuple[St
     return out, task or "", stats
 
 
-def _trace(path: Path, tid: str, records: list[dict], links: dict, meta: dict) -> Iterator:
+def one(session: tuple[str, list[dict], dict, dict], origin: Origin) -> Iterator:
+    """One session's records (or one sub-agent's) to its trace, after the located errors of the records left out
+    of it; a warning for the abandoned branches left out."""
+    tid, records, links, meta = session
     kept, branches, lost = _order(records, links)
     errors: list = []
     # a session that cannot be converted at all is one located error carrying the session's trace id
-    made = guarded(Origin(NAME, str(path)), _session_trace, path, tid, kept, records, branches, lost, meta, errors)
+    made = guarded(origin, _session_trace, origin, tid, kept, records, branches, lost, meta, errors)
     yield from errors
     for item in made:
         yield dataclasses.replace(item, trace_id=tid) if isinstance(item, TraceError) else item
     if branches:
-        yield warning(str(path), tid, f"{branches} abandoned branch(es) (a retried or edited turn) left out: {lost} record(s) "
-                                      "(metadata.abandoned_branches, abandoned_records)")
+        yield warning(origin.source, tid, f"{branches} abandoned branch(es) (a retried or edited turn) left out: {lost} "
+                                          "record(s) (metadata.abandoned_branches, abandoned_records)")
 
 
-def _session_trace(path: Path, tid: str, kept: list[dict], records: list[dict], branches: int, lost: int, meta: dict,
-                   errors: list) -> list:
-    out, task, stats = _steps(kept, str(path), tid, errors)
+def _session_trace(origin: Origin, tid: str, kept: list[dict], records: list[dict], branches: int, lost: int,
+                   meta: dict, errors: list) -> list:
+    out, task, stats = _steps(kept, origin.source, tid, errors)
     meta = {**meta, **{k: v for k, v in stats.items() if v}}
     first = next((r for r in kept if r.get("timestamp")), None)
     last = next((r for r in reversed(kept) if r.get("timestamp")), None)
@@ -325,7 +329,7 @@ def _session_trace(path: Path, tid: str, kept: list[dict], records: list[dict], 
         v = next((r.get(k) for r in kept if r.get(k)), None)
         if v is not None:
             meta[k] = v
-    return [finish(Origin(NAME, str(path)), tid, task, out.steps(), meta)]
+    return [finish(origin, tid, task, out.steps(), meta)]
 
 
 def _sidechains(records: list[dict], links: dict) -> dict[str, list[dict]]:
@@ -350,67 +354,73 @@ def _sidechains(records: list[dict], links: dict) -> dict[str, list[dict]]:
     return by_agent
 
 
-def convert(path: Path) -> Iterator:
-    sessions: dict[str, list[dict]] = {}
-    links: dict = {}  # the uuid of each progress / attachment record -> its parentUuid
-    summaries: list[dict] = []
-    other: Counter = Counter()
-    seen: set = set()
-    for n, rec in iter_records(path):
-        if isinstance(rec, TraceError):
-            yield rec
-            continue
+class _Sessions(Gather):
+    """A file's records by session (a session is ordered by its parentUuid chain, and one file may hold several):
+    each session's main thread and each of its sub-agents' sidechains converted at the end of the file."""
+
+    def __init__(self, path: Path) -> None:
+        self.source = str(path)
+        self.sessions: dict[str, list[dict]] = {}
+        self.links: dict = {}  # the uuid of each progress / attachment record -> its parentUuid
+        self.summaries: list[dict] = []
+        self.other: Counter = Counter()
+        self.seen: set = set()
+
+    def add(self, rec: Any, origin: Origin) -> None:
         if not isinstance(rec, dict):
-            yield TraceError(str(path), n, None, f"expected a JSON object, got {type(rec).__name__}")
-            continue
+            raise BadRecord(None, f"expected a JSON object, got {type(rec).__name__}")
         kind = rec.get("type")
-        if kind is not None and kind.__class__ is not str:
-            yield TraceError(str(path), n, "type", f"expected a string, got {describe(kind)}")
-            continue
+        if kind is not None and not isinstance(kind, str):
+            raise BadRecord("type", f"expected a string, got {describe(kind)}")
         if kind == "summary":
-            summaries.append(rec)
-            continue
+            self.summaries.append(rec)
+            return
         uuid = rec.get("uuid")
         sid = rec.get("sessionId")
         if kind not in MESSAGE_TYPES:
-            other[str(kind)] += 1
-            if uuid.__class__ is str and uuid:  # progress, attachment: no step, but a call or prompt may hang off it
-                links.setdefault(uuid, rec.get("parentUuid"))
-            continue
+            self.other[str(kind)] += 1
+            if isinstance(uuid, str) and uuid:  # progress, attachment: no step, but a call or prompt may hang off it
+                self.links.setdefault(uuid, rec.get("parentUuid"))
+            return
         if not isinstance(uuid, str) or not uuid:
-            yield TraceError(str(path), n, "uuid", "missing" if uuid is None else f"expected a string, got {type(uuid).__name__}")
-            continue
-        if uuid in seen:  # a record re-written (resumed session): the first copy stands
-            other["duplicate uuid"] += 1
-            continue
-        seen.add(uuid)
+            raise BadRecord("uuid", "missing" if uuid is None else f"expected a string, got {type(uuid).__name__}")
+        if uuid in self.seen:  # a record re-written (resumed session): the first copy stands
+            self.other["duplicate uuid"] += 1
+            return
+        self.seen.add(uuid)
         if not isinstance(sid, str) or not sid:
-            yield TraceError(str(path), n, "sessionId", "missing" if sid is None else f"expected a string, got {type(sid).__name__}")
-            continue
-        rec["_line"] = n
-        sessions.setdefault(sid, []).append(rec)
-    if not sessions:
-        if summaries or other:
-            yield TraceError(str(path), None, None, f"no user/assistant records (only {sum(other.values()) + len(summaries)} summary/snapshot records)")
-        return
-    leaf_owner = {r["uuid"]: sid for sid, recs in sessions.items() for r in recs}
-    for sid, recs in sessions.items():
-        main = [r for r in recs if not r.get("isSidechain")]
-        side = _sidechains([r for r in recs if r.get("isSidechain")], links)
-        mine = [s.get("summary") for s in summaries if leaf_owner.get(s.get("leafUuid") if isinstance(s.get("leafUuid"), str) else None) == sid or len(sessions) == 1]
-        base = {"session_id": sid}
-        meta = dict(base)
-        if mine:
-            meta["summaries"] = mine
-        if other:
-            meta["other_records"] = dict(other)
-        if side:
-            meta["sidechain_traces"] = len(side)
-            meta["sidechain_records"] = sum(len(v) for v in side.values())
-        if main:
-            yield from _trace(path, sid, main, links, meta)
-        for agent, srecs in side.items():
-            yield from _trace(path, f"{sid}/sidechain/{agent}", srecs, links, {**base, "parent_session": sid, "agent_id": agent, "sidechain": True})
+            raise BadRecord("sessionId", "missing" if sid is None else f"expected a string, got {type(sid).__name__}")
+        rec["_line"] = origin.line
+        self.sessions.setdefault(sid, []).append(rec)
+
+    def end(self) -> Iterator:
+        sessions, other, links = self.sessions, self.other, self.links
+        if not sessions:
+            if self.summaries or other:
+                yield TraceError(self.source, None, None, f"no user/assistant records (only "
+                                                          f"{sum(other.values()) + len(self.summaries)} summary/snapshot records)")
+            return
+        origin = Origin(NAME, self.source)
+        leaf_owner = {r["uuid"]: sid for sid, recs in sessions.items() for r in recs}
+        for sid, recs in sessions.items():
+            main = [r for r in recs if not r.get("isSidechain")]
+            side = _sidechains([r for r in recs if r.get("isSidechain")], links)
+            mine = [s.get("summary") for s in self.summaries if leaf_owner.get(
+                s.get("leafUuid") if isinstance(s.get("leafUuid"), str) else None) == sid or len(sessions) == 1]
+            base = {"session_id": sid}
+            meta = dict(base)
+            if mine:
+                meta["summaries"] = mine
+            if other:
+                meta["other_records"] = dict(other)
+            if side:
+                meta["sidechain_traces"] = len(side)
+                meta["sidechain_records"] = sum(len(v) for v in side.values())
+            if main:
+                yield Unit(origin, (sid, main, links, meta))
+            for agent, srecs in side.items():
+                yield Unit(origin, (f"{sid}/sidechain/{agent}", srecs, links,
+                                    {**base, "parent_session": sid, "agent_id": agent, "sidechain": True}))
 
 
 CONVERTER = Converter(
@@ -418,5 +428,7 @@ CONVERTER = Converter(
     description="Claude Code session JSONL (parentUuid tree, parallel tool calls, branches, sidechains and sub-agent files)",
     shapes="JSONL of {type: user|assistant|system|progress|summary, uuid, parentUuid, sessionId, message, ...}",
     detect=detect,
-    convert=convert,
+    one=one,
+    read=partial(records, split=None, jsonl=True),
+    gather=_Sessions,
 )

@@ -31,12 +31,13 @@ import re
 from pathlib import Path
 from typing import Any, Iterator
 
+from ls_trajeval.core.jsonfiles import load_located, loads
 from ls_trajeval.core.trace import TraceError, describe
 
 from .base import Converter, Sample
 from .support.chat import anthropic_blocks, content_text
-from .support.errors import BadRecord, expect, guarded
-from .support.files import Origin, load_json_located, loads
+from .support.errors import BadRecord, expect
+from .support.files import Origin
 from .support.steps import StepList, default_id, finish, render_args, step
 
 NAME = "cline"
@@ -299,7 +300,7 @@ def _companion(path: Path) -> Any:
     """A file of the task folder beside the history, parsed; None when absent or unreadable."""
     if not path.is_file():
         return None
-    doc = load_json_located(path)
+    doc = load_located(path)
     return None if isinstance(doc, TraceError) else doc
 
 
@@ -320,7 +321,9 @@ def _blocks(m: Any, w: str) -> list:
     return content
 
 
-def _history(messages: Any, origin: Origin, folder: Path) -> list:
+def one(messages: Any, origin: Origin) -> list:
+    """A task's api_conversation_history.json (its messages), with the task folder's other files beside it."""
+    folder = Path(origin.source).parent
     expect(messages, list, None)
     ui = _companion(folder / UI)
     thoughts = _reasoning(ui)
@@ -360,22 +363,21 @@ def _history(messages: Any, origin: Origin, folder: Path) -> list:
     return [*errors, finish(origin, task_id or default_id(origin), t.task, t.out.steps(), meta)]
 
 
-def convert(path: Path) -> Iterator:
+def _read(path: Path, fmt: str) -> Iterator[tuple[Origin, Any]]:
+    """The history file's messages as one record; the task folder's other files are read with it."""
     source = str(path)
-    doc = load_json_located(path)
+    origin = Origin(fmt, source)
+    doc = load_located(path)
     if isinstance(doc, TraceError):
-        yield doc
-        return
-    if _is_ui(doc) or _is_task_metadata(doc):
-        if (path.parent / HISTORY).is_file():
-            return  # read with the history beside it, into its trace
-        yield TraceError(source, None, None, f"a Cline/Roo task file without its {HISTORY}: the trace is made from that file")
-        return
-    if not isinstance(doc, list):
-        yield TraceError(source, None, None, f"expected a list of messages ({HISTORY}), got {describe(doc)}")
-        return
-    origin = Origin(NAME, source)
-    yield from guarded(origin, _history, doc, origin, path.parent)
+        yield origin, doc
+    elif _is_ui(doc) or _is_task_metadata(doc):
+        if not (path.parent / HISTORY).is_file():  # else read with the history beside it, into its trace
+            yield origin, TraceError(source, None, None, f"a Cline/Roo task file without its {HISTORY}: the trace is "
+                                                         "made from that file")
+    elif not isinstance(doc, list):
+        yield origin, TraceError(source, None, None, f"expected a list of messages ({HISTORY}), got {describe(doc)}")
+    else:
+        yield origin, doc
 
 
 CONVERTER = Converter(
@@ -385,5 +387,6 @@ CONVERTER = Converter(
     shapes="api_conversation_history.json [{role, content: [{type: text, text}], ts}]; ui_messages.json [{ts, type: say|ask, ...}]; "
            "task_metadata.json {files_in_context}",
     detect=detect,
-    convert=convert,
+    one=one,
+    read=_read,
 )

@@ -22,15 +22,17 @@ is followed by an observation, or an error when the call failed or was cancelled
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from ls_trajeval.core.jsonfiles import documents, is_jsonl, load_located
 from ls_trajeval.core.trace import Step, TraceError, describe
 
 from .base import Converter, Sample
 from .support.chat import call_id, content_text
-from .support.errors import BadRecord, expect, guarded, warning
-from .support.files import Origin, documents, is_jsonl, load_json_located
+from .support.errors import BadRecord, expect, guarded, record_error, warning
+from .support.files import Origin
 from .support.steps import finish, render_args, stable_id, step, text
 
 NAME = "gemini_cli"
@@ -156,14 +158,25 @@ def _message_steps(m: Any, i: int) -> list[Step]:
 
 # ---------------------------------------------------------------- sessions
 
-def _session(origin: Origin, head: dict, messages: list, errors: list) -> list:
-    """The trace of one session, its steps message by message; a bad message is left out, its
-    located error added to ``errors``."""
+@dataclass(frozen=True)
+class _Session:
+    """A session read from its file: its header fields and its messages (a JSONL log replayed)."""
+
+    head: dict
+    messages: list
+
+
+def one(rec: Any, origin: Origin) -> list:
+    """A session to its trace, after the located errors of the messages left out of it; logs.json (a list of
+    prompts) to one trace per session."""
+    if not isinstance(rec, _Session):
+        return list(_prompt_log(origin, rec))
     steps: list[Step] = []
+    errors: list = []
     task = None
     tokens: dict = {}
     models: list = []
-    for i, m in enumerate(messages):
+    for i, m in enumerate(rec.messages):
         out = guarded(origin, _message_steps, m, i)
         if out and out[0].__class__ is TraceError:
             errors.append(out[0])
@@ -179,18 +192,40 @@ def _session(origin: Origin, head: dict, messages: list, errors: list) -> list:
                 for k in TOKEN_KEYS:
                     if isinstance(tk.get(k), (int, float)) and not isinstance(tk.get(k), bool):
                         tokens[k] = tokens.get(k, 0) + tk[k]
+    head = rec.head
     sid = head.get("sessionId")
     meta = {"session_id": sid, "project_hash": head.get("projectHash"), "started_at": head.get("startTime"),
             "last_updated": head.get("lastUpdated"), "summary": head.get("summary"), "kind": head.get("kind"),
             "models": models or None, "tokens": tokens or None}
     tid = sid if isinstance(sid, str) and sid else stable_id(Path(origin.source).name, origin.position)
-    return [finish(origin, tid, task, steps, meta)]
+    try:
+        return [*errors, finish(origin, tid, task, steps, meta)]
+    except BadRecord as exc:  # the session's own error, after those of its messages
+        return [*errors, record_error(origin, exc)]
 
 
-def _converted(origin: Origin, head: dict, messages: list, errors: list) -> Iterator:
-    out = guarded(origin, _session, origin, head, messages, errors)
-    yield from errors
-    yield from out
+def _read(path: Path, fmt: str) -> Iterator[tuple[Origin, Any]]:
+    """A session file (JSON, or the JSONL log replayed) as one :class:`_Session`, or logs.json's list of prompts."""
+    source = str(path)
+    origin = Origin(fmt, source)
+    if is_jsonl(path):  # the newer session log
+        head, messages, errors = _replay(path)
+        yield from ((origin, e) for e in errors)
+        if head or messages:
+            yield origin, _Session(head, messages)
+        return
+    doc = load_located(path)
+    if isinstance(doc, TraceError) or isinstance(doc, list):
+        yield origin, doc
+    elif not _is_session(doc):
+        yield origin, TraceError(source, None, None, "expected a Gemini CLI session {sessionId, projectHash, messages} "
+                                                     "or a logs.json list")
+    elif not isinstance(doc.get("messages"), list):
+        messages = doc.get("messages")
+        yield origin, TraceError(source, None, "messages", "missing" if messages is None else
+                                 f"expected a list, got {describe(messages)}")
+    else:
+        yield origin, _Session(doc, doc["messages"])
 
 
 def _replay(path: Path) -> tuple[dict, list, list]:
@@ -198,7 +233,7 @@ def _replay(path: Path) -> tuple[dict, list, list]:
     head: dict = {}
     messages: dict[str, dict] = {}
     errors: list = []
-    for n, rec in documents(path):
+    for n, rec in documents(path, jsonl=True):
         if rec.__class__ is TraceError:
             errors.append(rec)
         elif rec.__class__ is not dict:
@@ -257,38 +292,12 @@ def _prompt_log(origin: Origin, entries: list) -> Iterator:
         yield finish(origin, f"{sid}/prompts", task, steps, {"session_id": sid, "prompts_only": True})
 
 
-def convert(path: Path) -> Iterator:
-    source = str(path)
-    if is_jsonl(path):  # the newer session log
-        head, messages, errors = _replay(path)
-        if not head and not messages:
-            yield from errors
-            return
-        yield from _converted(Origin(NAME, source), head, messages, errors)
-        return
-    doc = load_json_located(path)
-    if doc.__class__ is TraceError:
-        yield doc
-        return
-    origin = Origin(NAME, source)
-    if isinstance(doc, list):
-        yield from guarded(origin, _prompt_log, origin, doc)
-        return
-    if not _is_session(doc):
-        yield TraceError(source, None, None, "expected a Gemini CLI session {sessionId, projectHash, messages} or a logs.json list")
-        return
-    messages = doc.get("messages")
-    if not isinstance(messages, list):
-        yield TraceError(source, None, "messages", "missing" if messages is None else f"expected a list, got {describe(messages)}")
-        return
-    yield from _converted(origin, doc, messages, [])
-
-
 CONVERTER = Converter(
     name=NAME,
     description="Gemini CLI chat recordings (session-*.json / .jsonl: messages with thoughts and toolCalls; logs.json prompts)",
     shapes='{"sessionId", "projectHash", "messages": [{type: user|gemini|info|error, content, thoughts, toolCalls}]}; '
            "the JSONL session log ($set / $rewindTo); logs.json [{sessionId, messageId, type, message}]",
     detect=detect,
-    convert=convert,
+    one=one,
+    read=_read,
 )

@@ -13,15 +13,14 @@ metadata. Task: the trace input (string, messages, or a usual key) else the firs
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from ls_trajeval.core.trace import describe
 
 from .base import Converter, Sample
 from .support.chat import task_from_input, unwrap_message, value_text
-from .support.errors import BadRecord, each_record, expect
-from .support.files import Origin, maybe_json, sample_objects
+from .support.errors import BadRecord, expect
+from .support.files import Origin, list_items, maybe_json, sample_objects
 from .support.steps import default_id, dumps, finish, step
 from .support.times import time_keys
 from .support.trees import ToolEvent, assemble, llm_event_from_messages, tree_order
@@ -41,6 +40,12 @@ def _unwrap(val: Any):
     if isinstance(val, dict) and isinstance(val.get("data"), list) and not _is_trace(val):
         return val["data"]
     return None
+
+
+def _split(val: Any, line: int | None) -> list | None:
+    """The records of a document or line: ``{"data": [...]}``'s traces, or a JSON list's elements."""
+    recs = _unwrap(val)
+    return list_items(val, line) if recs is None else recs
 
 
 def detect(sample: Sample) -> float:
@@ -180,14 +185,12 @@ def one(rec: Any, origin: Origin) -> list:
     return [finish(origin, str(tid) if tid not in (None, "") else default_id(origin), task, steps, md, "observations")]
 
 
-def convert(path: Path):
-    yield from each_record(path, NAME, one, _unwrap)
-
 
 CONVERTER = Converter(
     name=NAME,
     description="Langfuse trace exports (observations: GENERATION, SPAN, EVENT, TOOL, ...)",
     shapes='{"id", "input", "output", "observations": [{id, type, name, parentObservationId, startTime, input, output, level}]}; JSON, a list, {"data": [...]}, or JSONL',
     detect=detect,
-    convert=convert,
+    one=one,
+    split=_split,
 )

@@ -19,10 +19,10 @@ from typing import Any, Iterator
 
 from ls_trajeval.core.trace import TraceError, describe
 
-from .base import Converter, Sample
-from .langchain import runs_trace
-from .support.errors import BadRecord, expect, guarded, join_field, warning
-from .support.files import Origin, documents, sample_objects
+from .base import Converter, Gather, Sample, Unit
+from .langchain import one
+from .support.errors import BadRecord, expect, join_field, warning
+from .support.files import Origin, records, sample_objects
 from .support.trees import tree_id
 
 NAME = "langsmith"
@@ -135,36 +135,46 @@ def _op_name(r: dict) -> str:
     return str(r.get("id") or r.get("dotted_order") or describe(r))
 
 
-def convert(path: Path) -> Iterator:
-    path = Path(path)
+def _read(path: Path, fmt: str) -> Iterator[tuple[Origin, Any]]:
+    """Each run operation of a file, as ``("post" | "patch", run, its place in the body)``: the runs of a
+    ``/runs/batch`` body (``post[k]``), or a create or update line (``""``)."""
     source = str(path)
-    runs = _Runs(source)
-    for line, val in documents(path):
+    for origin, val in records(path, fmt, None):
         if val.__class__ is TraceError:
-            yield val
-            continue
-        origin = Origin(NAME, source, line)
-        if isinstance(val, dict) and ("post" in val or "patch" in val):
-            for key, op in (("post", runs.create), ("patch", runs.update)):
+            yield origin, val
+        elif isinstance(val, dict) and ("post" in val or "patch" in val):
+            for key in ("post", "patch"):
                 ops = val.get(key) or []
                 if not isinstance(ops, list):
-                    yield TraceError(source, line, key, f"expected a list of runs, got {describe(ops)}")
+                    yield origin, TraceError(source, origin.line, key, f"expected a list of runs, got {describe(ops)}")
                     continue
                 for k, r in enumerate(ops):
-                    yield from guarded(origin, op, r, origin, f"{key}[{k}]")
-        elif _is_update_op(val):
-            yield from guarded(origin, runs.update, val, origin, "")
+                    yield origin, (key, r, f"{key}[{k}]")
         elif isinstance(val, dict):
-            yield from guarded(origin, runs.create, val, origin, "")
+            yield origin, ("patch" if _is_update_op(val) else "post", val, "")
         else:
-            yield TraceError(source, line, None, f"expected a run operation or a {{\"post\", \"patch\"}} body, got {describe(val)}")
-    yield from runs.merged()
-    groups: dict[Any, list] = {}
-    for rid, run in runs.runs.items():
-        groups.setdefault(run.get("trace_id") or rid, []).append(run)
-    for tid, group in groups.items():
-        origin = runs.origin[group[0]["id"]]
-        yield from guarded(origin, lambda: [runs_trace(group, origin)], field=f"trace {tid}")
+            yield origin, TraceError(source, origin.line, None,
+                                     f"expected a run operation or a {{\"post\", \"patch\"}} body, got {describe(val)}")
+
+
+class _Gather(Gather):
+    """The file's run operations merged into runs, grouped by trace at the end of the file."""
+
+    def __init__(self, path: Path) -> None:
+        self.runs = _Runs(str(path))
+
+    def add(self, op: tuple[str, Any, str], origin: Origin) -> None:
+        key, r, where = op
+        (self.runs.create if key == "post" else self.runs.update)(r, origin, where)
+
+    def end(self) -> Iterator:
+        runs = self.runs
+        yield from runs.merged()
+        groups: dict[Any, list] = {}
+        for rid, run in runs.runs.items():
+            groups.setdefault(run.get("trace_id") or rid, []).append(run)
+        for tid, group in groups.items():
+            yield Unit(runs.origin[group[0]["id"]], group, field=f"trace {tid}")
 
 
 CONVERTER = Converter(
@@ -173,5 +183,7 @@ CONVERTER = Converter(
     shapes='{"post": [{id, run_type, start_time, inputs, trace_id, dotted_order}], "patch": [{id, end_time, outputs, error}]} '
            '(JSON or JSONL of bodies), or JSONL of create / update lines',
     detect=detect,
-    convert=convert,
+    one=one,  # a trace's runs, as LangChain's
+    read=_read,
+    gather=_Gather,
 )

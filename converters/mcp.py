@@ -15,12 +15,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
-from ls_trajeval.core.trace import Trace, TraceError, describe
+from ls_trajeval.core.jsonfiles import loads
+from ls_trajeval.core.trace import TraceError, describe
 
-from .base import Converter, Sample
+from .base import Converter, Gather, Sample, Unit
 from .support.chat import media_ref, value_text
 from .support.errors import BadRecord, join_field, record_error, warning
-from .support.files import Origin, documents, loads, sample_objects
+from .support.files import Origin, records, sample_objects
 from .support.steps import dumps, finish, render_args, stable_id, step, step_metadata
 
 NAME = "mcp"
@@ -217,35 +218,23 @@ def _add(sess: _Session, msg: dict, where: str, meta: dict) -> None:
         sess.entries[idx].append(st)
 
 
-def _finish(sess: _Session, path: Path) -> Trace | None:
-    if not sess.entries:
-        return None
+def one(sess: _Session, origin: Origin) -> list:
+    """One session (gathered by :class:`_Sessions`) to its trace."""
     steps = []
     for e in sess.entries:
         if len(e) == 1 and e[0].type == "action" and e[0].get("metadata", {}).get("rpc_id") is not None:
             step_metadata(e[0])["no_response"] = True
         steps.extend(e)
     md = {"session_index": sess.index, "first_record": sess.first, **sess.info}
-    return finish(Origin(NAME, str(path)), stable_id(path.name, sess.index, sess.first), "", steps, md)
+    return [finish(origin, stable_id(Path(origin.source).name, sess.index, sess.first), "", steps, md)]
 
 
-def _session_of(sess: _Session, msg: dict, loc: int | None, path: Path) -> tuple[_Session, Trace | None]:
-    """The session ``msg`` (at ``loc``) belongs to, and the one it ends (None if none): an initialize request
-    starts a new session once the current one holds anything."""
-    done = None
-    if msg.get("method") == "initialize" and msg.get("id") is not None and sess.entries:
-        sess, done = _Session(sess.index + 1), _finish(sess, path)
-    if sess.first is None:
-        sess.first = loc
-    return sess, done
-
-
-def _records(path: Path) -> Iterator[tuple[int | None, int | None, Any]]:
-    """(line, list index, record or TraceError): JSONL lines, or the items of a JSON list or of its
-    usual wrapper key."""
-    for line, val in documents(path):
-        if isinstance(val, TraceError) or line is not None:
-            yield line, None, val
+def _read(path: Path, fmt: str) -> Iterator[tuple[Origin, Any]]:
+    """Each record of a file: JSONL lines, or the items of a JSON list or of its usual wrapper key."""
+    source = str(path)
+    for origin, val in records(path, fmt, None):
+        if isinstance(val, TraceError) or origin.line is not None:
+            yield origin, val
             continue
         items = val
         if isinstance(val, dict) and not _unwrap(val):
@@ -255,60 +244,69 @@ def _records(path: Path) -> Iterator[tuple[int | None, int | None, Any]]:
                     break
         if isinstance(items, list):
             for i, x in enumerate(items):
-                yield line, i, x
+                yield Origin(fmt, source, None, i, i), x
         else:
-            yield line, None, items
+            yield origin, items
 
 
-def convert(path: Path) -> Iterator:
-    path = Path(path)
-    source = str(path)
-    sess = _Session(0)
-    warned = 0
-    origin = Origin(NAME, source)  # one, moved from message to message: it is read only when an error is made
-    for line, idx, rec in _records(path):
-        if isinstance(rec, TraceError):
-            yield rec
-            continue
+class _Sessions(Gather):
+    """Messages into sessions (a new ``initialize`` request starts the next one): a session is converted when the
+    next one starts, and the last at the end of the file. A bad message is its own located error; its session goes
+    on."""
+
+    def __init__(self, path: Path) -> None:
+        self.source = str(path)
+        self.sess = _Session(0)
+        self.warned = 0  # records that are not JSON-RPC, kept as 'other' steps
+
+    def _session_of(self, msg: dict, loc: int | None, out: list) -> None:
+        """Start a new session at an initialize request when the current one holds anything (its trace to ``out``)."""
+        sess = self.sess
+        if msg.get("method") == "initialize" and msg.get("id") is not None and sess.entries:
+            out.append(Unit(Origin(NAME, self.source), sess))
+            sess = self.sess = _Session(sess.index + 1)
+        if sess.first is None:
+            sess.first = loc
+
+    def add(self, rec: Any, origin: Origin) -> list:
+        line, idx = origin.line, origin.index
         loc = line if idx is None else idx
-        origin.line, origin.index = line, idx
+        out: list = []
         if idx is None and rec.__class__ is dict and rec.get("jsonrpc") == "2.0":
             # a hot path (once per message): the usual record is one bare JSON-RPC message on its own line
-            if rec.get("method") == "initialize" or sess.first is None:
-                sess, done = _session_of(sess, rec, loc, path)
-                if done:
-                    yield done
+            if rec.get("method") == "initialize" or self.sess.first is None:
+                self._session_of(rec, loc, out)
             try:
-                _add(sess, rec, "", {} if line is None else {"source_line": line})
+                _add(self.sess, rec, "", {} if line is None else {"source_line": line})
             except Exception as exc:  # noqa: BLE001 - one odd message is its own located error; the session goes on
-                yield record_error(origin, exc, "", rec)
-            continue
+                out.append(record_error(origin, exc, "", rec))
+            return out
         msgs = _unwrap(rec)
         if not msgs:
-            sess.entries.append([step("other", dumps(rec), None, {"source_line": line, "source_record": idx})])
-            warned += 1
-            if sess.first is None:
-                sess.first = loc
-            continue
+            self.sess.entries.append([step("other", dumps(rec), None, {"source_line": line, "source_record": idx})])
+            self.warned += 1
+            if self.sess.first is None:
+                self.sess.first = loc
+            return out
         for k, (msg, meta) in enumerate(msgs):
-            if msg.get("method") == "initialize" or sess.first is None:
-                sess, done = _session_of(sess, msg, loc, path)
-                if done:
-                    yield done
+            if msg.get("method") == "initialize" or self.sess.first is None:
+                self._session_of(msg, loc, out)
             m = {} if meta is None else dict(meta)
             if line is not None:
                 m["source_line"] = line
             if idx is not None:
                 m["source_record"] = idx
             try:
-                _add(sess, msg, f"[{k}]" if len(msgs) > 1 else "", m)
+                _add(self.sess, msg, f"[{k}]" if len(msgs) > 1 else "", m)
             except Exception as exc:  # noqa: BLE001 - one odd message is its own located error; the session goes on
-                yield record_error(origin, exc, "", msg)
-    done = _finish(sess, path)
-    if done:
-        yield done
-    if warned:
-        yield warning(source, None, f"{warned} record(s) that are not JSON-RPC kept as 'other' steps")
+                out.append(record_error(origin, exc, "", msg))
+        return out
+
+    def end(self) -> Iterator:
+        if self.sess.entries:
+            yield Unit(Origin(NAME, self.source), self.sess)
+        if self.warned:
+            yield warning(self.source, None, f"{self.warned} record(s) that are not JSON-RPC kept as 'other' steps")
 
 
 CONVERTER = Converter(
@@ -316,5 +314,7 @@ CONVERTER = Converter(
     description="MCP JSON-RPC 2.0 logs (tools/call requests and results, notifications, initialize)",
     shapes='JSONL or a JSON list of {"jsonrpc": "2.0", ...} messages, or wrappers {direction, timestamp, message} / {request, response}',
     detect=detect,
-    convert=convert,
+    one=one,
+    read=_read,
+    gather=_Sessions,
 )

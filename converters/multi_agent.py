@@ -13,12 +13,11 @@ ToolCallRequestEvent/ToolCallExecutionEvent items -> action / observation (or er
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 from .base import Converter, Sample
 from .support.chat import call_id, message_parts, norm_role, tool_calls_of, value_text
-from .support.errors import BadRecord, each_record
+from .support.errors import BadRecord
 from .support.files import Origin, sample_objects
 from .support.steps import StepList, default_id, finish, render_args, step
 
@@ -280,14 +279,11 @@ def one(rec: Any, origin: Origin) -> list:
     raise BadRecord(None, "no history or messages list")
 
 
-def convert(path: Path):
-    yield from each_record(path, NAME, one)
-
 
 CONVERTER = Converter(
     name=NAME,
     description="Multi-agent transcripts: Who&When records (history, mistake_step) and agent-named message lists (AutoGen, CrewAI)",
     shapes='{"history": [{content, role, name?}], "question", "mistake_agent", "mistake_step", ...} or {"messages": [{agent|name|source, content}]}',
     detect=detect,
-    convert=convert,
+    one=one,
 )

@@ -28,10 +28,10 @@ from typing import Any, Iterator
 
 from ls_trajeval.core.trace import TraceError, describe
 
-from .base import Converter, Sample
+from .base import Converter, Gather, Sample, Unit
 from .support.chat import task_from_input, value_text
-from .support.errors import BadRecord, expect, guarded, join_field, warning
-from .support.files import Origin, documents, sample_objects
+from .support.errors import BadRecord, expect, join_field, warning
+from .support.files import Origin, records, sample_objects
 from .support.steps import dumps, finish, step
 from .support.times import time_key
 from .support.trees import ToolEvent, assemble, llm_event_from_messages, tree_order
@@ -179,7 +179,9 @@ def trace_steps(spans: list) -> tuple[list, str | None, dict]:
     return assemble(events), task, info
 
 
-def _build(tid: str, spans: list, header: dict | None, origin: Origin) -> list:
+def one(trace: tuple[str, list, dict | None], origin: Origin) -> list:
+    """One trace's spans (and its header, None when the file has none) to its trace."""
+    tid, spans, header = trace
     steps, task, info = trace_steps(spans)
     md: dict = {}
     if header is None:
@@ -191,50 +193,57 @@ def _build(tid: str, spans: list, header: dict | None, origin: Origin) -> list:
     return [finish(origin, tid, task, steps, md)]
 
 
-def convert(path: Path) -> Iterator:
-    path = Path(path)
+def _read(path: Path, fmt: str) -> Iterator[tuple[Origin, Any]]:
+    """Each trace item of a file, with its place in the document: ``(item, "data[3]")``."""
     source = str(path)
-    spans: dict[str, list] = {}
-    headers: dict[str, dict] = {}
-    first: dict[str, Origin] = {}
-    for line, val in documents(path):
+    for origin, val in records(path, fmt, None):
         if val.__class__ is TraceError:
-            yield val
+            yield origin, val
             continue
         items = _items_of(val)
         if items is None:
-            yield TraceError(source, line, None, f"expected an Agents SDK trace export {{\"data\": [...]}} or a trace item, "
-                                                 f"got {describe(val)}")
+            yield origin, TraceError(source, origin.line, None, f"expected an Agents SDK trace export {{\"data\": [...]}} "
+                                                                f"or a trace item, got {describe(val)}")
             continue
         prefix = "data" if val.__class__ is dict and "data" in val and "object" not in val else ""
         for k, item in enumerate(items):
-            where = f"{prefix}[{k}]" if val.__class__ is not dict or prefix else ""
-            origin = Origin(NAME, source, line)
-            kind = item.get("object") if item.__class__ is dict else None
-            if kind == "trace":
-                tid = item.get("id")
-                if not isinstance(tid, str) or not tid:
-                    yield TraceError(source, line, join_field(where, "id"), "expected a trace id string")
-                    continue
-                headers[tid] = item
-                first.setdefault(tid, origin)
-            elif kind == "trace.span":
-                got = guarded(origin, lambda: [_span(item, where)])
-                if got and got[0].__class__ is TraceError:
-                    yield got[0]
-                    continue
-                tid = item["trace_id"]
-                spans.setdefault(tid, []).append(got[0])
-                first.setdefault(tid, origin)
-            else:
-                yield TraceError(source, line, join_field(where, "object"),
-                                 f"expected \"trace\" or \"trace.span\", got {describe(kind) if kind is not None else describe(item)}")
-    for tid, origin in first.items():
-        if tid not in spans:
-            yield warning(source, f"trace {tid}", "trace header without spans in this file (the SDK exports in batches: "
-                                                  "put the bodies of one run in one JSONL file, one per line)")
-            continue
-        yield from guarded(origin, _build, tid, spans[tid], headers.get(tid), origin, field=f"trace {tid}")
+            yield origin, (item, f"{prefix}[{k}]" if val.__class__ is not dict or prefix else "")
+
+
+class _Traces(Gather):
+    """Trace headers and spans gathered by trace id (a trace's spans come in several export batches); each trace
+    converted at the end of the file, in the order its first item came."""
+
+    def __init__(self, path: Path) -> None:
+        self.source = str(path)
+        self.spans: dict[str, list] = {}
+        self.headers: dict[str, dict] = {}
+        self.first: dict[str, Origin] = {}
+
+    def add(self, rec: tuple[Any, str], origin: Origin) -> None:
+        item, where = rec
+        kind = item.get("object") if item.__class__ is dict else None
+        if kind == "trace":
+            tid = item.get("id")
+            if not isinstance(tid, str) or not tid:
+                raise BadRecord(join_field(where, "id"), "expected a trace id string")
+            self.headers[tid] = item
+        elif kind == "trace.span":
+            span = _span(item, where)
+            tid = item["trace_id"]
+            self.spans.setdefault(tid, []).append(span)
+        else:
+            raise BadRecord(join_field(where, "object"),
+                            f"expected \"trace\" or \"trace.span\", got {describe(kind) if kind is not None else describe(item)}")
+        self.first.setdefault(tid, origin)
+
+    def end(self) -> Iterator:
+        for tid, origin in self.first.items():
+            if tid not in self.spans:
+                yield warning(self.source, f"trace {tid}", "trace header without spans in this file (the SDK exports in "
+                                                          "batches: put the bodies of one run in one JSONL file, one per line)")
+                continue
+            yield Unit(origin, (tid, self.spans[tid], self.headers.get(tid)), field=f"trace {tid}")
 
 
 CONVERTER = Converter(
@@ -244,5 +253,7 @@ CONVERTER = Converter(
     shapes='{"data": [{"object": "trace", "id", "workflow_name"} | {"object": "trace.span", "id", "trace_id", '
            '"parent_id", "started_at", "span_data": {"type", ...}, "error"}]} (JSON, or JSONL of bodies or items)',
     detect=detect,
-    convert=convert,
+    one=one,
+    read=_read,
+    gather=_Traces,
 )

@@ -16,8 +16,8 @@ from ls_trajeval.core.trace import TraceError, describe
 
 from .base import Converter, Sample
 from .support.chat import openai_messages
-from .support.errors import BadRecord, expect, guarded, warning
-from .support.files import Origin, documents
+from .support.errors import BadRecord, expect, warning
+from .support.files import Origin, records
 from .support.steps import StepList, finish, stable_id, text
 
 NAME = "openai_chat"
@@ -83,7 +83,7 @@ def _reply(rec: dict) -> list:
     return [msg] if isinstance(msg, dict) else []
 
 
-def _one(rec: Any, origin: Origin, index: int) -> Iterator:
+def one(rec: Any, origin: Origin) -> Iterator:
     msgs = _messages_of(rec)
     if msgs is None:
         if isinstance(rec, dict) and "messages" in rec:
@@ -110,7 +110,7 @@ def _one(rec: Any, origin: Origin, index: int) -> Iterator:
     out = StepList()
     warnings: list = []
     task = openai_messages(msgs, out, warnings=warnings)
-    yield finish(origin, tid or stable_id(Path(origin.source).name, index), task, out.steps(), meta)
+    yield finish(origin, tid or stable_id(Path(origin.source).name, origin.ordinal), task, out.steps(), meta)
     for w in warnings:
         yield warning(origin.source, origin.line, w)
 
@@ -172,61 +172,54 @@ def _join_chunks(chunks: list, path: Path) -> tuple[dict, list]:
     return {"id": head.get("id"), "model": head.get("model"), "usage": usage, "messages": [msg]}, errors
 
 
-def convert(path: Path) -> Iterator:
-    source = str(path)
-    docs = documents(path)
-    first = next(docs, None)
+def _split(value: Any, line: int | None) -> list | None:
+    """A JSON list of records (conversations) is its records; a list of messages is one conversation."""
+    return value if line is None and isinstance(value, list) and value and _messages_of(value[0]) is not None else None
+
+
+def _read(path: Path, fmt: str) -> Iterator[tuple[Origin, Any]]:
+    """The file's records; JSONL whose first line is a message or a streaming chunk is one conversation."""
+    pairs = records(path, fmt, _split)
+    first = next(pairs, None)
     if first is None:
         return
-    line, value = first
-    if line is None:  # one JSON document
-        if isinstance(value, TraceError):
-            yield value
-        elif isinstance(value, list) and value and _messages_of(value[0]) is not None:
-            for j, rec in enumerate(value):
-                yield from guarded(Origin(NAME, source, None, j), _one, rec, Origin(NAME, source, None, j), j)
-        else:
-            yield from guarded(Origin(NAME, source), _one, value, Origin(NAME, source), 0)
+    origin, value = first
+    if origin.line is not None and isinstance(value, dict) and (_is_message(value) or value.get("object") == "chat.completion.chunk"):
+        yield from _conversation(path, fmt, itertools.chain([first], pairs))
         return
-    if isinstance(value, dict) and (_is_message(value) or value.get("object") == "chat.completion.chunk"):
-        yield from _per_message_file(path, first, docs)
-        return
-    for index, (line, value) in enumerate(itertools.chain([first], docs)):
-        origin = Origin(NAME, source, line)
-        yield from (value,) if isinstance(value, TraceError) else guarded(origin, _one, value, origin, index)
+    yield first
+    yield from pairs
 
 
-def _per_message_file(path: Path, first, rest) -> Iterator:
-    """JSONL whose lines are messages or chunks: the file is one conversation."""
+def _conversation(path: Path, fmt: str, pairs: Iterator[tuple[Origin, Any]]) -> Iterator[tuple[Origin, Any]]:
+    """JSONL whose lines are messages or chunks (the chunks of one completion id joined): one conversation."""
     msgs: list = []
     chunks: list = []
-    for line, value in itertools.chain([first], rest):
+
+    def joined() -> Iterator[tuple[Origin, Any]]:
+        message, errs = _join_chunks(chunks, path)
+        yield from ((Origin(fmt, str(path), e.line), e) for e in errs)
+        msgs.extend(message["messages"])
+        chunks.clear()
+
+    for origin, value in pairs:
         if isinstance(value, TraceError):
-            yield value
+            yield origin, value
             continue
         if isinstance(value, dict) and value.get("object") == "chat.completion.chunk":
             if chunks and chunks[-1][1].get("id") != value.get("id"):
-                joined, errs = _join_chunks(chunks, path)
-                yield from errs
-                msgs.extend(joined["messages"])
-                chunks = []
-            chunks.append((line, value))
+                yield from joined()
+            chunks.append((origin.line, value))
             continue
         if chunks:
-            joined, errs = _join_chunks(chunks, path)
-            yield from errs
-            msgs.extend(joined["messages"])
-            chunks = []
+            yield from joined()
         if not isinstance(value, dict):
-            yield TraceError(str(path), line, None, "expected a message object")
+            yield origin, TraceError(str(path), origin.line, None, "expected a message object")
             continue
         msgs.append(value)
     if chunks:
-        joined, errs = _join_chunks(chunks, path)
-        yield from errs
-        msgs.extend(joined["messages"])
-    origin = Origin(NAME, str(path))
-    yield from guarded(origin, _one, {"messages": msgs, "id": stable_id(path.name, "conversation")}, origin, 0)
+        yield from joined()
+    yield Origin(fmt, str(path)), {"messages": msgs, "id": stable_id(path.name, "conversation")}
 
 
 CONVERTER = Converter(
@@ -234,5 +227,7 @@ CONVERTER = Converter(
     description="OpenAI Chat Completions messages (tool_calls, tool results, legacy function_call, streaming chunks)",
     shapes='JSON list of messages; {"messages": [...]}; JSONL of those; JSONL of messages or chat.completion.chunk lines',
     detect=detect,
-    convert=convert,
+    one=one,
+    split=_split,
+    read=_read,
 )

@@ -23,17 +23,16 @@ them, is the user's prompt step).
 """
 from __future__ import annotations
 
-import itertools
 from collections import Counter
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
-from ls_trajeval.core.trace import TraceError, describe
+from ls_trajeval.core.trace import describe
 
-from .base import Converter, Sample
+from .base import Converter, Gather, Sample, Unit
 from .support.chat import call_id, content_text
-from .support.errors import BadRecord, expect, guarded, warning
-from .support.files import Origin, documents
+from .support.errors import BadRecord, expect, warning
+from .support.files import Origin
 from .support.steps import StepList, compact, finish, render_args, stable_id, step, text
 
 NAME = "openai_responses"
@@ -181,7 +180,11 @@ class _Builder:
             self.out.add(step("other", compact(it), None, {"item_type": t, "item_id": ident, **meta}))
 
 
-def _one(rec: Any, origin: Origin, index: int) -> Iterator:
+def one(rec: Any, origin: Origin) -> Iterator:
+    """A Response object, ``{"input", "output"}`` or a list of items; or a Codex rollout gathered by :class:`_Lines`."""
+    if isinstance(rec, _Rollout):
+        yield from rec.traces(origin)
+        return
     b = _Builder()
     meta: dict = {}
     tid = None
@@ -207,25 +210,30 @@ def _one(rec: Any, origin: Origin, index: int) -> Iterator:
     for k, lst in items:
         for j, it in enumerate(lst):
             b.item(it, f"{k}[{j}]")
-    yield finish(origin, text(tid) if tid else stable_id(Path(origin.source).name, index), b.task or "", b.out.steps(), meta)
+    yield finish(origin, text(tid) if tid else stable_id(Path(origin.source).name, origin.ordinal), b.task or "", b.out.steps(), meta)
 
 
-def _rollout(path: Path, first: tuple, rest: Iterator) -> Iterator:
-    b = _Builder()
-    meta: dict = {"variant": "codex_rollout"}
-    events: Counter = Counter()
-    models: list = []
-    tid = None
+class _Rollout:
+    """A Codex rollout, line by line: one trace per file."""
 
-    def take(line: int, rec: Any) -> None:
-        nonlocal tid
+    def __init__(self, first_line: int | None) -> None:
+        self.b = _Builder()
+        self.meta: dict = {"variant": "codex_rollout"}
+        self.events: Counter = Counter()
+        self.models: list = []
+        self.tid: Any = None
+        self.first_line = first_line
+
+    def take(self, rec: Any, line: int | None) -> None:
+        """One line of the rollout (a bad one is its own located error; the rollout goes on)."""
+        b, meta, events = self.b, self.meta, self.events
         expect(rec, dict, "(line)")
         kind = rec.get("type")
         payload = rec.get("payload") if "payload" in rec else rec
         lmeta = {"source_line": line, "timestamp": rec.get("timestamp")}
         if kind == "session_meta":
             expect(payload, dict, "payload")
-            tid = payload.get("id") or tid
+            self.tid = payload.get("id") or self.tid
             for k in ("cwd", "cli_version", "originator", "source", "git", "timestamp", "model_provider"):
                 if payload.get(k) is not None:
                     meta[k if k != "timestamp" else "started_at"] = payload[k]
@@ -235,8 +243,8 @@ def _rollout(path: Path, first: tuple, rest: Iterator) -> Iterator:
             b.item(payload, "payload", **lmeta)
         elif kind == "turn_context":
             m = payload.get("model") if isinstance(payload, dict) else None
-            if m and m not in models:
-                models.append(m)
+            if m and m not in self.models:
+                self.models.append(m)
         elif kind == "event_msg":
             et = payload.get("type") if isinstance(payload, dict) else None
             events[str(et)] += 1
@@ -249,54 +257,61 @@ def _rollout(path: Path, first: tuple, rest: Iterator) -> Iterator:
                            {"role": "compacted", **lmeta}))
         elif "payload" not in rec and (_is_item(rec) or rec.get("type") == "message"):
             b.item(rec, "(line)", **lmeta)  # legacy rollout: items directly
-        elif "instructions" in rec and "id" in rec and line == first[0]:
-            tid = rec.get("id")
+        elif "instructions" in rec and "id" in rec and line == self.first_line:
+            self.tid = rec.get("id")
             if rec.get("instructions"):
                 b.out.add(step("system", text(rec["instructions"]), None, {"role": "instructions", **lmeta}))
         else:
             events[f"unknown:{kind}"] += 1
             b.out.add(step("other", compact(rec), None, {**lmeta}))
 
-    for line, rec in itertools.chain([first], rest):
-        if isinstance(rec, TraceError):
-            yield rec
-        else:  # one bad line is its own located error; the rollout goes on
-            yield from guarded(Origin(NAME, str(path), line), take, line, rec)
-    if models:
-        meta["models"] = models
-    if events:
-        meta["event_msg_counts"] = dict(events)
-    if b.ghost_snapshots:
-        meta["ghost_snapshots"] = b.ghost_snapshots
-    origin = Origin(NAME, str(path))
-    yield from guarded(origin, lambda: [finish(origin, text(tid) if tid else stable_id(path.name, 0), b.task or "", b.out.steps(), meta)])
-    unknown = sum(v for k, v in events.items() if k.startswith("unknown:"))
-    if unknown:
-        yield warning(str(path), None, f"{unknown} rollout line(s) of unknown kind kept as 'other' steps")
+    def traces(self, origin: Origin) -> Iterator:
+        meta, events = self.meta, self.events
+        if self.models:
+            meta["models"] = self.models
+        if events:
+            meta["event_msg_counts"] = dict(events)
+        if self.b.ghost_snapshots:
+            meta["ghost_snapshots"] = self.b.ghost_snapshots
+        tid = self.tid
+        yield finish(origin, text(tid) if tid else stable_id(Path(origin.source).name, 0), self.b.task or "",
+                     self.b.out.steps(), meta)
 
 
-def convert(path: Path) -> Iterator:
-    source = str(path)
-    docs = documents(path)
-    first = next(docs, None)
-    if first is None:
-        return
-    line, value = first
-    if line is None:
-        if isinstance(value, TraceError):
-            yield value
-        elif isinstance(value, list) and value and isinstance(value[0], dict) and ("output" in value[0] or "input" in value[0]) and "type" not in value[0]:
-            for j, rec in enumerate(value):
-                yield from guarded(Origin(NAME, source, None, j), _one, rec, Origin(NAME, source, None, j), j)
-        else:
-            yield from guarded(Origin(NAME, source), _one, value, Origin(NAME, source), 0)
-        return
-    if isinstance(value, dict) and (_kind(value) in ROLLOUT or _is_item(value) or "instructions" in value and "payload" not in value and "output" not in value):
-        yield from _rollout(path, first, docs)
-        return
-    for index, (line, value) in enumerate(itertools.chain([first], docs)):
-        origin = Origin(NAME, source, line)
-        yield from (value,) if isinstance(value, TraceError) else guarded(origin, _one, value, origin, index)
+class _Lines(Gather):
+    """Records one by one, except a JSONL file whose first line is a rollout's: then the whole file is one trace."""
+
+    def __init__(self, path: Path) -> None:
+        self.source = str(path)
+        self.rollout: _Rollout | None = None
+        self.decided = False
+
+    def add(self, rec: Any, origin: Origin) -> Iterable:
+        if not self.decided:  # by the file's first line (a broken one decides for records)
+            self.decided = True
+            if origin.line is not None and origin.ordinal == 0 and isinstance(rec, dict) and (
+                    _kind(rec) in ROLLOUT or _is_item(rec) or "instructions" in rec and "payload" not in rec and "output" not in rec):
+                self.rollout = _Rollout(origin.line)
+        if self.rollout is None:
+            return list(one(rec, origin))
+        self.rollout.take(rec, origin.line)
+        return ()
+
+    def end(self) -> Iterable:
+        if self.rollout is None:
+            return
+        yield Unit(Origin(NAME, self.source), self.rollout)
+        unknown = sum(v for k, v in self.rollout.events.items() if k.startswith("unknown:"))
+        if unknown:
+            yield warning(self.source, None, f"{unknown} rollout line(s) of unknown kind kept as 'other' steps")
+
+
+def _split(value: Any, line: int | None) -> list | None:
+    """A JSON list of records is its records (a list of items is one record)."""
+    if line is None and isinstance(value, list) and value and isinstance(value[0], dict) and (
+            "output" in value[0] or "input" in value[0]) and "type" not in value[0]:
+        return value
+    return None
 
 
 CONVERTER = Converter(
@@ -304,5 +319,7 @@ CONVERTER = Converter(
     description="OpenAI Responses API items (message, reasoning, function_call/_output) and Codex CLI rollouts",
     shapes='Response objects {"output": [items]}; {"input", "output"}; list of items; JSONL of those; Codex rollout JSONL (session_meta/response_item/event_msg/turn_context)',
     detect=detect,
-    convert=convert,
+    one=one,
+    split=_split,
+    gather=_Lines,
 )

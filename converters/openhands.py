@@ -25,14 +25,12 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Any, Iterator
-
-from ls_trajeval.core.trace import TraceError
+from typing import Any
 
 from .base import Converter, Sample
 from .support.chat import call_id, value_text
-from .support.errors import BadRecord, expect, guarded
-from .support.files import Origin, documents
+from .support.errors import BadRecord, expect
+from .support.files import Origin
 from .support.steps import StepList, default_id, finish, render_args, step, step_metadata, text
 
 NAME = "openhands"
@@ -236,7 +234,7 @@ def _record_meta(rec: dict) -> tuple[Any, dict]:
     return tid, meta
 
 
-def _one(rec: Any, origin: Origin) -> list:
+def one(rec: Any, origin: Origin) -> list:
     history = _history_of(rec)
     if history is None:
         if isinstance(rec, dict) and "history" in rec:
@@ -254,18 +252,11 @@ def _one(rec: Any, origin: Origin) -> list:
     return [finish(origin, tid, task, h.out.steps(), meta, field="history")]
 
 
-def convert(path) -> Iterator:
-    source = str(path)
-    for line, doc in documents(path):
-        if doc.__class__ is TraceError:
-            yield doc
-            continue
-        if line is None and doc.__class__ is list and doc and not _is_event(doc[0]) and all(isinstance(r, dict) for r in doc):
-            recs = [(Origin(NAME, source, None, k), r) for k, r in enumerate(doc)]  # a JSON list of records
-        else:
-            recs = [(Origin(NAME, source, line), doc)]  # an event list (one trace), or one record
-        for origin, rec in recs:
-            yield from guarded(origin, _one, rec, origin)
+def _split(doc: Any, line: int | None) -> list | None:
+    """A JSON list of records is its records; a list of events is one trace."""
+    if line is None and doc.__class__ is list and doc and not _is_event(doc[0]) and all(isinstance(r, dict) for r in doc):
+        return doc
+    return None
 
 
 CONVERTER = Converter(
@@ -274,5 +265,6 @@ CONVERTER = Converter(
     shapes="JSON list of events {id, source, action|observation, args|content, cause, tool_call_metadata}; "
            "JSONL of {instance_id | issue, instruction, history, ...}",
     detect=detect,
-    convert=convert,
+    one=one,
+    split=_split,
 )

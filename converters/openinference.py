@@ -20,12 +20,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
+from ls_trajeval.core.jsonfiles import load_located
 from ls_trajeval.core.trace import TraceError, describe
 
 from .base import Converter, Sample
 from .support.chat import task_from_input, value_text
-from .support.errors import BadRecord, guarded, warning
-from .support.files import Origin, documents, load_json, maybe_json, sample_objects
+from .support.errors import BadRecord, warning
+from .support.files import Origin, maybe_json, records, sample_objects
 from .support.steps import default_id, dumps, finish, step
 from .support.times import time_key
 from .support.trees import (SpansByTrace, ToolEvent, assemble, flat_attrs, indexed, llm_event_from_messages, nest, otlp_requests,
@@ -304,9 +305,8 @@ def _labels_for(path: Path, rec: dict) -> dict | None:
     for cand in (f"{stem}.labels.json", f"{stem}_labels.json", f"{stem}.annotations.json"):
         p = path.with_name(cand)
         if p.is_file() and p != path:
-            try:
-                v = load_json(p)
-            except (OSError, ValueError, RecursionError):
+            v = load_located(p)
+            if isinstance(v, TraceError):
                 return {"labels_error": f"unreadable labels file {p.name}"}
             if isinstance(v, dict):
                 v = dict(v)
@@ -315,6 +315,13 @@ def _labels_for(path: Path, rec: dict) -> dict | None:
             if isinstance(v, list):
                 return {"errors": v, "labels_file": p.name}
     return None
+
+
+def one(rec: Any, origin: Origin) -> list:
+    """A trace's spans ``(trace id, spans)``, or a TRAIL record (its span tree and labels)."""
+    if isinstance(rec, tuple):
+        return _build(*rec, origin)
+    return _trail_trace(rec, origin)
 
 
 def _build(tid: Any, spans: list, origin: Origin, labels: dict | None = None, extra: dict | None = None) -> list:
@@ -337,39 +344,50 @@ def _build(tid: Any, spans: list, origin: Origin, labels: dict | None = None, ex
     return [finish(origin, str(tid) if tid not in (None, "") else default_id(origin), task, steps, md)]
 
 
-def convert(path: Path) -> Iterator:
-    path = Path(path)
+def _read(path: Path, fmt: str) -> Iterator[tuple[Origin, Any]]:
+    """Each span record of a file: an OTLP export request as ``(request, field prefix)``, a Phoenix span, a
+    ``{"spans": [...]}`` record, a TRAIL record (each of a JSON list with its index)."""
     source = str(path)
-    groups = SpansByTrace()
+    for origin, val in records(path, fmt, None):
+        if val.__class__ is TraceError:
+            yield origin, val
+            continue
+        reqs = otlp_requests(val)
+        if reqs:
+            for k, req in enumerate(reqs):
+                yield origin, (req, f"[{k}]." if isinstance(val, list) else "")
+        elif _is_labels(val):
+            yield origin, warning(source, origin.line, "TRAIL labels file: no steps of its own; it is read with the "
+                                                       "trace it sits beside")
+        elif isinstance(val, list):
+            for k, rec in enumerate(val):
+                yield Origin(fmt, source, origin.line, k), rec
+        else:
+            yield origin, val
 
-    for line, val in documents(path):
-        if isinstance(val, TraceError):
-            yield val
-            continue
-        if otlp_requests(val):
-            origin = Origin(NAME, source, line)
-            for k, req in enumerate(otlp_requests(val)):
-                got: list = []
-                yield from guarded(origin, lambda: got.extend(otlp_spans(req, f"[{k}]." if isinstance(val, list) else "")))
-                groups.add(got, origin)
-            continue
-        if _is_labels(val):
-            yield warning(source, line, "TRAIL labels file: no steps of its own; it is read with the trace it sits beside")
-            continue
-        recs = val if isinstance(val, list) else [val]
-        for k, rec in enumerate(recs):
-            origin = Origin(NAME, source, line, k if isinstance(val, list) else None)
+
+class _Spans(SpansByTrace):
+    """Spans by trace; a TRAIL record (its spans a tree of their own) is converted as it comes."""
+
+    def add(self, rec: Any, origin: Origin) -> list:
+        if isinstance(rec, tuple):
+            req, prefix = rec
+            got: list = []
+            try:
+                got.extend(otlp_spans(req, prefix))
+            finally:  # the spans read before a bad one are kept, beside its error
+                self.take(got, origin)
+        elif _is_trail(rec) or (isinstance(rec, dict) and "spans" in rec and not isinstance(rec["spans"], list)):
+            return _trail_trace(rec, origin)
+        elif isinstance(rec, dict) and isinstance(rec.get("spans"), list):
             got = []
-            if _is_trail(rec) or (isinstance(rec, dict) and "spans" in rec and not isinstance(rec["spans"], list)):
-                yield from guarded(origin, _trail_trace, rec, origin, path)
-            elif isinstance(rec, dict) and isinstance(rec.get("spans"), list):
-                yield from guarded(origin, lambda: got.extend(_phoenix(s, f"spans[{i}].") for i, s in enumerate(rec["spans"])))
-                groups.add(got, origin)
-            else:
-                yield from guarded(origin, lambda: got.append(_phoenix(_span_object(rec), "")))
-                groups.add(got, origin)
-    for tid, spans, origin in groups:
-        yield from guarded(Origin(NAME, source, origin.line), _build, tid, spans, origin, field=f"trace {tid}")
+            try:
+                got.extend(_phoenix(s, f"spans[{i}].") for i, s in enumerate(rec["spans"]))
+            finally:
+                self.take(got, origin)
+        else:
+            self.take([_phoenix(_span_object(rec), "")], origin)
+        return []
 
 
 def _span_object(rec: Any) -> dict:
@@ -378,7 +396,7 @@ def _span_object(rec: Any) -> dict:
     return rec
 
 
-def _trail_trace(rec: dict, origin: Origin, path: Path) -> list:
+def _trail_trace(rec: dict, origin: Origin) -> list:
     """A TRAIL record: its span tree, with the labels it carries or a sidecar file beside it holds."""
     if not isinstance(rec.get("spans"), list):
         raise BadRecord("spans", f"expected a list of spans, got {describe(rec.get('spans'))}")
@@ -386,7 +404,7 @@ def _trail_trace(rec: dict, origin: Origin, path: Path) -> list:
     _trail(rec["spans"], "spans", spans, None, rec.get("trace_id"))
     tid = rec.get("trace_id") or next((s["trace_id"] for s in spans if s["trace_id"]), None)
     extra = {k: rec[k] for k in ("source", "benchmark", "task_id") if k in rec}
-    return _build(tid, spans, origin, _labels_for(path, rec), extra)
+    return _build(tid, spans, origin, _labels_for(Path(origin.source), rec), extra)
 
 
 CONVERTER = Converter(
@@ -395,5 +413,7 @@ CONVERTER = Converter(
     shapes='Phoenix spans [{name, context: {trace_id, span_id}, parent_id, span_kind, attributes}] (JSON/JSONL), '
            'TRAIL {"trace_id", "spans": [{span_id, span_attributes, child_spans}]}, or OTLP/JSON',
     detect=detect,
-    convert=convert,
+    one=one,
+    read=_read,
+    gather=_Spans,
 )

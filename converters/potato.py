@@ -27,13 +27,12 @@ the trace metadata as given.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 from ls_trajeval.core.trace import STEP_TYPES, Step
 
 from .base import Converter, Sample
-from .support.errors import BadRecord, each_record
+from .support.errors import BadRecord
 from .support.files import Origin, sample_objects
 from .support.steps import compact, default_id, finish, render_args, split_call, step, text
 
@@ -286,14 +285,11 @@ def detect(sample: Sample) -> float:
     return _score(objs[0]) if objs else 0.0
 
 
-def convert(path: Path):
-    yield from each_record(path, NAME, one)
-
 
 CONVERTER = Converter(
     name=NAME,
     description="Potato's agent traces: its trace converter's output and example projects (conversation, structured_turns, steps)",
     shapes='{"id", "task_description", "conversation": [{speaker, text}]} or {"structured_turns": [{role, content, tool_calls: [{tool, input, output}]}]} or {"task", "steps": [{agent, content}]}',
     detect=detect,
-    convert=convert,
+    one=one,
 )

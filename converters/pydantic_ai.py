@@ -26,8 +26,8 @@ from ls_trajeval.core.trace import TraceError, describe
 
 from .base import Converter, Sample
 from .support.chat import call_id, media_ref, value_text
-from .support.errors import BadRecord, expect, guarded
-from .support.files import Origin, documents, sample_objects
+from .support.errors import BadRecord, expect
+from .support.files import Origin, records, sample_objects
 from .support.steps import StepList, default_id, dumps, finish, render_args, step
 
 NAME = "pydantic_ai"
@@ -153,37 +153,35 @@ def history_steps(msgs: list, where: str = "") -> tuple[list, str]:
     return out.steps(), task or ""
 
 
-def _trace(msgs: Any, origin: Origin, name: str | None = None) -> list:
-    expect(msgs, list, name)
-    steps, task = history_steps(msgs, "" if name is None else name)
+def one(msgs: Any, origin: Origin) -> list:
+    """One message history; ``origin.place`` is its name in an object of histories."""
+    name = origin.place
+    expect(msgs, list, None)
+    steps, task = history_steps(msgs)
     return [finish(origin, default_id(origin, name) if name is not None else default_id(origin), task, steps,
                    {"history_name": name})]
 
 
-def convert(path: Path) -> Iterator:
-    path = Path(path)
+def _read(path: Path, fmt: str) -> Iterator[tuple[Origin, Any]]:
+    """The histories of a file: a document or line each, a list of them, or an object of named ones; JSONL with
+    one message a line is one history (given at the end)."""
     source = str(path)
-    loose: list = []  # JSONL with one message a line: the file is one history
-    loose_origin = None
-    for line, val in documents(path):
+    loose: list = []
+    for origin, val in records(path, fmt, None):
         if val.__class__ is TraceError:
-            yield val
-            continue
-        origin = Origin(NAME, source, line)
-        if _is_message(val):
+            yield origin, val
+        elif _is_message(val):
             loose.append(val)
-            loose_origin = loose_origin or origin
         elif _named_histories(val):
             for name, msgs in val.items():
-                yield from guarded(origin, _trace, msgs, origin, name)
+                yield Origin(fmt, source, origin.line, place=name), msgs
         elif isinstance(val, list) and val and all(isinstance(v, list) for v in val):
             for k, msgs in enumerate(val):
-                o = Origin(NAME, source, line, k)
-                yield from guarded(o, _trace, msgs, o)
+                yield Origin(fmt, source, origin.line, k), msgs
         else:
-            yield from guarded(origin, _trace, val, origin)
+            yield origin, val
     if loose:
-        yield from guarded(Origin(NAME, source), _trace, loose, Origin(NAME, source))
+        yield Origin(fmt, source), loose
 
 
 CONVERTER = Converter(
@@ -192,5 +190,6 @@ CONVERTER = Converter(
     shapes='[{"kind": "request" | "response", "parts": [{"part_kind": "user-prompt" | "tool-call" | "tool-return" | '
            '"retry-prompt" | "text" | "thinking" | ...}]}] (a history; lists of them, {name: history}, or JSONL)',
     detect=detect,
-    convert=convert,
+    one=one,
+    read=_read,
 )

@@ -24,15 +24,14 @@ from __future__ import annotations
 
 import ast
 import re
+from functools import partial
 from pathlib import Path
 from typing import Any, Iterator
 
-from ls_trajeval.core.trace import TraceError
-
 from .base import Converter, Sample
 from .support.chat import call_id, content_text, tool_call
-from .support.errors import BadRecord, expect, guarded, warning
-from .support.files import Origin, documents
+from .support.errors import BadRecord, expect, warning
+from .support.files import Origin, records
 from .support.steps import StepList, compact, finish, render_args, stable_id, step, text
 
 NAME = "smolagents"
@@ -261,7 +260,7 @@ ANSWER_FACTS = ("model_id", "agent_action_type", "source", "prediction", "answer
                 "iteration_limit_exceeded", "agent_error", "start_time", "end_time", "token_counts")
 
 
-def _one(doc: Any, origin: Origin, index: int) -> Iterator:
+def one(doc: Any, origin: Origin) -> Iterator:
     steps = _steps_of(doc)
     if steps is None:
         raise BadRecord("steps", "missing: expected a list of memory steps")
@@ -321,22 +320,13 @@ def _one(doc: Any, origin: Origin, index: int) -> Iterator:
                 out.add(step("other", compact(s)))
         if any(usage.values()):
             meta["usage"] = usage
-    tid = doc.get("id") if isinstance(doc, dict) and doc.get("id") else stable_id(Path(origin.source).name, index)
+    tid = doc.get("id") if isinstance(doc, dict) and doc.get("id") else stable_id(Path(origin.source).name, origin.ordinal)
     yield finish(origin, text(tid), task or "", out.steps(), meta)
     if unknown:
         yield warning(origin.source, origin.line, f"{unknown} memory step(s) of unknown kind kept as 'other' steps")
     if unread:
         yield warning(origin.source, origin.line, f"{unread} printed step(s) or tool-call message(s) could not be read "
                                                   "as smolagents wrote them: kept as written")
-
-
-def convert(path: Path) -> Iterator:
-    for i, (line, doc) in enumerate(documents(path, nan_as_null=True)):
-        if isinstance(doc, TraceError):
-            yield doc
-            continue
-        origin = Origin(NAME, str(path), line)
-        yield from guarded(origin, _one, doc, origin, i)
 
 
 CONVERTER = Converter(
@@ -346,5 +336,7 @@ CONVERTER = Converter(
     shapes='JSON list of step dicts (get_full_steps); {"steps": [...]}; JSONL of those; messages with tool-call/tool-response roles; '
            'JSONL {question, intermediate_steps: [printed steps or messages], ...}',
     detect=detect,
-    convert=convert,
+    one=one,
+    # a JSON list is one memory (its steps); NaN in a benchmark's answers (a pandas cell) reads as null
+    read=partial(records, split=None, nan_as_null=True),
 )

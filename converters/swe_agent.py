@@ -27,13 +27,13 @@ import re
 from pathlib import Path
 from typing import Any, Iterator
 
-from ls_trajeval.core.trace import TraceError
+from ls_trajeval.core.jsonfiles import loads
 
 from .base import Converter, Sample
 from .support.chat import call_id, tool_call
-from .support.errors import BadRecord, expect, guarded
-from .support.files import Origin, documents, load_json_located, loads
-from .support.steps import StepList, compact, finish, render_args, stable_id, step, text
+from .support.errors import BadRecord, expect
+from .support.files import Origin, records
+from .support.steps import StepList, compact, default_id, finish, render_args, step, text
 
 NAME = "swe_agent"
 
@@ -213,7 +213,7 @@ def _mini_task(first_user: str | None) -> str | None:
     return next(g for g in found.groups() if g is not None) if found else first_user
 
 
-def _one(doc: Any, origin: Origin, path: Path) -> Iterator:
+def one(doc: Any, origin: Origin) -> Iterator:
     if isinstance(doc, list):  # mini-swe-agent 1.x saved the bare messages
         doc = {"messages": doc, "trajectory_format": None}
     expect(doc, dict, "(top level)")
@@ -247,18 +247,14 @@ def _one(doc: Any, origin: Origin, path: Path) -> Iterator:
     if doc.get("environment") is not None:
         meta["environment"] = doc["environment"]
     tid = info.get("instance_id") or doc.get("instance_id")
-    yield finish(origin, text(tid) if tid else stable_id(path.name, 0), task or "", out.steps(), meta)
+    # a JSONL of trajectories without instance ids: each its own id (its line), not one per file name
+    yield finish(origin, text(tid) if tid else default_id(origin), task or "", out.steps(), meta)
 
 
-def convert(path: Path) -> Iterator:
-    # .traj/.json are single documents: skip the JSONL sniff (one open per file matters on big run dirs)
-    docs = [(None, load_json_located(path))] if path.suffix in (".traj", ".json") else documents(path)
-    for line, doc in docs:
-        if isinstance(doc, TraceError):
-            yield doc
-            continue
-        origin = Origin(NAME, str(path), line)
-        yield from guarded(origin, _one, doc, origin, path)
+def _read(path: Path, fmt: str) -> Iterator[tuple[Origin, Any]]:
+    """Each trajectory of a file; a bare list is one (mini-swe-agent's messages). .traj and .json files are one
+    document each: no look for JSONL lines (one open per file matters on big run folders)."""
+    return records(path, fmt, None, jsonl=False if path.suffix in (".traj", ".json") else None)
 
 
 CONVERTER = Converter(
@@ -267,5 +263,6 @@ CONVERTER = Converter(
     shapes='.traj {"trajectory": [{thought, action, observation}], "history", "info"}; {"messages", "info", "trajectory_format": "mini-swe-agent-1"}; '
            'mini-swe-agent\'s bare message list (```bash blocks, <returncode> outputs)',
     detect=detect,
-    convert=convert,
+    one=one,
+    read=_read,
 )

@@ -12,14 +12,13 @@ inline base64), never inlined.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 from ls_trajeval.core.trace import describe
 
 from .base import Converter, Sample
 from .support.chat import media_ref, value_text
-from .support.errors import BadRecord, each_record
+from .support.errors import BadRecord
 from .support.files import Origin, sample_objects
 from .support.steps import default_id, dumps, finish, render_args, step
 
@@ -218,14 +217,11 @@ def one(rec: Any, origin: Origin) -> list:
     return [finish(origin, tid, task, steps, md, key)]
 
 
-def convert(path: Path):
-    yield from each_record(path, NAME, one)
-
 
 CONVERTER = Converter(
     name=NAME,
     description="Web-agent traces: WebArena trajectories, BrowserGym / AgentLab step logs",
     shapes='{"intent"|"goal", "trajectory"|"steps": [{action: "click [12]", state|obs: {axtree_txt, url, screenshot}, thought}]}',
     detect=detect,
-    convert=convert,
+    one=one,
 )

@@ -258,7 +258,10 @@ def stable_id(*parts: Any) -> str:
 
 
 def default_id(origin: Origin, *more: Any) -> str:
-    """The id of a record that has none of its own: stable for the same file name and position."""
+    """The id of a record that has none of its own: stable for the same file name and position (a JSONL line that
+    holds several records: the line and the record's index in it)."""
+    if origin.line is not None and origin.index is not None:
+        return stable_id(Path(origin.source).name, origin.line, origin.index, *more)
     return stable_id(Path(origin.source).name, origin.position, *more)
 
 

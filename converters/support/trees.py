@@ -8,10 +8,12 @@ and hands the list to :func:`assemble`.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from pathlib import Path
+from typing import Any, Callable, Iterator
 
 from ls_trajeval.core.trace import Step, describe
 
+from ..base import Gather, Unit
 from .chat import ToolCall, content_text, message_parts, message_steps, norm_role, read_message, value_text
 from .errors import BadRecord
 from .files import Origin
@@ -252,15 +254,20 @@ def flat_attrs(attrs: dict, prefix: str = "") -> dict:
     return out
 
 
-class SpansByTrace:
-    """Spans (dicts with a ``trace_id``) grouped by trace over a whole file, since a trace's spans can come in
-    several records or export batches; each trace keeps the origin of the record its first span came in."""
+class SpansByTrace(Gather):
+    """A file's spans (dicts with a ``trace_id``) grouped by trace, since a trace's spans can come in several
+    records or export batches; each trace keeps the origin of the record its first span came in, and is converted
+    at the end of the file (a :class:`Unit` of ``(trace id, spans)``), in the order its first span came."""
 
-    def __init__(self) -> None:
+    #: how the format names a trace id, for the field its errors are located at
+    id_name = "trace"
+
+    def __init__(self, path: Path) -> None:
         self._spans: dict[Any, list] = {}
         self._first: dict[Any, Origin] = {}
 
-    def add(self, spans: list, origin: Origin) -> None:
+    def take(self, spans: list, origin: Origin) -> None:
+        """Spans of the record at ``origin``, into their traces."""
         for sp in spans:
             tid = sp["trace_id"]
             group = self._spans.get(tid)
@@ -269,10 +276,10 @@ class SpansByTrace:
                 self._first[tid] = origin
             group.append(sp)
 
-    def __iter__(self):
-        """(trace id, its spans in the order added, the origin of its first span), traces in first-seen order."""
+    def end(self) -> Iterator[Unit]:
         for tid, spans in self._spans.items():
-            yield tid, spans, self._first[tid]
+            origin = self._first[tid]
+            yield Unit(origin, (tid, spans), f"{self.id_name} {tid}", Origin(origin.fmt, origin.source, origin.line))
 
 
 def indexed(attrs: dict, prefix: str) -> list[dict]:

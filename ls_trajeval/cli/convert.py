@@ -8,6 +8,7 @@ import sys
 import click
 
 from ..converters.registry import all_converters
+from ..core.jsonfiles import atomic_output
 from ..core.trace import TraceError
 from ..flows.convert import ConvertStats, convert_inputs, write_traces
 from .common import EXIT_REJECTED, Command, format_option, writing
@@ -48,7 +49,7 @@ def convert_command(inputs: tuple[str, ...], fmt: str, output: str, quiet: bool,
                 sys.stdout.flush()
             else:
                 # a large buffer: the default 8 KiB makes a system call for every trace or two of a big output
-                with open(output, "w", encoding="utf-8", newline="\n", buffering=1 << 20) as fh:
+                with atomic_output(output, buffering=1 << 20) as fh:
                     write_traces(items, fh, on_problem)
     finally:  # the command may run inside a longer-lived program (tests, an embedding tool)
         gc.set_threshold(*threshold)

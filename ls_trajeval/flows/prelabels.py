@@ -15,6 +15,7 @@ from typing import Iterator
 from ..core import records, results
 from ..core.config import Config
 from ..core.fields import N_STEPS, TRANSCRIPT
+from ..core.jsonfiles import read_lines
 from ..core.labels import StepLabel, TraceLabels
 from ..core.scoring import summarize
 from ..core.trace import Trace, TraceError
@@ -129,7 +130,7 @@ def read_export(path: str | Path, config: Config) -> Iterator[tuple[str, Prelabe
     m = _Mapper(config)
     scheme = m.scheme
     source = str(path)
-    for item in records.read_lines(path):
+    for item in read_lines(path):
         if isinstance(item, TraceError):
             yield item
             continue

@@ -1,6 +1,6 @@
 import pytest
 
-from conftest import FIXTURES, meta, run, types
+from .conftest import FIXTURES, meta, run, types
 
 
 def test_chat_history():

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from conftest import FIXTURES, auto_name, detect, meta, run, types
+from .conftest import FIXTURES, auto_name, detect, meta, run, types
 
 CORE = FIXTURES / "autogen" / "history-wile_e_coyote_1.json"
 

@@ -1,7 +1,7 @@
 import gzip
 import json
 
-from conftest import FIXTURES, run
+from .conftest import FIXTURES, run
 
 
 def test_truncated_jsonl_line_is_located_and_others_convert(tmp_path):

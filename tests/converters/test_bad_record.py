@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from conftest import run
+from .conftest import run
 
 
 def _openai(i):

@@ -3,7 +3,7 @@ from collections import Counter
 
 import pytest
 
-from conftest import FIXTURES, meta, need_real, run, types
+from .conftest import FIXTURES, meta, need_real, run, types
 
 
 def test_representative_session():

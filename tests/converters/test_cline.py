@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from conftest import FIXTURES, auto_name, meta, run, types
+from .conftest import FIXTURES, auto_name, meta, run, types
 
 DIR = FIXTURES / "cline"
 NATURAL = DIR / "roo_natural-mini-uncondensed"

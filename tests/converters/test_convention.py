@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, NOT_LOGS, REAL, run
+from .conftest import FIXTURES, NOT_LOGS, REAL, run
 from ls_trajeval.converters.registry import all_converters
 from ls_trajeval.converters.support.files import make_sample
 from ls_trajeval.converters.support.steps import convention_problems

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from conftest import FIXTURES, NOT_LOGS, auto_name, detect, meta, run
+from .conftest import FIXTURES, NOT_LOGS, auto_name, detect, meta, run
 
 DIR = FIXTURES / "crewai"
 FILES = sorted(p for p in DIR.glob("*.md") if p.name not in NOT_LOGS)

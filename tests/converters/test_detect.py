@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from conftest import FIXTURES, NOT_LOGS, REAL
+from .conftest import FIXTURES, NOT_LOGS, REAL
 from ls_trajeval.flows.convert import FormatError, detect_format
 
 EXPECTED = {
@@ -98,7 +98,7 @@ def test_unknown_file_names_formats(tmp_path):
 
 
 def test_ambiguous_file_names_candidates(tmp_path, monkeypatch):
-    import ls_trajeval.flows.convert as conv
+    import ls_trajeval.converters.detection as conv
     from ls_trajeval.converters.registry import get_converter
 
     p = tmp_path / "x.json"

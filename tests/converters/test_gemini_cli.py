@@ -5,7 +5,7 @@ from collections import Counter
 
 import pytest
 
-from conftest import FIXTURES, auto_name, meta, run, types
+from .conftest import FIXTURES, auto_name, meta, run, types
 
 DIR = FIXTURES / "gemini_cli"
 OLD = DIR / "session-2025-12-01T21-45-5b959dae.json"

@@ -7,7 +7,7 @@ import zipfile
 
 import pytest
 
-from conftest import run
+from .conftest import run
 
 
 def jsonl(tmp_path, name, lines):
@@ -105,8 +105,8 @@ def test_openai_chat_role_that_is_not_a_string(tmp_path, role):
 
 def test_openai_chat_tool_whose_function_is_a_string(tmp_path):
     rec = {"id": "t", "tools": [{"type": "function", "function": "f"}], "messages": [{"role": "user", "content": "x"}]}
-    traces, errors = run(jsonl(tmp_path, "c.jsonl", [rec, rec]), "openai_chat")[:2]
-    assert len(traces) == 2 and not errors
+    traces, errors = run(jsonl(tmp_path, "c.jsonl", [rec, dict(rec, id="t2")]), "openai_chat")[:2]
+    assert [t.metadata["tools"] for t in traces] == [[None], [None]] and not errors
 
 
 # ---------------------------------------------------------------- openai_responses (Codex rollouts)

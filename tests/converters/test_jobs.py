@@ -4,7 +4,7 @@ import tempfile
 import pytest
 
 import ls_trajeval.flows.convert as convert
-from conftest import FIXTURES, REAL
+from .conftest import FIXTURES, REAL
 from ls_trajeval.core.trace import Trace, TraceError
 
 INPUTS = [FIXTURES, REAL]

@@ -5,7 +5,7 @@ from collections import Counter
 
 import pytest
 
-from conftest import FIXTURES, auto_name, detect, meta, run, types
+from .conftest import FIXTURES, auto_name, detect, meta, run, types
 
 DIR = FIXTURES / "langsmith"
 PY = DIR / "langsmith_py_wrap_openai_.json"

@@ -5,7 +5,7 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from conftest import FIXTURES, auto_name, meta, run, types
+from .conftest import FIXTURES, auto_name, meta, run, types
 
 DIR = FIXTURES / "openai_agents"
 MUSIC = [DIR / "test_music_composer_handoff_hierarchy.ingest1.json", DIR / "test_music_composer_handoff_hierarchy.ingest2.json"]
@@ -166,7 +166,7 @@ def test_tool_calls_of_a_generation_pair_with_their_function_spans_and_errors_ar
 def test_not_claimed_without_trace_items(tmp_path):
     p = tmp_path / "x.json"
     p.write_text(json.dumps({"data": [{"object": "list", "id": "x"}]}), encoding="utf-8")
-    from conftest import detect
+    from .conftest import detect
     assert detect("openai_agents", p) == 0
 
 

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from conftest import FIXTURES, SCARY, meta, run, types
+from .conftest import FIXTURES, SCARY, meta, run, types
 
 
 def test_response_object():

@@ -5,7 +5,7 @@ from collections import Counter
 
 import pytest
 
-from conftest import FIXTURES, auto_name, meta, run, types
+from .conftest import FIXTURES, auto_name, meta, run, types
 
 DIR = FIXTURES / "openhands"
 BOOKKEEPING = {"change_agent_state", "agent_state_changed", "null", "recall"}

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from conftest import FIXTURES, auto_name, detect, meta, roundtrip, run, types
+from .conftest import FIXTURES, auto_name, detect, meta, roundtrip, run, types
 from ls_trajeval.converters import registry
 from ls_trajeval.converters.support.files import make_sample
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from conftest import FIXTURES, auto_name, detect, meta, run, types
+from .conftest import FIXTURES, auto_name, detect, meta, run, types
 
 V1 = FIXTURES / "pydantic_ai" / "pydantic_ai_v1_message_history.json"
 

@@ -3,7 +3,7 @@ closest formats; a converter that finds no text in a record has failed (a locate
 record holds); a forced --format that does not fit a file warns and rejects the traces it emptied."""
 import json
 
-from conftest import FIXTURES, run
+from .conftest import FIXTURES, run
 from ls_trajeval.core.trace import Trace, TraceError
 from ls_trajeval.converters.base import ConvertWarning
 from ls_trajeval.flows.convert import convert_file, detect_format, FormatError

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from conftest import FIXTURES, SCARY, auto_name, meta, run, types
+from .conftest import FIXTURES, SCARY, auto_name, meta, run, types
 
 
 def test_memory_steps():

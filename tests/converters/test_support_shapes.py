@@ -3,7 +3,7 @@ import json
 import zipfile
 from pathlib import Path
 
-from ls_trajeval.converters.registry import closest, closest_text, looks_like
+from ls_trajeval.converters.detection import closest, closest_text, looks_like
 from ls_trajeval.converters.support.files import make_sample, sample_shape, shape_keys, value_shape
 from ls_trajeval.core.trace import Step, all_blank, blank_steps, is_blank
 

@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from conftest import FIXTURES, assert_paired, auto_name, meta, need_real, run, types
+from .conftest import FIXTURES, assert_paired, auto_name, meta, need_real, run, types
 
 
 def test_trajectory_file():

@@ -1,6 +1,6 @@
 import pytest
 
-from conftest import FIXTURES, SCARY, auto_name, run, detect, meta, real_logs, roundtrip, types
+from .conftest import FIXTURES, SCARY, auto_name, run, detect, meta, real_logs, roundtrip, types
 
 D = FIXTURES / "swebench"
 

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from conftest import FIXTURES, auto_name, meta, run, types
+from .conftest import FIXTURES, auto_name, meta, run, types
 from ls_trajeval.converters import tau_bench
 
 DIR = FIXTURES / "tau_bench"

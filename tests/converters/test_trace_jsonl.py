@@ -1,4 +1,4 @@
-from conftest import FIXTURES, SCARY, run, types
+from .conftest import FIXTURES, SCARY, run, types
 
 
 def test_pass_through():

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from conftest import FIXTURES, SCARY, auto_name, run, detect, meta, real_logs, roundtrip, types
+from .conftest import FIXTURES, SCARY, auto_name, run, detect, meta, real_logs, roundtrip, types
 
 D = FIXTURES / "web_agent"
 

@@ -10,8 +10,8 @@ from pathlib import Path
 #: libraries that do I/O (network, processes, terminals) or belong to the edges; core may import none of them
 IO_MODULES = {"label_studio_sdk", "label_studio", "label_studio_ml", "httpx", "requests", "urllib", "http",
               "socket", "subprocess", "click", "tqdm", "platformdirs", "pandas", "numpy", "matplotlib"}
-#: the only third-party libraries core may use
-CORE_THIRD_PARTY = {"yaml", "jinja2"}
+#: the only third-party libraries core may use (orjson: the reading layer's decoder, core/jsonfiles.py)
+CORE_THIRD_PARTY = {"yaml", "jinja2", "orjson"}
 
 
 def package_dirs() -> dict[str, Path]:

@@ -16,7 +16,7 @@ from ls_trajeval.core.trace import TraceError, describe
 from .base import Converter, Sample
 from .support.chat import anthropic_blocks, content_text
 from .support.errors import BadRecord, expect
-from .support.files import Origin, records
+from .support.files import Origin, elements, records
 from .support.steps import StepList, finish, stable_id, step, text
 
 NAME = "anthropic"
@@ -178,10 +178,10 @@ def _join_events(events: list, path: Path) -> tuple[dict, list]:
     return msg, errors
 
 
-def _split(value: Any, line: int | None) -> list | None:
+def _split(value: Any, origin: Origin) -> list | None:
     """A JSON list of requests is its records (a list of messages is one conversation)."""
-    if line is None and isinstance(value, list) and value and isinstance(value[0], dict) and "messages" in value[0]:
-        return value
+    if origin.line is None and isinstance(value, list) and value and isinstance(value[0], dict) and "messages" in value[0]:
+        return elements(value, origin)
     return None
 
 

@@ -21,7 +21,7 @@ from ls_trajeval.core.trace import Trace, TraceError, describe
 from .base import Converter, Gather, Sample, Unit
 from .support.chat import call_id, task_from_input, unwrap_message, value_text
 from .support.errors import BadRecord, join_field
-from .support.files import Origin, records, sample_objects
+from .support.files import Origin, sample_objects
 from .support.steps import default_id, dumps, finish, step
 from .support.times import time_key
 from .support.trees import ToolEvent, assemble, llm_event_from_messages, tree_id
@@ -295,27 +295,20 @@ def one(runs: list, origin: Origin) -> list:
     return [runs_trace(runs, origin)]
 
 
-def _read(path: Path, fmt: str) -> Iterator[tuple[Origin, Any]]:
-    """Each run of a file: a JSONL line, a JSON run, each of a JSON list of runs or of ``{"runs": [...]}``.
-    Their ``place`` is how they are named in the file (a run without an id is named so): ``[k]`` in a list,
-    ``run`` otherwise."""
-    source = str(path)
-    for origin, val in records(path, fmt, None):
-        if val.__class__ is TraceError:
-            yield origin, val
-        elif origin.line is not None:
-            origin.place = "" if isinstance(val, list) else "run"
-            yield origin, val
-        else:
-            recs = val.get("runs") if isinstance(val, dict) and isinstance(val.get("runs"), list) else val
-            if isinstance(recs, dict):
-                recs = [recs]
-            if not isinstance(recs, list):
-                yield origin, TraceError(source, None, None, f"expected a run object or a list of runs, got {describe(recs)}")
-                continue
-            for k, r in enumerate(recs):
-                yield Origin(fmt, source, None, k if len(recs) > 1 or isinstance(val, list) else None, k,
-                             None if isinstance(val, list) else "run"), r
+def _split(val: Any, origin: Origin) -> list:
+    """The runs of a document or line: a JSONL line, a JSON run, each of a JSON list of runs or of ``{"runs": [...]}``.
+    Their ``place`` is how they are named in the file (a run without an id is named so): ``[k]`` in a list, ``run``
+    otherwise."""
+    if origin.line is not None:
+        origin.place = "" if isinstance(val, list) else "run"
+        return [(origin, val)]
+    recs = val.get("runs") if isinstance(val, dict) and isinstance(val.get("runs"), list) else val
+    if isinstance(recs, dict):
+        recs = [recs]
+    if not isinstance(recs, list):
+        return [(origin, TraceError(origin.source, None, None, f"expected a run object or a list of runs, got {describe(recs)}"))]
+    return [(Origin(origin.fmt, origin.source, None, k if len(recs) > 1 or isinstance(val, list) else None, k,
+                    None if isinstance(val, list) else "run"), r) for k, r in enumerate(recs)]
 
 
 class _Runs(Gather):
@@ -355,6 +348,6 @@ CONVERTER = Converter(
     shapes='{"run_type": "chain", "inputs", "outputs", "child_runs": [...]} as JSON/JSONL, or flat run lists linked by parent_run_id',
     detect=detect,
     one=one,
-    read=_read,
+    split=_split,
     gather=_Runs,
 )

@@ -20,7 +20,7 @@ from ls_trajeval.core.trace import describe
 from .base import Converter, Sample
 from .support.chat import task_from_input, unwrap_message, value_text
 from .support.errors import BadRecord, expect
-from .support.files import Origin, list_items, maybe_json, sample_objects
+from .support.files import Origin, maybe_json, sample_objects, unwrapping
 from .support.steps import default_id, dumps, finish, step
 from .support.times import time_keys
 from .support.trees import ToolEvent, assemble, llm_event_from_messages, tree_order
@@ -40,12 +40,6 @@ def _unwrap(val: Any):
     if isinstance(val, dict) and isinstance(val.get("data"), list) and not _is_trace(val):
         return val["data"]
     return None
-
-
-def _split(val: Any, line: int | None) -> list | None:
-    """The records of a document or line: ``{"data": [...]}``'s traces, or a JSON list's elements."""
-    recs = _unwrap(val)
-    return list_items(val, line) if recs is None else recs
 
 
 def detect(sample: Sample) -> float:
@@ -192,5 +186,5 @@ CONVERTER = Converter(
     shapes='{"id", "input", "output", "observations": [{id, type, name, parentObservationId, startTime, input, output, level}]}; JSON, a list, {"data": [...]}, or JSONL',
     detect=detect,
     one=one,
-    split=_split,
+    split=unwrapping(_unwrap),
 )

@@ -22,7 +22,7 @@ from ls_trajeval.core.trace import TraceError, describe
 from .base import Converter, Gather, Sample, Unit
 from .langchain import one
 from .support.errors import BadRecord, expect, join_field, warning
-from .support.files import Origin, records, sample_objects
+from .support.files import Origin, sample_objects
 from .support.trees import tree_id
 
 NAME = "langsmith"
@@ -135,26 +135,22 @@ def _op_name(r: dict) -> str:
     return str(r.get("id") or r.get("dotted_order") or describe(r))
 
 
-def _read(path: Path, fmt: str) -> Iterator[tuple[Origin, Any]]:
-    """Each run operation of a file, as ``("post" | "patch", run, its place in the body)``: the runs of a
-    ``/runs/batch`` body (``post[k]``), or a create or update line (``""``)."""
-    source = str(path)
-    for origin, val in records(path, fmt, None):
-        if val.__class__ is TraceError:
-            yield origin, val
-        elif isinstance(val, dict) and ("post" in val or "patch" in val):
-            for key in ("post", "patch"):
-                ops = val.get(key) or []
-                if not isinstance(ops, list):
-                    yield origin, TraceError(source, origin.line, key, f"expected a list of runs, got {describe(ops)}")
-                    continue
-                for k, r in enumerate(ops):
-                    yield origin, (key, r, f"{key}[{k}]")
-        elif isinstance(val, dict):
-            yield origin, ("patch" if _is_update_op(val) else "post", val, "")
-        else:
-            yield origin, TraceError(source, origin.line, None,
-                                     f"expected a run operation or a {{\"post\", \"patch\"}} body, got {describe(val)}")
+def _split(val: Any, origin: Origin) -> list:
+    """The run operations of a document or line, as ``("post" | "patch", run, its place in the body)``: the runs of
+    a ``/runs/batch`` body (``post[k]``), or a create or update line (``""``)."""
+    if isinstance(val, dict) and ("post" in val or "patch" in val):
+        out: list = []
+        for key in ("post", "patch"):
+            ops = val.get(key) or []
+            if not isinstance(ops, list):
+                out.append((origin, TraceError(origin.source, origin.line, key, f"expected a list of runs, got {describe(ops)}")))
+                continue
+            out += [(origin, (key, r, f"{key}[{k}]")) for k, r in enumerate(ops)]
+        return out
+    if isinstance(val, dict):
+        return [(origin, ("patch" if _is_update_op(val) else "post", val, ""))]
+    return [(origin, TraceError(origin.source, origin.line, None,
+                                f"expected a run operation or a {{\"post\", \"patch\"}} body, got {describe(val)}"))]
 
 
 class _Gather(Gather):
@@ -184,6 +180,6 @@ CONVERTER = Converter(
            '(JSON or JSONL of bodies), or JSONL of create / update lines',
     detect=detect,
     one=one,  # a trace's runs, as LangChain's
-    read=_read,
+    split=_split,
     gather=_Gather,
 )

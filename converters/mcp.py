@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ls_trajeval.core.jsonfiles import loads
-from ls_trajeval.core.trace import TraceError, describe
+from ls_trajeval.core.trace import describe
 
 from .base import Converter, Gather, Sample, Unit
 from .support.chat import media_ref, value_text
 from .support.errors import BadRecord, join_field, record_error, warning
-from .support.files import Origin, records, sample_objects
+from .support.files import Origin, elements, sample_objects
 from .support.steps import dumps, finish, render_args, stable_id, step, step_metadata
 
 NAME = "mcp"
@@ -229,24 +229,17 @@ def one(sess: _Session, origin: Origin) -> list:
     return [finish(origin, stable_id(Path(origin.source).name, sess.index, sess.first), "", steps, md)]
 
 
-def _read(path: Path, fmt: str) -> Iterator[tuple[Origin, Any]]:
-    """Each record of a file: JSONL lines, or the items of a JSON list or of its usual wrapper key."""
-    source = str(path)
-    for origin, val in records(path, fmt, None):
-        if isinstance(val, TraceError) or origin.line is not None:
-            yield origin, val
-            continue
-        items = val
-        if isinstance(val, dict) and not _unwrap(val):
-            for k in ("messages", "log", "entries", "history"):
-                if isinstance(val.get(k), list):
-                    items = val[k]
-                    break
-        if isinstance(items, list):
-            for i, x in enumerate(items):
-                yield Origin(fmt, source, None, i, i), x
-        else:
-            yield origin, items
+def _split(val: Any, origin: Origin) -> list | None:
+    """A JSON document's records: the items of a list or of its usual wrapper key (a JSONL line is one record)."""
+    if origin.line is not None:
+        return None
+    items = val
+    if isinstance(val, dict) and not _unwrap(val):
+        for k in ("messages", "log", "entries", "history"):
+            if isinstance(val.get(k), list):
+                items = val[k]
+                break
+    return elements(items, origin) if isinstance(items, list) else [(origin, items)]
 
 
 class _Sessions(Gather):
@@ -315,6 +308,6 @@ CONVERTER = Converter(
     shapes='JSONL or a JSON list of {"jsonrpc": "2.0", ...} messages, or wrappers {direction, timestamp, message} / {request, response}',
     detect=detect,
     one=one,
-    read=_read,
+    split=_split,
     gather=_Sessions,
 )

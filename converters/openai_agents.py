@@ -31,7 +31,7 @@ from ls_trajeval.core.trace import TraceError, describe
 from .base import Converter, Gather, Sample, Unit
 from .support.chat import task_from_input, value_text
 from .support.errors import BadRecord, expect, join_field, warning
-from .support.files import Origin, records, sample_objects
+from .support.files import Origin, sample_objects
 from .support.steps import dumps, finish, step
 from .support.times import time_key
 from .support.trees import ToolEvent, assemble, llm_event_from_messages, tree_order
@@ -193,21 +193,14 @@ def one(trace: tuple[str, list, dict | None], origin: Origin) -> list:
     return [finish(origin, tid, task, steps, md)]
 
 
-def _read(path: Path, fmt: str) -> Iterator[tuple[Origin, Any]]:
-    """Each trace item of a file, with its place in the document: ``(item, "data[3]")``."""
-    source = str(path)
-    for origin, val in records(path, fmt, None):
-        if val.__class__ is TraceError:
-            yield origin, val
-            continue
-        items = _items_of(val)
-        if items is None:
-            yield origin, TraceError(source, origin.line, None, f"expected an Agents SDK trace export {{\"data\": [...]}} "
-                                                                f"or a trace item, got {describe(val)}")
-            continue
-        prefix = "data" if val.__class__ is dict and "data" in val and "object" not in val else ""
-        for k, item in enumerate(items):
-            yield origin, (item, f"{prefix}[{k}]" if val.__class__ is not dict or prefix else "")
+def _split(val: Any, origin: Origin) -> list:
+    """The trace items of a document or line, each with its place in it: ``(item, "data[3]")``."""
+    items = _items_of(val)
+    if items is None:
+        return [(origin, TraceError(origin.source, origin.line, None, f"expected an Agents SDK trace export "
+                                                                      f"{{\"data\": [...]}} or a trace item, got {describe(val)}"))]
+    prefix = "data" if val.__class__ is dict and "data" in val and "object" not in val else ""
+    return [(origin, (item, f"{prefix}[{k}]" if val.__class__ is not dict or prefix else "")) for k, item in enumerate(items)]
 
 
 class _Traces(Gather):
@@ -254,6 +247,6 @@ CONVERTER = Converter(
            '"parent_id", "started_at", "span_data": {"type", ...}, "error"}]} (JSON, or JSONL of bodies or items)',
     detect=detect,
     one=one,
-    read=_read,
+    split=_split,
     gather=_Traces,
 )

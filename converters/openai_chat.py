@@ -17,7 +17,7 @@ from ls_trajeval.core.trace import TraceError, describe
 from .base import Converter, Sample
 from .support.chat import openai_messages
 from .support.errors import BadRecord, expect, warning
-from .support.files import Origin, records
+from .support.files import Origin, elements, records
 from .support.steps import StepList, finish, stable_id, text
 
 NAME = "openai_chat"
@@ -172,9 +172,11 @@ def _join_chunks(chunks: list, path: Path) -> tuple[dict, list]:
     return {"id": head.get("id"), "model": head.get("model"), "usage": usage, "messages": [msg]}, errors
 
 
-def _split(value: Any, line: int | None) -> list | None:
+def _split(value: Any, origin: Origin) -> list | None:
     """A JSON list of records (conversations) is its records; a list of messages is one conversation."""
-    return value if line is None and isinstance(value, list) and value and _messages_of(value[0]) is not None else None
+    if origin.line is None and isinstance(value, list) and value and _messages_of(value[0]) is not None:
+        return elements(value, origin)
+    return None
 
 
 def _read(path: Path, fmt: str) -> Iterator[tuple[Origin, Any]]:

@@ -32,7 +32,7 @@ from ls_trajeval.core.trace import describe
 from .base import Converter, Gather, Sample, Unit
 from .support.chat import call_id, content_text
 from .support.errors import BadRecord, expect, warning
-from .support.files import Origin
+from .support.files import Origin, elements
 from .support.steps import StepList, compact, finish, render_args, stable_id, step, text
 
 NAME = "openai_responses"
@@ -306,11 +306,11 @@ class _Lines(Gather):
             yield warning(self.source, None, f"{unknown} rollout line(s) of unknown kind kept as 'other' steps")
 
 
-def _split(value: Any, line: int | None) -> list | None:
+def _split(value: Any, origin: Origin) -> list | None:
     """A JSON list of records is its records (a list of items is one record)."""
-    if line is None and isinstance(value, list) and value and isinstance(value[0], dict) and (
+    if origin.line is None and isinstance(value, list) and value and isinstance(value[0], dict) and (
             "output" in value[0] or "input" in value[0]) and "type" not in value[0]:
-        return value
+        return elements(value, origin)
     return None
 
 

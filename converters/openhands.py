@@ -30,7 +30,7 @@ from typing import Any
 from .base import Converter, Sample
 from .support.chat import call_id, value_text
 from .support.errors import BadRecord, expect
-from .support.files import Origin
+from .support.files import Origin, elements
 from .support.steps import StepList, default_id, finish, render_args, step, step_metadata, text
 
 NAME = "openhands"
@@ -252,10 +252,10 @@ def one(rec: Any, origin: Origin) -> list:
     return [finish(origin, tid, task, h.out.steps(), meta, field="history")]
 
 
-def _split(doc: Any, line: int | None) -> list | None:
+def _split(doc: Any, origin: Origin) -> list | None:
     """A JSON list of records is its records; a list of events is one trace."""
-    if line is None and doc.__class__ is list and doc and not _is_event(doc[0]) and all(isinstance(r, dict) for r in doc):
-        return doc
+    if origin.line is None and isinstance(doc, list) and doc and not _is_event(doc[0]) and all(isinstance(r, dict) for r in doc):
+        return elements(doc, origin)
     return None
 
 

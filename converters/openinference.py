@@ -18,7 +18,7 @@ indices.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ls_trajeval.core.jsonfiles import load_located
 from ls_trajeval.core.trace import TraceError, describe
@@ -26,7 +26,7 @@ from ls_trajeval.core.trace import TraceError, describe
 from .base import Converter, Sample
 from .support.chat import task_from_input, value_text
 from .support.errors import BadRecord, warning
-from .support.files import Origin, maybe_json, records, sample_objects
+from .support.files import Origin, elements, maybe_json, sample_objects
 from .support.steps import default_id, dumps, finish, step
 from .support.times import time_key
 from .support.trees import (SpansByTrace, ToolEvent, assemble, flat_attrs, indexed, llm_event_from_messages, nest, otlp_requests,
@@ -344,26 +344,16 @@ def _build(tid: Any, spans: list, origin: Origin, labels: dict | None = None, ex
     return [finish(origin, str(tid) if tid not in (None, "") else default_id(origin), task, steps, md)]
 
 
-def _read(path: Path, fmt: str) -> Iterator[tuple[Origin, Any]]:
-    """Each span record of a file: an OTLP export request as ``(request, field prefix)``, a Phoenix span, a
-    ``{"spans": [...]}`` record, a TRAIL record (each of a JSON list with its index)."""
-    source = str(path)
-    for origin, val in records(path, fmt, None):
-        if val.__class__ is TraceError:
-            yield origin, val
-            continue
-        reqs = otlp_requests(val)
-        if reqs:
-            for k, req in enumerate(reqs):
-                yield origin, (req, f"[{k}]." if isinstance(val, list) else "")
-        elif _is_labels(val):
-            yield origin, warning(source, origin.line, "TRAIL labels file: no steps of its own; it is read with the "
-                                                       "trace it sits beside")
-        elif isinstance(val, list):
-            for k, rec in enumerate(val):
-                yield Origin(fmt, source, origin.line, k), rec
-        else:
-            yield origin, val
+def _split(val: Any, origin: Origin) -> list | None:
+    """The span records of a document or line: an OTLP export's requests as ``(request, field prefix)``, a JSON
+    list's elements (Phoenix spans, ``{"spans": [...]}`` records, TRAIL records); a TRAIL labels file is a warning."""
+    reqs = otlp_requests(val)
+    if reqs:
+        return [(origin, (req, f"[{k}]." if isinstance(val, list) else "")) for k, req in enumerate(reqs)]
+    if _is_labels(val):
+        return [(origin, warning(origin.source, origin.line, "TRAIL labels file: no steps of its own; it is read with "
+                                                             "the trace it sits beside"))]
+    return elements(val, origin) if isinstance(val, list) else None
 
 
 class _Spans(SpansByTrace):
@@ -414,6 +404,6 @@ CONVERTER = Converter(
            'TRAIL {"trace_id", "spans": [{span_id, span_attributes, child_spans}]}, or OTLP/JSON',
     detect=detect,
     one=one,
-    read=_read,
+    split=_split,
     gather=_Spans,
 )

@@ -273,18 +273,18 @@ def _read(path: Path, fmt: str) -> Iterator[tuple[Origin, Any]]:
             yield Origin(fmt, source, None, 0, place=""), item if isinstance(item, TraceError) else (
                 {"resourceSpans": [item]}, "", i)
         return
-    for origin, val in records(path, fmt, None):
-        if val.__class__ is TraceError:
-            yield origin, val
-            continue
-        reqs = otlp_requests(val)
-        if reqs is None:
-            yield origin, TraceError(source, origin.line, "resourceSpans",
-                                     f"missing: expected an OTLP export object, got {describe(val)}")
-            continue
-        for k, req in enumerate(reqs):
-            yield (Origin(fmt, source, origin.line, None if origin.line is not None else k, place=""),
-                   (req, f"[{k}]." if len(reqs) > 1 or isinstance(val, list) else "", 0))
+    yield from records(path, fmt, _split)
+
+
+def _split(val: Any, origin: Origin) -> list:
+    """The export requests of a document or line (each one record; see :func:`_read`)."""
+    reqs = otlp_requests(val)
+    if reqs is None:
+        return [(origin, TraceError(origin.source, origin.line, "resourceSpans",
+                                    f"missing: expected an OTLP export object, got {describe(val)}"))]
+    line = origin.line
+    return [(Origin(origin.fmt, origin.source, line, None if line is not None else k, place=""),
+             (req, f"[{k}]." if len(reqs) > 1 or isinstance(val, list) else "", 0)) for k, req in enumerate(reqs)]
 
 
 class _Spans(SpansByTrace):

@@ -12,7 +12,7 @@ from typing import Any
 
 from .base import Converter, Sample
 from .support.errors import BadRecord, expect
-from .support.files import Origin, list_items, sample_objects
+from .support.files import Origin, sample_objects, unwrapping
 from .support.steps import finish, step
 
 NAME = "swebench"
@@ -35,12 +35,6 @@ def _unwrap(val: Any):
     if isinstance(val, dict) and val and "instance_id" not in val and all(isinstance(v, dict) and "model_patch" in v for v in val.values()):
         return [dict(v, instance_id=v.get("instance_id", k)) for k, v in val.items()]
     return None
-
-
-def _split(val: Any, line: int | None) -> list | None:
-    """The records of a document or line: ``{instance_id: prediction}``'s predictions, or a JSON list's elements."""
-    recs = _unwrap(val)
-    return list_items(val, line) if recs is None else recs
 
 
 def detect(sample: Sample) -> float:
@@ -90,5 +84,5 @@ CONVERTER = Converter(
     shapes='{"instance_id", "model_name_or_path", "model_patch"} or {"instance_id", "problem_statement", "patch", "test_patch"}; JSONL, a JSON list, or {instance_id: prediction}',
     detect=detect,
     one=one,
-    split=_split,
+    split=unwrapping(_unwrap),
 )

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from ls_trajeval.core.jsonfiles import TraceError, documents, loads, open_bytes, open_text
 
@@ -154,6 +154,7 @@ class Origin:
         return self.line if self.line is not None else (self.index or 0)
 
     def provenance(self) -> dict:
+        """The trace metadata that says where the trace came from (see :mod:`.steps`)."""
         out: dict = {"source_format": self.fmt, "source_file": self.source}
         if self.line is not None:
             out["source_line"] = self.line
@@ -161,36 +162,54 @@ class Origin:
             out["source_record"] = self.index
         return out
 
+    def item(self, k: int) -> Origin:
+        """The origin of the ``k``-th record this document or line holds (its index ``k``)."""
+        return Origin(self.fmt, self.source, self.line, k, k if self.line is None else self.ordinal)
 
-Split = Callable[[Any, "int | None"], "list | None"]
+
+#: the records one JSON document or JSONL line holds, each with its origin; None: it is one record
+Split = Callable[[Any, Origin], "Iterable[tuple[Origin, Any]] | None"]
 
 
-def list_items(value: Any, line: int | None) -> list | None:
-    """The records a JSON document that is a list holds: its elements (the default way a document splits)."""
-    return value if line is None and isinstance(value, list) else None
+def elements(values: list, origin: Origin) -> list[tuple[Origin, Any]]:
+    """Each of ``values`` (the records a document or line at ``origin`` holds) with its origin, by its index."""
+    return [(origin.item(k), v) for k, v in enumerate(values)]
+
+
+def list_items(value: Any, origin: Origin) -> list[tuple[Origin, Any]] | None:
+    """The records of a JSON document that is a list: its elements (the default way a document splits)."""
+    return elements(value, origin) if origin.line is None and isinstance(value, list) else None
+
+
+def unwrapping(unwrap: Callable[[Any], list | None]) -> Split:
+    """A split: the records ``unwrap(value)`` finds in a document or line (``{"data": [...]}``), else a JSON list's."""
+    def split(value: Any, origin: Origin) -> list[tuple[Origin, Any]] | None:
+        recs = unwrap(value)
+        return list_items(value, origin) if recs is None else elements(recs, origin)
+
+    return split
 
 
 def records(path: Path, fmt: str, split: Split | None = list_items, *, nan_as_null: bool = False,
             jsonl: bool | None = None) -> Iterator[tuple[Origin, Any]]:
     """(origin, record or TraceError) for every record of a JSON or JSONL file.
 
-    ``split(value, line)`` gives the records a document (``line`` None) or a JSONL line holds, or None when it is
-    one record; by default a JSON list document is a list of records, a JSONL line one record; with ``split``
-    None every document and line is one record. ``jsonl`` True or False skips telling JSONL from JSON (a format
-    whose files are always one or the other); ``nan_as_null``: see :func:`ls_trajeval.core.jsonfiles.loads`.
+    ``split(value, origin)`` gives the records a document (``origin.line`` None) or a JSONL line holds, with their
+    origins, or None when it is one record; by default a JSON list document is a list of records, a JSONL line one
+    record; with ``split`` None every document and line is one record. ``jsonl`` True or False skips telling JSONL
+    from JSON (a format whose files are always one or the other); ``nan_as_null``: see
+    :func:`ls_trajeval.core.jsonfiles.loads`.
     """
     source = str(path)
     for n, (line, val) in enumerate(documents(path, nan_as_null, jsonl)):
-        # once per record of every file: plain class checks (benchmarks/bench_converters.py, every JSONL case)
-        if val.__class__ is TraceError:
-            yield Origin(fmt, source, line, None, n), val
-            continue
-        recs = None if split is None else split(val, line)
-        if recs is None:
-            yield Origin(fmt, source, line, None, n), val
-        else:
-            for k, rec in enumerate(recs):
-                yield Origin(fmt, source, line, k, k if line is None else n), rec
+        origin = Origin(fmt, source, line, None, n)
+        # once per record of every file: a plain class check (benchmarks/bench_converters.py, every JSONL case)
+        if val.__class__ is not TraceError and split is not None:
+            recs = split(val, origin)
+            if recs is not None:
+                yield from recs
+                continue
+        yield origin, val
 
 
 # ---------------------------------------------------------------- what a detector sees

@@ -14,16 +14,15 @@ from ls_trajeval.core.jsonfiles import loads
 from ls_trajeval.core.trace import TraceError, describe
 
 from .base import Converter, Sample
-from .support.chat import anthropic_blocks, content_text
+from .support.chat import anthropic_blocks, content_text, record_id, record_meta
 from .support.errors import BadRecord, expect
 from .support.files import Origin, elements, records
-from .support.steps import StepList, finish, stable_id, step, text
+from .support.steps import StepList, finish, numbered_id, step
 
 NAME = "anthropic"
 
 BLOCKS = {"text", "thinking", "redacted_thinking", "tool_use", "tool_result", "image", "document", "server_tool_use"}
 EVENTS = {"message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop", "ping"}
-ID_KEYS = ("trace_id", "id", "conversation_id", "session_id")
 
 
 def _is_event(rec: Any) -> bool:
@@ -81,7 +80,7 @@ def one(rec: Any, origin: Origin) -> Iterator:
     out = StepList()
     tid = None
     if isinstance(rec, dict):
-        tid = next((text(rec[k]) for k in ID_KEYS if rec.get(k) not in (None, "")), None)
+        tid = record_id(rec)
         system = rec.get("system")
         if system is not None:
             if not isinstance(system, (str, list)):
@@ -90,10 +89,7 @@ def one(rec: Any, origin: Origin) -> Iterator:
         resp = rec.get("response")
         if isinstance(resp, dict) and isinstance(resp.get("content"), list):
             msgs.append(resp)
-        src = resp if isinstance(resp, dict) else rec
-        for k in ("model", "usage", "stop_reason", "metadata"):
-            if src.get(k, rec.get(k)) is not None:
-                meta[k if k != "metadata" else "record_metadata"] = src.get(k, rec.get(k))
+        meta = record_meta(rec, ("model", "usage", "stop_reason", "metadata"), resp if isinstance(resp, dict) else None)
     task = None
     for i, m in enumerate(msgs):
         if m.__class__ is not dict:
@@ -109,7 +105,7 @@ def one(rec: Any, origin: Origin) -> Iterator:
         said = anthropic_blocks(role, m["content"], out, f"messages[{i}]", agent=m.get("model"), meta={"message_index": i})
         if task is None and role == "user" and said:
             task = said
-    yield finish(origin, tid or stable_id(Path(origin.source).name, origin.ordinal), task or "", out.steps(), meta)
+    yield finish(origin, tid or numbered_id(origin), task or "", out.steps(), meta)
 
 
 def _index(ev: dict, default: int) -> int:

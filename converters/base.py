@@ -138,21 +138,21 @@ def run(conv: Converter, path: Path, *, describe: Describe | None = None,
             continue
         for item in _claimed(guarded(origin, gather.add, rec, origin, describe=describe), origin, ids):
             if item.__class__ is Unit:
-                yield from _converted(one, item, ids)
+                # what a gather made of records is no record of the file: its error does not describe it
+                yield from _converted(one, item, ids, describe if item.record is rec else _unsaid)
             else:
                 yield item
     if gather is not None:
         for item in gather.end():
             if item.__class__ is Unit:
-                yield from _converted(one, item, ids)
+                yield from _converted(one, item, ids, _unsaid)
             else:
                 yield item
 
 
-def _converted(one: Callable, unit: Unit, ids: TraceIds) -> list:
+def _converted(one: Callable, unit: Unit, ids: TraceIds, describe: Describe | None) -> list:
     origin = unit.origin
-    # what a gather made of several records is not a record of the file: its error does not describe it
-    return _claimed(guarded(unit.at or origin, one, unit.record, origin, field=unit.field, describe=_unsaid),
+    return _claimed(guarded(unit.at or origin, one, unit.record, origin, field=unit.field, describe=describe),
                     origin, ids)
 
 

@@ -17,11 +17,22 @@ from typing import Any, Iterable, Iterator
 from ls_trajeval.core.jsonfiles import is_jsonl, load_located
 from ls_trajeval.core.trace import Step, Trace, TraceError, blank_steps, is_blank
 
-from .base import ConvertItem, Converter, TraceIds
+from .base import Converter, ConvertItem, TraceIds
 from .registry import all_converters, confidence, detect, get_converter, names
 from .support.errors import ConvertWarning
-from .support.files import (HEAD_BYTES, SMALL_FILE, Origin, Sample, is_zip, make_sample, read_head, sample_objects,
-                            sample_shape, shape_keys, value_shape)
+from .support.files import (
+    HEAD_BYTES,
+    SMALL_FILE,
+    Origin,
+    Sample,
+    is_zip,
+    make_sample,
+    read_head,
+    sample_objects,
+    sample_shape,
+    shape_keys,
+    value_shape,
+)
 
 #: below this a detector's guess is not trusted
 MIN_CONFIDENCE = 0.5

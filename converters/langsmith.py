@@ -13,7 +13,6 @@ chains -> containers, parser/prompt runs counted.
 from __future__ import annotations
 
 import re
-
 from pathlib import Path
 from typing import Any, Iterator
 

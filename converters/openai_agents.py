@@ -22,7 +22,6 @@ error step after its subtree unless a step inside already failed.
 from __future__ import annotations
 
 import re
-
 from pathlib import Path
 from typing import Any, Iterator
 

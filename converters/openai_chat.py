@@ -8,22 +8,20 @@ chunks (the deltas of one completion id are joined into one assistant message).
 """
 from __future__ import annotations
 
-import itertools
 from pathlib import Path
 from typing import Any, Iterator
 
 from ls_trajeval.core.trace import TraceError, describe
 
-from .base import Converter, Sample
-from .support.chat import openai_messages
+from .base import Converter, Sample, Unit
+from .support.chat import RecordsOrSession, openai_messages, record_id, record_meta
 from .support.errors import BadRecord, expect, warning
-from .support.files import Origin, elements, records
-from .support.steps import StepList, finish, stable_id, text
+from .support.files import Origin, elements
+from .support.steps import StepList, finish, numbered_id, stable_id
 
 NAME = "openai_chat"
 
 ROLES = {"system", "developer", "user", "assistant", "tool", "function"}
-ID_KEYS = ("trace_id", "id", "conversation_id", "session_id")
 
 
 def _is_message(m: Any) -> bool:
@@ -96,12 +94,9 @@ def one(rec: Any, origin: Origin) -> Iterator:
     tid = None
     if isinstance(rec, dict):
         msgs = list(msgs) + _reply(rec)
-        tid = next((text(rec[k]) for k in ID_KEYS if rec.get(k) not in (None, "")), None)
-        resp = rec.get("response") if isinstance(rec.get("response"), dict) else rec
-        for k in ("model", "usage", "created", "agent", "metadata"):
-            v = resp.get(k, rec.get(k))
-            if v is not None:
-                meta[k if k != "metadata" else "record_metadata"] = v
+        tid = record_id(rec)
+        meta = record_meta(rec, ("model", "usage", "created", "agent", "metadata"),
+                           rec["response"] if isinstance(rec.get("response"), dict) else None)
         tools = rec.get("tools")
         if tools is None and isinstance(rec.get("request"), dict):
             tools = rec["request"].get("tools")
@@ -110,7 +105,7 @@ def one(rec: Any, origin: Origin) -> Iterator:
     out = StepList()
     warnings: list = []
     task = openai_messages(msgs, out, warnings=warnings)
-    yield finish(origin, tid or stable_id(Path(origin.source).name, origin.ordinal), task, out.steps(), meta)
+    yield finish(origin, tid or numbered_id(origin), task, out.steps(), meta)
     for w in warnings:
         yield warning(origin.source, origin.line, w)
 
@@ -179,49 +174,43 @@ def _split(value: Any, origin: Origin) -> list | None:
     return None
 
 
-def _read(path: Path, fmt: str) -> Iterator[tuple[Origin, Any]]:
-    """The file's records; JSONL whose first line is a message or a streaming chunk is one conversation."""
-    pairs = records(path, fmt, _split)
-    first = next(pairs, None)
-    if first is None:
-        return
-    origin, value = first
-    if origin.line is not None and isinstance(value, dict) and (_is_message(value) or value.get("object") == "chat.completion.chunk"):
-        yield from _conversation(path, fmt, itertools.chain([first], pairs))
-        return
-    yield first
-    yield from pairs
+class _Lines(RecordsOrSession):
+    """Records one by one; JSONL whose first line is a message or a streaming chunk is one conversation (the chunks
+    of one completion id joined into one message)."""
 
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.msgs: list = []
+        self.chunks: list = []
 
-def _conversation(path: Path, fmt: str, pairs: Iterator[tuple[Origin, Any]]) -> Iterator[tuple[Origin, Any]]:
-    """JSONL whose lines are messages or chunks (the chunks of one completion id joined): one conversation."""
-    msgs: list = []
-    chunks: list = []
+    def starts_session(self, first: Any) -> bool:
+        return isinstance(first, dict) and (_is_message(first) or first.get("object") == "chat.completion.chunk")
 
-    def joined() -> Iterator[tuple[Origin, Any]]:
-        message, errs = _join_chunks(chunks, path)
-        yield from ((Origin(fmt, str(path), e.line), e) for e in errs)
-        msgs.extend(message["messages"])
-        chunks.clear()
-
-    for origin, value in pairs:
-        if isinstance(value, TraceError):
-            yield origin, value
-            continue
+    def take(self, value: Any, origin: Origin) -> list:
+        done: list = []
         if isinstance(value, dict) and value.get("object") == "chat.completion.chunk":
-            if chunks and chunks[-1][1].get("id") != value.get("id"):
-                yield from joined()
-            chunks.append((origin.line, value))
-            continue
-        if chunks:
-            yield from joined()
+            if self.chunks and self.chunks[-1][1].get("id") != value.get("id"):
+                done = self._joined()
+            self.chunks.append((origin.line, value))
+            return done
+        if self.chunks:
+            done = self._joined()
         if not isinstance(value, dict):
-            yield origin, TraceError(str(path), origin.line, None, "expected a message object")
-            continue
-        msgs.append(value)
-    if chunks:
-        yield from joined()
-    yield Origin(fmt, str(path)), {"messages": msgs, "id": stable_id(path.name, "conversation")}
+            return [*done, TraceError(self.source, origin.line, None, "expected a message object")]
+        self.msgs.append(value)
+        return done
+
+    def _joined(self) -> list:
+        """The chunks so far as one message of the conversation; the located errors of those left out."""
+        message, errors = _join_chunks(self.chunks, Path(self.source))
+        self.msgs.extend(message["messages"])
+        self.chunks = []
+        return errors
+
+    def made(self) -> Iterator:
+        yield from self._joined() if self.chunks else ()
+        yield Unit(Origin(NAME, self.source), {"messages": self.msgs,
+                                               "id": stable_id(Path(self.source).name, "conversation")})
 
 
 CONVERTER = Converter(
@@ -231,5 +220,5 @@ CONVERTER = Converter(
     detect=detect,
     one=one,
     split=_split,
-    read=_read,
+    gather=_Lines,
 )

@@ -25,15 +25,15 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterator
 
 from ls_trajeval.core.trace import describe
 
-from .base import Converter, Gather, Sample, Unit
-from .support.chat import call_id, content_text
+from .base import Converter, Sample, Unit
+from .support.chat import RecordsOrSession, call_id, content_text, record_meta
 from .support.errors import BadRecord, expect, warning
 from .support.files import Origin, elements
-from .support.steps import StepList, compact, finish, render_args, stable_id, step, text
+from .support.steps import StepList, compact, finish, numbered_id, render_args, stable_id, step, text
 
 NAME = "openai_responses"
 
@@ -204,13 +204,11 @@ def one(rec: Any, origin: Origin) -> Iterator:
         if not items:
             raise BadRecord("output", "missing: expected a Response object or {\"input\"/\"output\": [items]}")
         tid = rec.get("trace_id") or rec.get("id")
-        for k in ("model", "usage", "status", "created_at", "metadata"):
-            if rec.get(k) is not None:
-                meta[k if k != "metadata" else "record_metadata"] = rec[k]
+        meta = record_meta(rec, ("model", "usage", "status", "created_at", "metadata"))
     for k, lst in items:
         for j, it in enumerate(lst):
             b.item(it, f"{k}[{j}]")
-    yield finish(origin, text(tid) if tid else stable_id(Path(origin.source).name, origin.ordinal), b.task or "", b.out.steps(), meta)
+    yield finish(origin, text(tid) if tid else numbered_id(origin), b.task or "", b.out.steps(), meta)
 
 
 class _Rollout:
@@ -278,30 +276,29 @@ class _Rollout:
                      self.b.out.steps(), meta)
 
 
-class _Lines(Gather):
-    """Records one by one, except a JSONL file whose first line is a rollout's: then the whole file is one trace."""
+class _Lines(RecordsOrSession):
+    """Records one by one; JSONL whose first line is a rollout's is one trace."""
 
     def __init__(self, path: Path) -> None:
-        self.source = str(path)
+        super().__init__(path)
         self.rollout: _Rollout | None = None
-        self.decided = False
 
-    def add(self, rec: Any, origin: Origin) -> Iterable:
-        if not self.decided:  # by the file's first line (a broken one decides for records)
-            self.decided = True
-            if origin.line is not None and origin.ordinal == 0 and isinstance(rec, dict) and (
-                    _kind(rec) in ROLLOUT or _is_item(rec) or "instructions" in rec and "payload" not in rec and "output" not in rec):
-                self.rollout = _Rollout(origin.line)
+    def starts_session(self, first: Any) -> bool:
+        return isinstance(first, dict) and (
+            _kind(first) in ROLLOUT or _is_item(first) or "instructions" in first and "payload" not in first
+            and "output" not in first)
+
+    def take(self, rec: Any, origin: Origin) -> None:
         if self.rollout is None:
-            return list(one(rec, origin))
+            self.rollout = _Rollout(origin.line)
         self.rollout.take(rec, origin.line)
-        return ()
 
-    def end(self) -> Iterable:
-        if self.rollout is None:
+    def made(self) -> Iterator:
+        rollout = self.rollout  # made by the first line's take
+        if rollout is None:
             return
-        yield Unit(Origin(NAME, self.source), self.rollout)
-        unknown = sum(v for k, v in self.rollout.events.items() if k.startswith("unknown:"))
+        yield Unit(Origin(NAME, self.source), rollout)
+        unknown = sum(v for k, v in rollout.events.items() if k.startswith("unknown:"))
         if unknown:
             yield warning(self.source, None, f"{unknown} rollout line(s) of unknown kind kept as 'other' steps")
 

@@ -29,8 +29,20 @@ from .support.errors import BadRecord, warning
 from .support.files import Origin, elements, maybe_json, sample_objects
 from .support.steps import default_id, dumps, finish, step
 from .support.times import time_key
-from .support.trees import (SpansByTrace, ToolEvent, assemble, flat_attrs, indexed, llm_event_from_messages, nest, otlp_requests,
-                            otlp_span_keys, otlp_spans, tree_id, tree_order)
+from .support.trees import (
+    SpansByTrace,
+    ToolEvent,
+    assemble,
+    flat_attrs,
+    indexed,
+    llm_event_from_messages,
+    nest,
+    otlp_requests,
+    otlp_span_keys,
+    otlp_spans,
+    tree_id,
+    tree_order,
+)
 
 NAME = "openinference"
 _KIND = "openinference.span.kind"

@@ -28,8 +28,18 @@ from .support.chat import task_from_input, value_text
 from .support.errors import BadRecord
 from .support.files import Origin, maybe_json, records, sample_objects
 from .support.steps import default_id, dumps, finish, step
-from .support.trees import (SpansByTrace, ToolEvent, assemble, indexed, llm_event_from_messages, nest, otlp_requests, otlp_span_keys,
-                             otlp_spans, tree_order)
+from .support.trees import (
+    SpansByTrace,
+    ToolEvent,
+    assemble,
+    indexed,
+    llm_event_from_messages,
+    nest,
+    otlp_requests,
+    otlp_span_keys,
+    otlp_spans,
+    tree_order,
+)
 
 NAME = "otel_genai"
 _CHAT_OPS = {"chat", "text_completion", "generate_content", "completion", "responses"}

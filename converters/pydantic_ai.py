@@ -18,7 +18,6 @@ the metadata of the response's steps.
 from __future__ import annotations
 
 import re
-
 from pathlib import Path
 from typing import Any, Iterator
 

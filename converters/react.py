@@ -23,9 +23,10 @@ from ls_trajeval.core.jsonfiles import open_text
 from ls_trajeval.core.trace import Step, TraceError
 
 from .base import Converter, Sample
+from .support.chat import record_id
 from .support.errors import BadRecord
 from .support.files import Origin, records
-from .support.steps import default_id, finish, render_args, split_call, stable_id, step, text
+from .support.steps import default_id, finish, numbered_id, render_args, split_call, step
 
 NAME = "react"
 
@@ -172,7 +173,7 @@ def _structured_steps(rec: dict) -> list:
 
 def _one_structured(rec: dict, origin: Origin) -> Iterator:
     steps = _structured_steps(rec)
-    tid = next((text(rec[k]) for k in ID_KEYS if rec.get(k) not in (None, "")), None) or stable_id(Path(origin.source).name, origin.ordinal)
+    tid = record_id(rec, ID_KEYS) or numbered_id(origin)
     task = next((rec[k] for k in TASK_KEYS + ("task_description",) if isinstance(rec.get(k), str)), None) or ""
     meta = {"variant": "structured"}
     for k in ("agent", "model"):
@@ -202,7 +203,7 @@ def one(rec: Any, origin: Origin) -> Iterator:
         raise BadRecord(None, f"no text field (one of {', '.join(TEXT_KEYS)})")
     key, transcript = found
     question, steps = parse(transcript)
-    tid = next((text(rec[k]) for k in ID_KEYS if rec.get(k) not in (None, "")), None) or stable_id(Path(origin.source).name, origin.ordinal)
+    tid = record_id(rec, ID_KEYS) or numbered_id(origin)
     task = next((rec[k] for k in TASK_KEYS if isinstance(rec.get(k), str)), None) or question
     meta = {"text_field": key}
     for k in ("agent", "model"):

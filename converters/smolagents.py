@@ -25,14 +25,13 @@ from __future__ import annotations
 import ast
 import re
 from functools import partial
-from pathlib import Path
 from typing import Any, Iterator
 
 from .base import Converter, Sample
 from .support.chat import call_id, content_text, tool_call
 from .support.errors import BadRecord, expect, warning
 from .support.files import Origin, records
-from .support.steps import StepList, compact, finish, render_args, stable_id, step, text
+from .support.steps import StepList, compact, finish, numbered_id, render_args, step, text
 
 NAME = "smolagents"
 
@@ -320,7 +319,7 @@ def one(doc: Any, origin: Origin) -> Iterator:
                 out.add(step("other", compact(s)))
         if any(usage.values()):
             meta["usage"] = usage
-    tid = doc.get("id") if isinstance(doc, dict) and doc.get("id") else stable_id(Path(origin.source).name, origin.ordinal)
+    tid = doc.get("id") if isinstance(doc, dict) and doc.get("id") else numbered_id(origin)
     yield finish(origin, text(tid), task or "", out.steps(), meta)
     if unknown:
         yield warning(origin.source, origin.line, f"{unknown} memory step(s) of unknown kind kept as 'other' steps")

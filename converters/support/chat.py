@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterable
 
 from ls_trajeval.core.trace import Step, describe
 
+from ..base import Gather, Unit
 from .errors import BadRecord, expect
-from .files import maybe_json
+from .files import Origin, maybe_json
 from .steps import StepBatch, StepList, compact, dumps, render_args, step, text
 
 _MEDIA = frozenset({"image_url", "image", "input_image", "blob", "uri", "file"})
@@ -27,6 +29,57 @@ _B64ISH = re.compile(r"^[A-Za-z0-9+/=\s]{2000,}$")
 
 
 # ---------------------------------------------------------------- content
+
+#: where an API log record (a Chat Completions or Messages request with its reply) names its conversation
+RECORD_ID_KEYS = ("trace_id", "id", "conversation_id", "session_id")
+
+
+def record_id(rec: dict, keys: tuple[str, ...] = RECORD_ID_KEYS) -> str | None:
+    """An API log record's own id (the first of ``keys`` it has, as text), None when it has none."""
+    return next((text(rec[k]) for k in keys if rec.get(k) not in (None, "")), None)
+
+
+def record_meta(rec: dict, keys: tuple[str, ...], reply: dict | None = None) -> dict:
+    """The trace metadata an API log record gives: its ``keys`` that are not null, each read from ``reply`` (the
+    response logged with the request) where that has the key, else from the record; ``metadata`` as
+    ``record_metadata``."""
+    src = rec if reply is None else reply
+    meta = {}
+    for k in keys:
+        v = src.get(k, rec.get(k))
+        if v is not None:
+            meta["record_metadata" if k == "metadata" else k] = v
+    return meta
+
+
+class RecordsOrSession(Gather):
+    """An API log's records, one trace each, or, when a JSONL file's first line says so, the whole file as one
+    trace written line by line (a conversation message by message, a Codex rollout). The first line decides (a
+    broken one decides for records). A subclass says which first line (:meth:`starts_session`), how a line of the
+    session is taken (:meth:`take`: what it returns is ready now, what it raises is the line's error) and what the
+    session makes at the end (:meth:`made`); records go to ``one``, as the record they are."""
+
+    def __init__(self, path: Path) -> None:
+        self.source = str(path)
+        self.session: bool | None = None
+
+    def starts_session(self, first: Any) -> bool:
+        raise NotImplementedError
+
+    def take(self, rec: Any, origin: Origin) -> Iterable | None:
+        raise NotImplementedError
+
+    def made(self) -> Iterable:
+        raise NotImplementedError
+
+    def add(self, rec: Any, origin: Origin) -> Iterable | None:
+        if self.session is None:
+            self.session = origin.line is not None and origin.ordinal == 0 and self.starts_session(rec)
+        return self.take(rec, origin) if self.session else [Unit(origin, rec)]
+
+    def end(self) -> Iterable:
+        return self.made() if self.session else ()
+
 
 def media_ref(value: Any) -> str:
     """A short reference for an image or file: paths and URLs as given, inline data summarised, never inlined."""

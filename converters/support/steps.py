@@ -265,6 +265,12 @@ def default_id(origin: Origin, *more: Any) -> str:
     return stable_id(Path(origin.source).name, origin.position, *more)
 
 
+def numbered_id(origin: Origin) -> str:
+    """The id of a record that has none of its own, in the formats that number a file's records as they come
+    (:attr:`~.files.Origin.ordinal`): stable for the same file name and number."""
+    return stable_id(Path(origin.source).name, origin.ordinal)
+
+
 def finish(origin: Origin, trace_id: Any, task: str | None, steps: list[Step], metadata: dict | None = None,
            field: str | None = None) -> Trace:
     """The record's Trace, its metadata the origin's provenance then ``metadata`` (null values dropped).

@@ -20,7 +20,6 @@ from .files import Origin
 from .steps import render_args, step, step_metadata
 from .times import time_key
 
-
 # ---------------------------------------------------------------- trees
 
 def tree_order(

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from ls_trajeval.core.jsonfiles import is_jsonl, load_located
-from ls_trajeval.core.trace import Step, Trace, TraceError, blank_steps, is_blank
+from ls_trajeval.core.trace import Step, Trace, TraceError, is_blank
 
 from .base import Converter, ConvertItem, TraceIds
 from .registry import all_converters, confidence, detect, get_converter, names
@@ -187,11 +187,17 @@ def not_recognised(conv: Converter, p: Path) -> str | None:
     return f"{near}; it holds {sample_shape(sample)}"
 
 
-def _mostly_blank(steps: list[Step]) -> bool:
-    """At least half the steps without any text (stops as soon as more than half have some)."""
+def _hollow(s: Step) -> bool:
+    """A step with no text of the source's: blank, or an agent's turn the converter found empty (which a converter
+    forced on a file it does not read finds everywhere)."""
+    return is_blank(s) or bool(s.get("metadata", {}).get("empty_response"))
+
+
+def _mostly_hollow(steps: list[Step]) -> bool:
+    """At least half the steps hollow (stops as soon as more than half are not)."""
     need = len(steps) // 2 + 1
     for s in steps:
-        if not is_blank(s):
+        if not _hollow(s):
             need -= 1
             if not need:
                 return False
@@ -220,14 +226,14 @@ def forced(conv: Converter, p: Path, items: Iterable[ConvertItem]) -> Iterator[C
     for item in items:
         if isinstance(item, TraceError):
             errors += 1
-        elif isinstance(item, Trace) and _mostly_blank(item.steps):
+        elif isinstance(item, Trace) and _mostly_hollow(item.steps):
             if unknown is False:
                 unknown = not_recognised(conv, p)
             if unknown is not None:
                 hollow += 1
                 rec = item.metadata.get("source_record")
                 yield TraceError(source, item.metadata.get("source_line"), None if rec is None else f"[{rec}]",
-                                 f"{blank_steps(item.steps)} of {len(item.steps)} steps are empty: nothing "
+                                 f"{sum(map(_hollow, item.steps))} of {len(item.steps)} steps are empty: nothing "
                                  f"meaningful came out of this record with --format {conv.name}", item.trace_id)
                 continue
         yield item

@@ -14,7 +14,9 @@ Events: an action has ``action`` and ``args``, an observation ``observation``, `
 ``cause`` (the id of the action it answers). An agent action is a thought (``args.thought``) and
 the tool call itself: the function the model called and its arguments, read from
 ``tool_call_metadata.model_response`` when it is there (``args`` otherwise, without OpenHands'
-bookkeeping fields); its observation follows it (``error`` observations are errors). An
+bookkeeping fields); its observation follows it (``error`` observations are errors, and so is the output of a
+command that exited non-zero: ``exit_code`` of the event or of its ``extras``, -1 being OpenHands' "no exit code
+yet" for a command left running). An
 ``error`` observation without a ``cause`` reports a call that never became an action (arguments
 the tool refused): it stays in place, marked unpaired. ``message`` actions are messages (the
 first user one is the task), the ``system`` action is the system prompt. Agent-state changes, the
@@ -161,14 +163,14 @@ class _History:
         extras = expect(e.get("extras"), dict, f"{w}.extras", optional=True) or {}
         run_meta = extras.get("metadata") if isinstance(extras.get("metadata"), dict) else {}
         tcm = e.get("tool_call_metadata") if isinstance(e.get("tool_call_metadata"), dict) else {}
-        exit_code = e.get("exit_code", run_meta.get("exit_code"))
+        exit_code = e.get("exit_code", run_meta.get("exit_code", extras.get("exit_code")))
         meta = {"role": e.get("source"), "event_id": e.get("id"), "timestamp": e.get("timestamp"),
                 "history_index": None if self.ids else i, "tool_call_id": call_id(tcm.get("tool_call_id")),
                 "tool_name": tcm.get("function_name") or (kind if kind != "error" else None), "cause": e.get("cause"), "exit_code": exit_code,
                 "success": e.get("success")}
         # a command with no output shows OpenHands' own line for it ("Command `…` executed with exit code 0.")
         body = value_text(e.get("content")) or text(e.get("message"))
-        s = step("error" if kind == "error" else "observation", body, None, meta)
+        s = step("error" if kind == "error" or _failed(exit_code) else "observation", body, None, meta)
         cause = e.get("cause")
         if cause is not None:
             self.out.result(str(cause), s)
@@ -178,6 +180,11 @@ class _History:
         else:  # a call the tool refused before it became an action: the error stands alone
             step_metadata(s)["unpaired"] = True
             self.out.add(s)
+
+
+def _failed(exit_code: Any) -> bool:
+    """A command that exited non-zero; -1 is OpenHands' "no exit code yet" (a server left running, a timeout)."""
+    return exit_code.__class__ is int and exit_code not in (0, -1)
 
 
 def _steps(history: list, where: str) -> _History:

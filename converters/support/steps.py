@@ -12,7 +12,9 @@ A step's top level holds only these keys:
     one of :data:`ls_trajeval.core.trace.STEP_TYPES` (thought, action, observation, code, message, error,
     system, other).
 ``content``
-    text, ``""`` where the source has none, never null. For an action: the tool's (or command's) name.
+    text, ``""`` where the source has none, never null. For an action: the tool's (or command's) name. An agent's
+    message or thought that was empty in the source (an empty generation) reads ``(empty response)``, with
+    ``empty_response: true`` in its metadata.
 ``action_input``
     on actions only, always there: the call's arguments as text (:func:`render_args`), ``""`` when none.
 ``timestamp``
@@ -265,6 +267,26 @@ def default_id(origin: Origin, *more: Any) -> str:
     return stable_id(Path(origin.source).name, origin.position, *more)
 
 
+#: the content of an agent's turn that was empty in the source
+EMPTY_RESPONSE = "(empty response)"
+#: the roles of messages that are not the agent's own turn (the user's, the system's, a tool's, a task given)
+NOT_AGENT_ROLES = frozenset({"user", "human", "system", "developer", "tool", "function", "task", "hints",
+                             "instructions", "compacted", "environment", "info"})
+
+
+def mark_empty_turns(steps: list[Step]) -> None:
+    """Each message or thought of the agent with no text at all (an empty generation: real data, something to
+    judge) gets the content ``(empty response)`` and ``empty_response: true`` in its metadata. Other empty steps (a
+    tool that returned nothing, an empty user message) stay as they are."""
+    for s in steps:
+        c = s["content"]
+        if (not c or c.isspace()) and s["type"] in ("message", "thought") and "action_input" not in s:
+            meta = s.get("metadata")
+            if meta is None or meta.get("role") not in NOT_AGENT_ROLES:
+                s["content"] = EMPTY_RESPONSE
+                step_metadata(s)["empty_response"] = True
+
+
 def numbered_id(origin: Origin) -> str:
     """The id of a record that has none of its own, in the formats that number a file's records as they come
     (:attr:`~.files.Origin.ordinal`): stable for the same file name and number."""
@@ -275,12 +297,15 @@ def finish(origin: Origin, trace_id: Any, task: str | None, steps: list[Step], m
            field: str | None = None) -> Trace:
     """The record's Trace, its metadata the origin's provenance then ``metadata`` (null values dropped).
 
-    A record that made no steps, or only steps without any text, or whose id is empty, is rejected
-    (BadRecord naming ``field``): a converter that read nothing of a record has failed, not converted it.
+    An agent's turn that was empty in the source (an empty generation) is a step that says so (see
+    :func:`mark_empty_turns`). A record that made no steps, or only steps without any text, or whose id is empty,
+    is rejected (BadRecord naming ``field``): a converter that read nothing of a record has failed, not converted
+    it.
     """
     tid = trace_id if trace_id.__class__ is str else str(trace_id)
     if not steps:
         raise BadRecord(field, "no steps: the record holds nothing to annotate", tid, about_record=True)
+    mark_empty_turns(steps)
     first = steps[0].content
     if (not first or first.isspace()) and all_blank(steps):  # a first step with text settles it (a hot path)
         raise BadRecord(field, f"no text: all {len(steps)} step(s) made of it are empty, nothing to annotate", tid,

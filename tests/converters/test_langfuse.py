@@ -20,7 +20,7 @@ def test_trace_export():
     assert (s[3].content, s[4].content, meta(s[4])["tool_call_id"]) == ("issue_refund", "payment gateway 502", "tc2")
     assert (s[5].content, s[5].action_input, s[6].content) == ("cache-write", "k", "ok")  # a leaf SPAN with output
     assert '"thumbs": "down"' in s[7].content
-    assert s[8].content == ""  # an empty generation is kept
+    assert (s[8].content, meta(s[8])["empty_response"]) == ("(empty response)", True)  # an empty generation is kept
     assert s[9].content == "agent failed" and meta(s[9])["observation_type"] == "AGENT"
     assert t.metadata["sessionId"] == "sess-9" and t.metadata["final_output"] == "Refund issued."
     roundtrip(t)

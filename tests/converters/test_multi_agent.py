@@ -66,7 +66,7 @@ def test_autogen_parallel_calls_and_errors():
     assert (s[2].content, s[2].action_input, meta(s[2])["tool_call_id"]) == ("add", '{\n  "a": 2,\n  "b": 2\n}', "call_a")
     assert meta(s[3])["tool_call_id"] == "call_a" and s[3].content == "4"
     assert meta(s[4])["tool_call_id"] == "call_b" and s[5].content == "translation service down"
-    assert s[6].content == ""
+    assert (s[6].content, meta(s[6])["empty_response"]) == ("(empty response)", True)  # the writer said nothing
     assert s[7].content == 'Vier. <script>alert("x")</script> & ✓'
     assert [meta(x)["agent"] for x in s] == ["user", "planner", "planner", "planner", "planner", "planner", "writer", "writer"]
     assert t.metadata["agents"] == ["user", "planner", "writer"]

@@ -156,7 +156,7 @@ def test_tool_calls_of_a_generation_pair_with_their_function_spans_and_errors_ar
     assert t.task == "weather <b>Paris</b> & Oslo?"
     assert t.metadata["group_id"] == "g1" and t.metadata["trace_metadata"] == {"k": "v"}
     assert [(s.type, s.content) for s in t.steps] == [
-        ("system", t.steps[0].content), ("other", t.steps[1].content), ("thought", ""),
+        ("system", t.steps[0].content), ("other", t.steps[1].content), ("thought", "(empty response)"),
         ("action", "weather"), ("observation", "sunny"), ("action", "weather"), ("error", "Error running tool\n{\n  \"error\": \"timeout\"\n}")]
     assert meta(t.steps[3])["tool_call_id"] == meta(t.steps[4])["tool_call_id"] == "c1"
     assert meta(t.steps[5])["tool_call_id"] == meta(t.steps[6])["tool_call_id"] == "c2"

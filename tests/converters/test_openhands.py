@@ -94,6 +94,25 @@ def test_evaluation_output_one_trace_per_instance():
     assert traces[2].metadata["error"].startswith("RuntimeError: Agent reached maximum iteration")
 
 
+def test_a_command_that_exited_non_zero_is_an_error():
+    lines = [json.loads(ln) for ln in (DIR / "multi_swe_bench_output.jsonl").read_text(encoding="utf-8").splitlines()]
+    traces, _, _ = run(DIR / "multi_swe_bench_output.jsonl")
+    for r, t in zip(lines, traces):
+        # the command observations of the source and their exit codes, in order
+        codes = [(o["extras"].get("metadata") or {}).get("exit_code") for o in r["history"]
+                 if o.get("observation") == "run" and o.get("cause") is not None]
+        runs = [s for s in t.steps if meta(s).get("tool_name") == "execute_bash" and meta(s).get("cause") is not None]
+        assert [meta(s)["exit_code"] for s in runs] == codes
+        assert [s.type for s in runs] == ["observation" if c == 0 else "error" for c in codes]
+    assert sum(s.type == "error" and meta(s).get("exit_code") == 127 for t in traces for s in t.steps) == 3  # not found
+
+
+def test_a_command_left_running_is_no_error():
+    (t,), _, _ = run(DIR / "trajs_basic_gui_mode.json")
+    (server,) = [s for s in t.steps if meta(s).get("exit_code") == -1]  # OpenHands' "no exit code yet"
+    assert server.type == "observation" and server.content.startswith("Serving HTTP on 0.0.0.0 port 8000")
+
+
 def test_resolver_output_pairs_the_2024_entries_by_position():
     lines = [json.loads(ln) for ln in (DIR / "resolver_output.jsonl").read_text(encoding="utf-8").splitlines()]
     traces, errors, _ = run(DIR / "resolver_output.jsonl")

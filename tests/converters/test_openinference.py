@@ -31,9 +31,10 @@ def test_phoenix_spans_and_bad_lines():
     assert set(by_id) == {"ph-1", "ph-2"}  # interleaved lines grouped by trace id
     t = by_id["ph-1"]
     assert t.task == "Capital of France?"
-    # the model turn without text keeps an (empty) thought so its tokens and span stay visible
+    # the model turn without text keeps a thought that says so, its tokens and span visible
     assert types(t) == ["thought", "action", "observation", "action", "observation", "message"]
-    assert t.steps[0].content == "" and meta(t.steps[0])["usage"]["total"] == 15
+    assert (t.steps[0].content, meta(t.steps[0])["empty_response"], meta(t.steps[0])["usage"]["total"]) == (
+        "(empty response)", True, 15)
     # JSON arguments are indented, whichever way the source wrote them (step convention: render_args)
     assert (t.steps[1].content, t.steps[1].action_input, t.steps[2].content) == ("lookup", '{\n  "country": "France"\n}', "Paris")
     assert "France is in Europe." in t.steps[4].content

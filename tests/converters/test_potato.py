@@ -46,6 +46,8 @@ def test_claude_code_session_keeps_every_turn_with_its_text():
             assert s.content == m.group(2)
             args = json.loads(turn["text"][len(m.group(2)) + 1:-1])
             assert json.loads(s.action_input) == args
+        elif turn["speaker"] == "Agent" and not turn["text"].strip():  # the model said nothing: a turn that says so
+            assert (s.content, meta(s)["empty_response"]) == ("(empty response)", True)
         else:
             assert s.content == turn["text"]
         assert meta(s)["speaker"] == turn["speaker"]

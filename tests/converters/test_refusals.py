@@ -3,7 +3,7 @@ closest formats; a converter that finds no text in a record has failed (a locate
 record holds); a forced --format that does not fit a file warns and rejects the traces it emptied."""
 import json
 
-from .conftest import FIXTURES, run
+from .conftest import FIXTURES, meta, run
 from ls_trajeval.core.trace import Trace, TraceError
 from ls_trajeval.converters.base import ConvertWarning
 from ls_trajeval.flows.convert import convert_file, detect_format, FormatError
@@ -46,14 +46,17 @@ def test_unknown_text_names_its_beginning(tmp_path):
         detect_format(p)
 
 
-def test_a_record_whose_steps_are_all_empty_is_rejected(tmp_path):
+def test_an_empty_reply_is_a_step_that_says_so_and_a_record_of_nothing_is_rejected(tmp_path):
     p = tmp_path / "chat.jsonl"
     p.write_text(json.dumps({"messages": [{"role": "user", "content": ""}, {"role": "assistant", "content": "  "}]}) + "\n"
-                 + json.dumps({"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": ""}]}) + "\n")
+                 + json.dumps({"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": ""}]}) + "\n"
+                 + json.dumps({"messages": [{"role": "user", "content": ""}, {"role": "tool", "content": ""}]}) + "\n")
     traces, errors, _ = run(p, "openai_chat")
-    assert [len(t.steps) for t in traces] == [2]  # one empty step beside text is kept
-    (e,) = errors
-    assert (e.line, e.message.split(";")[0]) == (1, "no text: all 2 step(s) made of it are empty, nothing to annotate")
+    # the model's empty replies are data to judge: kept, saying so; the user's empty message stays as it is
+    assert [[(s.content, meta(s).get("empty_response")) for s in t.steps] for t in traces] == [
+        [("", None), ("(empty response)", True)], [("hi", None), ("(empty response)", True)]]
+    (e,) = errors  # nothing the agent did, and no text at all
+    assert (e.line, e.message.split(";")[0]) == (3, "no text: all 2 step(s) made of it are empty, nothing to annotate")
     assert "the record is an object with keys messages (list of 2, the first an object with keys role, content)" in e.message
 
 

@@ -244,14 +244,16 @@ def expand_inputs(inputs: Iterable[str | Path], *, records_only: bool = False) -
     """The files a command's inputs name, in order, each directory's files sorted by name.
 
     ``records_only`` (commands that read trace or record JSONL): a directory gives its own ``*.jsonl`` and
-    ``*.jsonl.gz`` files. Otherwise (agent logs): every file under it, recursively, hidden ones skipped. A path
-    that does not exist, or a directory with nothing to read, is a located error in its place.
+    ``*.jsonl.gz`` files. Otherwise (agent logs): every file under it, recursively. Hidden files (an output being
+    written, ``.NAME.*.partial``) are skipped. A path that does not exist, or a directory with nothing to read, is a
+    located error in its place.
     """
     for item in inputs:
         p = Path(item)
         if p.is_dir():
             if records_only:
-                found = sorted(q for q in p.iterdir() if q.is_file() and q.name.endswith(RECORDS_SUFFIXES))
+                found = sorted(q for q in p.iterdir()
+                               if q.is_file() and q.name.endswith(RECORDS_SUFFIXES) and not q.name.startswith("."))
             else:
                 found = sorted(f for f in p.rglob("*")
                                if f.is_file() and not any(part.startswith(".") for part in f.relative_to(p).parts))

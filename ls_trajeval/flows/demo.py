@@ -15,6 +15,7 @@ from pathlib import Path
 import platformdirs
 
 from ..core.config import Config
+from ..core.jsonfiles import atomic_output
 from ..studio import client as studio
 from ..studio.localserver import LocalLabelStudio, free_port
 from ..studio.urls import label_stream_url
@@ -50,7 +51,8 @@ def _backend_state(data_dir: Path) -> dict:
     if path.exists():
         return json.loads(path.read_text())
     state = {"user": "ls-trajeval-demo", "password": secrets.token_urlsafe(24), "port": 0}
-    path.write_text(json.dumps(state))
+    with atomic_output(path) as fh:
+        fh.write(json.dumps(state))
     path.chmod(0o600)
     return state
 
@@ -83,7 +85,8 @@ def _start_backend(data_dir: Path, server: LocalLabelStudio, client, project_id:
         _forget_backend(client, project_id, f"http://127.0.0.1:{state['port']}")
     if port != state["port"]:
         state["port"] = port
-        (data_dir / BACKEND_STATE).write_text(json.dumps(state))
+        with atomic_output(data_dir / BACKEND_STATE) as fh:  # the file keeps its permissions (0600)
+            fh.write(json.dumps(state))
     backend = Backend(config, port=port, user=state["user"], password=state["password"], studio_url=server.url,
                       api_key=server.credentials.token)
     echo(f"starting the ML backend on {backend.url} ...")

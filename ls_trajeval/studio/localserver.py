@@ -20,6 +20,7 @@ from pathlib import Path
 import httpx
 
 from ..core.errors import UserError
+from ..core.jsonfiles import atomic_output
 
 STATE_FILE = "ls-trajeval.json"
 
@@ -88,7 +89,8 @@ def ensure_initialized(data_dir: Path, email: str = "admin@example.com", log=Non
     if proc.returncode != 0:
         tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-15:])
         raise ServerError(f"label-studio init failed (exit {proc.returncode}):\n{tail}")
-    state.write_text(json.dumps(creds.__dict__))
+    with atomic_output(state) as fh:
+        fh.write(json.dumps(creds.__dict__))
     state.chmod(0o600)
     return creds
 

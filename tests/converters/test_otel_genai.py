@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from .conftest import FIXTURES, SCARY, auto_name, run, detect, meta, real_logs, roundtrip, types
+from .conftest import FIXTURES, SCARY, auto_name, run, detect, meta, roundtrip, types
 
 D = FIXTURES / "otel_genai"
 T = "5b8efff798038103d269b633813fc60c"
@@ -54,10 +54,6 @@ def test_detect_fixture(name):
     assert detect("otel_genai", D / name) > 0.5
     assert auto_name(D / name) == "otel_genai"
 
-
-@pytest.mark.parametrize("path", real_logs(), ids=lambda p: p.name)
-def test_detect_rejects_real_logs_of_other_formats(path):
-    assert detect("otel_genai", path) == 0
 
 
 def test_whole_prompt_and_completion_attributes():

@@ -1,7 +1,6 @@
 """A file's or a record's shape in words, and the formats nearest to it (the words of refusals)."""
 import json
 import zipfile
-from pathlib import Path
 
 from ls_trajeval.converters.detection import closest, closest_text, looks_like
 from ls_trajeval.converters.support.files import make_sample, sample_shape, shape_keys, value_shape

@@ -14,9 +14,10 @@ the user (``/run``, ``/test``, ``/add``, ...) it is that command's observation, 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ls_trajeval.core.jsonfiles import open_text
 from ls_trajeval.core.trace import TraceError

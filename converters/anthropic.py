@@ -7,8 +7,9 @@ per line; and JSONL of streaming events (``message_start`` … ``message_stop``)
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ls_trajeval.core.jsonfiles import loads
 from ls_trajeval.core.trace import TraceError, describe

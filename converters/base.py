@@ -23,9 +23,10 @@ converter loops over a file's records itself.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Union
+from typing import Any, Union
 
 from ls_trajeval.core.trace import Trace, TraceError
 
@@ -84,7 +85,7 @@ class Converter:
     gather: Callable[[Path], Gather] | None = None
 
     def convert(self, path: str | Path, *, describe: Describe | None = None,
-                ids: "TraceIds | None" = None) -> Iterator[ConvertItem]:
+                ids: TraceIds | None = None) -> Iterator[ConvertItem]:
         """Traces, located errors and warnings of one file (:func:`run`)."""
         return run(self, Path(path), describe=describe, ids=ids)
 

@@ -35,9 +35,10 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections import Counter
+from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ls_trajeval.core.trace import TraceError, describe
 

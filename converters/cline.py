@@ -28,8 +28,9 @@ Messages (Anthropic-style ``{role, content: [blocks], ts}``):
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ls_trajeval.core.jsonfiles import load_located, loads
 from ls_trajeval.core.trace import TraceError, describe

@@ -12,8 +12,9 @@ final output (a ``message`` with role ``agent`` and the agent's role as ``agent`
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from ls_trajeval.core.jsonfiles import load_located, open_text
 from ls_trajeval.core.trace import TraceError, describe

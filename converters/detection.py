@@ -10,9 +10,10 @@ reported as not fitting (:func:`forced`).
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from collections.abc import Iterable, Iterator
+from functools import cache
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from ls_trajeval.core.jsonfiles import is_jsonl, load_located
 from ls_trajeval.core.trace import Step, Trace, TraceError, is_blank
@@ -111,7 +112,7 @@ def broken_json(p: Path) -> TraceError | None:
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _shape_words(name: str) -> frozenset[str]:
     """The key names a format's ``shapes`` text mentions."""
     return frozenset(_WORD.findall(get_converter(name).shapes))

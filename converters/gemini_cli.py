@@ -22,9 +22,10 @@ is followed by an observation, or an error when the call failed or was cancelled
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ls_trajeval.core.jsonfiles import documents, is_jsonl, load_located
 from ls_trajeval.core.trace import Step, TraceError, describe

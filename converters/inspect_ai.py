@@ -11,9 +11,10 @@ from __future__ import annotations
 import lzma
 import zipfile
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ls_trajeval.core.jsonfiles import load_located, loads
 from ls_trajeval.core.trace import TraceError

@@ -13,8 +13,9 @@ JSONL lines holding a whole tree stream one by one; flat runs are grouped by tra
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ls_trajeval.core.trace import Trace, TraceError, describe
 

@@ -13,8 +13,9 @@ chains -> containers, parser/prompt runs counted.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ls_trajeval.core.trace import TraceError, describe
 

@@ -12,8 +12,9 @@ Wrappers ``{direction|timestamp, message}`` and ``{request, response}`` pairs ar
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ls_trajeval.core.jsonfiles import loads
 from ls_trajeval.core.trace import describe

@@ -22,8 +22,9 @@ error step after its subtree unless a step inside already failed.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ls_trajeval.core.trace import TraceError, describe
 

@@ -8,8 +8,9 @@ chunks (the deltas of one completion id are joined into one assistant message).
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ls_trajeval.core.trace import TraceError, describe
 

@@ -24,8 +24,9 @@ them, is the user's prompt step).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ls_trajeval.core.trace import describe
 

@@ -16,8 +16,9 @@ token usage and start time in its metadata.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ls_trajeval.core.jsonfiles import is_jsonl
 from ls_trajeval.core.trace import TraceError, describe

@@ -16,8 +16,9 @@ import contextlib
 import os
 import struct
 from collections import deque
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ls_trajeval.core.jsonfiles import dumps_line, loads
 from ls_trajeval.core.trace import Step, Trace, TraceError

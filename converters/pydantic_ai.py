@@ -18,8 +18,9 @@ the metadata of the response's steps.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ls_trajeval.core.trace import TraceError, describe
 

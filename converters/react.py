@@ -15,9 +15,10 @@ becomes tool ``search`` with input ``JFK to LHR``; an action object ``{"tool"|"n
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ls_trajeval.core.jsonfiles import open_text
 from ls_trajeval.core.trace import Step, TraceError

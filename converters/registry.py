@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from functools import lru_cache
+from functools import cache, lru_cache
 
 from .base import Converter, Sample
 
@@ -24,7 +24,7 @@ def names() -> tuple[str, ...]:
                         if not info.ispkg and info.name not in NOT_FORMATS and not info.name.startswith("_")))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load(name: str) -> Converter | None:
     conv = getattr(importlib.import_module(f"{__package__}.{name}"), "CONVERTER", None)
     return conv if isinstance(conv, Converter) and conv.name == name else None

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 from functools import partial
-from typing import Any, Iterator
+from typing import Any
 
 from .base import Converter, Sample
 from .support.chat import call_id, content_text, tool_call

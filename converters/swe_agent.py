@@ -24,8 +24,9 @@ its instance template: ``<pr_description>`` or ``Please solve this issue: …``)
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ls_trajeval.core.jsonfiles import loads
 

@@ -21,8 +21,9 @@ reward and the rest of ``info``.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ls_trajeval.core.jsonfiles import load_located
 from ls_trajeval.core.trace import TraceError, describe

@@ -12,9 +12,10 @@ for data.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from ls_trajeval.core.trace import Step, describe
 

@@ -8,8 +8,9 @@ through :func:`guarded`, and so may a converter for the parts of a record it can
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from ls_trajeval.core.trace import TraceError, describe
 

@@ -9,10 +9,11 @@ otherwise: a JSON document, each element of a JSON list, or each JSONL line, eac
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 from ls_trajeval.core.jsonfiles import TraceError, documents, loads, open_bytes, open_text
 

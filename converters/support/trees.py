@@ -8,8 +8,9 @@ and hands the list to :func:`assemble`.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from ls_trajeval.core.trace import Step, describe
 

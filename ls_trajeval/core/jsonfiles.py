@@ -22,10 +22,11 @@ import io
 import json
 import os
 import stat
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, BinaryIO, Iterable, Iterator
+from typing import IO, Any, BinaryIO
 
 import orjson
 

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Callable, Iterable, Iterator
+from typing import IO
 
 from ls_trajeval.converters.base import ConvertItem, ConvertWarning, TraceIds
 from ls_trajeval.converters.detection import FormatError, convert_file, detect_format

@@ -4,11 +4,12 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import FIXTURES, NOT_LOGS, REAL, run
 from ls_trajeval.converters.registry import all_converters
 from ls_trajeval.converters.support.files import make_sample
 from ls_trajeval.converters.support.steps import convention_problems
 from ls_trajeval.core.trace import Step, Trace
+
+from .conftest import FIXTURES, NOT_LOGS, REAL, run
 
 #: the project's own trace JSONL is passed through as the user wrote it: its steps are theirs, not a converter's
 PASS_THROUGH = {"trace_jsonl"}

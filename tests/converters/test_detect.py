@@ -1,5 +1,5 @@
 import json
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -118,7 +118,7 @@ def own_format(p: Path) -> str:
     return {"who_and_when": "multi_agent", "mini_swe_agent": "swe_agent"}.get(top, top)
 
 
-@lru_cache(maxsize=None)
+@cache
 def sample(p: Path):
     return make_sample(p)
 

@@ -1,6 +1,6 @@
 import pytest
 
-from .conftest import FIXTURES, SCARY, auto_name, run, detect, meta, roundtrip, types
+from .conftest import FIXTURES, SCARY, auto_name, detect, meta, roundtrip, run, types
 
 D = FIXTURES / "mcp"
 

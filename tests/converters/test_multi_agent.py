@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from .conftest import FIXTURES, REAL, SCARY, auto_name, run, detect, meta, roundtrip, types
+from .conftest import FIXTURES, REAL, SCARY, auto_name, detect, meta, roundtrip, run, types
 
 D = FIXTURES / "multi_agent"
 WW = sorted((REAL / "who_and_when").glob("*.json")) if (REAL / "who_and_when").is_dir() else []

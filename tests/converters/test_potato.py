@@ -6,9 +6,10 @@ import re
 
 import pytest
 
-from .conftest import FIXTURES, auto_name, detect, meta, roundtrip, run, types
 from ls_trajeval.converters import registry
 from ls_trajeval.converters.support.files import make_sample
+
+from .conftest import FIXTURES, auto_name, detect, meta, roundtrip, run, types
 
 D = FIXTURES / "potato"
 SPEAKER = re.compile(r"^(.*?) \((.*)\)$")

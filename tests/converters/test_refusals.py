@@ -3,12 +3,13 @@ closest formats; a converter that finds no text in a record has failed (a locate
 record holds); a forced --format that does not fit a file warns and rejects the traces it emptied."""
 import json
 
-from .conftest import FIXTURES, meta, run
-from ls_trajeval.core.trace import Trace, TraceError
-from ls_trajeval.converters.base import ConvertWarning
-from ls_trajeval.flows.convert import convert_file, detect_format, FormatError
-
 import pytest
+
+from ls_trajeval.converters.base import ConvertWarning
+from ls_trajeval.core.trace import Trace, TraceError
+from ls_trajeval.flows.convert import FormatError, convert_file, detect_format
+
+from .conftest import FIXTURES, meta, run
 
 OPENHANDS = FIXTURES / "openhands" / "resolver_output.jsonl"
 

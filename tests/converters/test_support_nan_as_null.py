@@ -1,8 +1,8 @@
 """support.files: NaN and Infinity (written by Python's json.dumps for a float nan) read as null where a
 format asks for it, refused everywhere else."""
-from ls_trajeval.converters.support.files import documents, loads
-
 import pytest
+
+from ls_trajeval.converters.support.files import documents, loads
 
 
 def test_loads_refuses_nan_unless_asked():

@@ -3,8 +3,9 @@ import json
 
 import pytest
 
-from .conftest import FIXTURES, auto_name, meta, run, types
 from ls_trajeval.converters import tau_bench
+
+from .conftest import FIXTURES, auto_name, meta, run, types
 
 DIR = FIXTURES / "tau_bench"
 V1 = DIR / "gpt-4o-airline.first10.json"

@@ -18,9 +18,10 @@ import math
 import os
 import tempfile
 import zipfile
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 
@@ -469,10 +470,10 @@ def check_config(data: bytes) -> None:
 
 @lru_cache(maxsize=1)
 def _decoder_setup():
-    from ls_trajeval.core import config as cfg
-    from ls_trajeval import label_configs
-
     from studio.uishapes import TRACES, ui_result  # the UI's own result shapes
+
+    from ls_trajeval import label_configs
+    from ls_trajeval.core import config as cfg
     from ls_trajeval.core.tasks import task_data
     from ls_trajeval.core.trace import parse_trace
 

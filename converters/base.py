@@ -30,7 +30,7 @@ from typing import Any, Union
 
 from ls_trajeval.core.trace import Trace, TraceError
 
-from .support.errors import ConvertWarning, Describe, guarded, join_field
+from .support.errors import ConvertWarning, Describe, guarded, join_field, record_error
 from .support.files import Origin, Sample, Split, list_items, records
 
 ConvertItem = Union[Trace, TraceError, ConvertWarning]
@@ -97,24 +97,25 @@ class TraceIds:
     __slots__ = ("_first",)
 
     def __init__(self) -> None:
-        self._first: dict[str, tuple[str, int | None, str]] = {}
+        self._first: dict[str, Origin] = {}
 
-    def claim(self, trace_id: str, source: str, line: int | None, where: str) -> TraceError | None:
-        """None when ``trace_id`` is new (it is now taken), else the located error of this second trace."""
+    def claim(self, trace_id: str, origin: Origin) -> TraceError | None:
+        """None when ``trace_id`` is new (it is now taken by the record at ``origin``), else the located error of
+        this second trace."""
         first = self._first.get(trace_id)
         if first is None:
-            self._first[trace_id] = (source, line, where)
+            self._first[trace_id] = origin
             return None
-        fsource, fline, fwhere = first
-        if fsource != source:
-            at = f"in {fsource}" + (f":{fline}" if fline is not None else f" at {fwhere}" if fwhere else "")
+        if first.source != origin.source:
+            at = f"in {first.source}" + (f":{first.line}" if first.line is not None else
+                                         f" at {first.where}" if first.where else "")
         else:
-            at = f"on line {fline}" if fline is not None else f"at {fwhere}" if fwhere else "in this file"
-        return TraceError(source, line, join_field(where, "trace_id"), f"duplicate trace_id {trace_id!r} (first {at})",
-                          trace_id)
+            at = f"on line {first.line}" if first.line is not None else f"at {first.where}" if first.where else "in this file"
+        return TraceError(origin.source, origin.line, join_field(origin.where, "trace_id"),
+                          f"duplicate trace_id {trace_id!r} (first {at})", trace_id)
 
-    def given_at(self, trace_id: str) -> tuple[str, int | None, str] | None:
-        """(source, line, place in the document) of the record that gave ``trace_id`` first, or None."""
+    def given_at(self, trace_id: str) -> Origin | None:
+        """The origin of the record that gave ``trace_id`` first, or None."""
         return self._first.get(trace_id)
 
 
@@ -129,20 +130,27 @@ def run(conv: Converter, path: Path, *, describe: Describe | None = None,
     pairs = conv.read(path, conv.name) if conv.read is not None else records(path, conv.name, conv.split)
     gather = conv.gather(path) if conv.gather is not None else None
     one = conv.one
+    take = one if gather is None else gather.add
     for origin, rec in pairs:
-        # once per record of every file: plain class checks (benchmarks/bench_converters.py, every case)
+        # once per record of every file (benchmarks/bench_converters.py, every case): plain class checks, and
+        # guarded() written out, with no call and no list made for a record a gather takes and returns nothing of
         if rec.__class__ is TraceError or rec.__class__ is ConvertWarning:
             yield rec
             continue
-        if gather is None:
-            yield from _claimed(guarded(origin, one, rec, origin, describe=describe), origin, ids)
+        try:
+            out = take(rec, origin)
+            if not out:
+                continue
+            items = out if out.__class__ is list else list(out)
+        except Exception as exc:  # noqa: BLE001 - one odd record must not stop the file
+            yield record_error(origin, exc, "", rec, describe)
             continue
-        for item in _claimed(guarded(origin, gather.add, rec, origin, describe=describe), origin, ids):
+        for item in items:
             if item.__class__ is Unit:
                 # what a gather made of records is no record of the file: its error does not describe it
                 yield from _converted(one, item, ids, describe if item.record is rec else _unsaid)
             else:
-                yield item
+                yield _claimed(item, origin, ids)
     if gather is not None:
         for item in gather.end():
             if item.__class__ is Unit:
@@ -151,21 +159,18 @@ def run(conv: Converter, path: Path, *, describe: Describe | None = None,
                 yield item
 
 
-def _converted(one: Callable, unit: Unit, ids: TraceIds, describe: Describe | None) -> list:
+def _converted(one: Callable, unit: Unit, ids: TraceIds, describe: Describe | None) -> Iterator[ConvertItem]:
     origin = unit.origin
-    return _claimed(guarded(unit.at or origin, one, unit.record, origin, field=unit.field, describe=describe),
-                    origin, ids)
+    for item in guarded(unit.at or origin, one, unit.record, origin, field=unit.field, describe=describe):
+        yield _claimed(item, origin, ids)
 
 
 def _unsaid(record: Any, origin: Origin) -> str:
     return ""
 
 
-def _claimed(items: list, origin: Origin, ids: TraceIds) -> list:
-    """``items`` with each trace whose id was given before replaced by its located error."""
-    for k, item in enumerate(items):
-        if isinstance(item, Trace):
-            dup = ids.claim(item.trace_id, origin.source, origin.line, origin.where)
-            if dup is not None:
-                items[k] = dup
-    return items
+def _claimed(item: ConvertItem, origin: Origin, ids: TraceIds) -> ConvertItem:
+    """``item``, or, for a trace whose id was given before, its located error."""
+    if isinstance(item, Trace):
+        return ids.claim(item.trace_id, origin) or item
+    return item

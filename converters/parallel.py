@@ -23,7 +23,7 @@ from typing import Any
 from ls_trajeval.core.jsonfiles import dumps_line, loads
 from ls_trajeval.core.trace import Step, Trace, TraceError
 
-from .base import ConvertItem, TraceIds
+from .base import ConvertItem, Origin, TraceIds
 from .detection import convert_file
 
 
@@ -34,12 +34,13 @@ class SpooledTrace(Trace):
     _FIELDS = frozenset({"task", "steps", "metadata", "extra"})
 
     def __init__(self, json_line: bytes, source_format: str, trace_id: str, source: str, line: int | None,
-                 where: str):  # noqa: D107 - the fields are decoded when first read
+                 index: int | None, place: str | None):  # noqa: D107 - the fields are decoded when first read
         self.json_line = json_line
         self.source_format = source_format
         self.trace_id = trace_id
-        #: where the worker's converter made it (file, JSONL line, place in the document): for the run's id check
-        self.source, self.line, self.where = source, line, where
+        #: the record the worker's converter made it of (file, JSONL line, place in the document): for the run's
+        #: id check
+        self.origin = Origin(source_format, source, line, index, place=place)
 
     def __getattr__(self, name: str) -> Any:
         if name not in SpooledTrace._FIELDS:
@@ -66,8 +67,8 @@ def _spool(path: str, fmt: str, spool: str) -> str:
     with open(spool, "wb") as out:
         for item in convert_file(path, fmt, ids):
             if isinstance(item, Trace):
-                source, line, where = ids.given_at(item.trace_id) or (path, None, "")
-                head = [str(item.metadata.get("source_format", fmt)), item.trace_id, source, line, where]
+                at = ids.given_at(item.trace_id) or Origin(fmt, path)
+                head = [str(item.metadata.get("source_format", fmt)), item.trace_id, at.source, at.line, at.index, at.place]
                 payload = dumps_line(head) + dumps_line(item.to_json())
                 out.write(_FRAME.pack(b"T", len(payload)) + payload)
             else:

@@ -204,8 +204,9 @@ def records(path: Path, fmt: str, split: Split | None = list_items, *, nan_as_nu
     source = str(path)
     for n, (line, val) in enumerate(documents(path, nan_as_null, jsonl)):
         origin = Origin(fmt, source, line, None, n)
-        # once per record of every file: a plain class check (benchmarks/bench_converters.py, every JSONL case)
-        if val.__class__ is not TraceError and split is not None:
+        # once per record of every file (benchmarks/converter_instructions.py, every JSONL case): plain class checks,
+        # and the default split's test written out, so that a JSONL line costs no call of it
+        if split is not None and val.__class__ is not TraceError and (split is not list_items or line is None):
             recs = split(val, origin)
             if recs is not None:
                 yield from recs

@@ -124,12 +124,29 @@ def split_call(written: str) -> tuple[str, str] | None:
 
 # ---------------------------------------------------------------- steps
 
+#: the content of an agent's turn that was empty in the source
+EMPTY_RESPONSE = "(empty response)"
+#: the roles of messages that are not the agent's own turn (the user's, the system's, a tool's, a task given)
+NOT_AGENT_ROLES = frozenset({"user", "human", "system", "developer", "tool", "function", "task", "hints",
+                             "instructions", "compacted", "environment", "info"})
+
+
 def step(type_: str, content: Any, action_input: str | None = None, metadata: dict | None = None) -> Step:
     """The one way to make a step. ``metadata`` is a dict made for this step (it becomes the step's
     metadata, not a copy): its null values are dropped, so a key appears only where known, and its
-    ``timestamp`` goes to the step's top level when it is text or a number."""
-    # a hot path (every step of every converter): the step object is built in its output order, key by key
-    s = Step(type=type_, content=content if content.__class__ is str else text(content))
+    ``timestamp`` goes to the step's top level when it is text or a number. An agent's message or thought
+    without any text (an empty generation: real data, something to judge) says so: content ``(empty response)``,
+    ``empty_response: true`` in its metadata; other empty steps (a tool that returned nothing, an empty user
+    message) stay as they are."""
+    # a hot path (every step of every converter, benchmarks/converter_instructions.py): the step object is built in
+    # its output order, key by key, and an empty turn is found with the fewest tests of the usual step
+    if content.__class__ is not str:
+        content = text(content)
+    if (type_ == "message" or type_ == "thought") and (not content or content.isspace()) and action_input is None \
+            and (metadata is None or metadata.get("role") not in NOT_AGENT_ROLES):
+        content = EMPTY_RESPONSE
+        metadata = {**(metadata or {}), "empty_response": True}
+    s = Step(type=type_, content=content)
     if action_input is not None:
         s["action_input"] = action_input
     if not metadata:
@@ -267,26 +284,6 @@ def default_id(origin: Origin, *more: Any) -> str:
     return stable_id(Path(origin.source).name, origin.position, *more)
 
 
-#: the content of an agent's turn that was empty in the source
-EMPTY_RESPONSE = "(empty response)"
-#: the roles of messages that are not the agent's own turn (the user's, the system's, a tool's, a task given)
-NOT_AGENT_ROLES = frozenset({"user", "human", "system", "developer", "tool", "function", "task", "hints",
-                             "instructions", "compacted", "environment", "info"})
-
-
-def mark_empty_turns(steps: list[Step]) -> None:
-    """Each message or thought of the agent with no text at all (an empty generation: real data, something to
-    judge) gets the content ``(empty response)`` and ``empty_response: true`` in its metadata. Other empty steps (a
-    tool that returned nothing, an empty user message) stay as they are."""
-    for s in steps:
-        c = s["content"]
-        if (not c or c.isspace()) and s["type"] in ("message", "thought") and "action_input" not in s:
-            meta = s.get("metadata")
-            if meta is None or meta.get("role") not in NOT_AGENT_ROLES:
-                s["content"] = EMPTY_RESPONSE
-                step_metadata(s)["empty_response"] = True
-
-
 def numbered_id(origin: Origin) -> str:
     """The id of a record that has none of its own, in the formats that number a file's records as they come
     (:attr:`~.files.Origin.ordinal`): stable for the same file name and number."""
@@ -297,15 +294,12 @@ def finish(origin: Origin, trace_id: Any, task: str | None, steps: list[Step], m
            field: str | None = None) -> Trace:
     """The record's Trace, its metadata the origin's provenance then ``metadata`` (null values dropped).
 
-    An agent's turn that was empty in the source (an empty generation) is a step that says so (see
-    :func:`mark_empty_turns`). A record that made no steps, or only steps without any text, or whose id is empty,
-    is rejected (BadRecord naming ``field``): a converter that read nothing of a record has failed, not converted
-    it.
+    A record that made no steps, or only steps without any text, or whose id is empty, is rejected
+    (BadRecord naming ``field``): a converter that read nothing of a record has failed, not converted it.
     """
     tid = trace_id if trace_id.__class__ is str else str(trace_id)
     if not steps:
         raise BadRecord(field, "no steps: the record holds nothing to annotate", tid, about_record=True)
-    mark_empty_turns(steps)
     first = steps[0].content
     if (not first or first.isspace()) and all_blank(steps):  # a first step with text settles it (a hot path)
         raise BadRecord(field, f"no text: all {len(steps)} step(s) made of it are empty, nothing to annotate", tid,

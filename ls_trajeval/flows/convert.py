@@ -98,7 +98,7 @@ def _checked(items: Iterator[ConvertItem], ids: TraceIds) -> Iterator[ConvertIte
     """A worker's items, each trace's id checked against the other files' (the worker checked its own file's)."""
     for item in items:
         if isinstance(item, SpooledTrace):
-            dup = ids.claim(item.trace_id, item.source, item.line, item.where)
+            dup = ids.claim(item.trace_id, item.origin)
             if dup is not None:
                 item = dup
         yield item

@@ -71,10 +71,10 @@ FAILED = "The tool execution failed"
 # ---------------------------------------------------------------- detection
 
 def _texts(m: Any) -> list[str]:
-    c = m.get("content") if m.__class__ is dict else None
-    if c.__class__ is str:
+    c = m.get("content") if isinstance(m, dict) else None
+    if isinstance(c, str):
         return [c]
-    return [b["text"] for b in c if b.__class__ is dict and b.get("text").__class__ is str] if c.__class__ is list else []
+    return [b["text"] for b in c if isinstance(b, dict) and isinstance(b.get("text"), str)] if isinstance(c, list) else []
 
 
 def _is_history(doc: Any) -> bool:
@@ -174,8 +174,8 @@ def _split_env(blocks: list) -> tuple[list, str | None]:
     kept = list(blocks)
     while kept:
         b = kept[-1]
-        t = b.get("text") if b.__class__ is dict and b.get("type") == "text" else None
-        if t.__class__ is not str:
+        t = b.get("text") if isinstance(b, dict) and b.get("type") == "text" else None
+        if not isinstance(t, str):
             break
         start = t.rfind(ENV_OPEN)
         tail = t[start:].rstrip() if start >= 0 else ""
@@ -224,7 +224,7 @@ class _Task:
 
         for b in blocks:
             t = b.get("text") if b.get("type") == "text" else None
-            if t.__class__ is str:
+            if isinstance(t, str):
                 h = RESULT.match(t.lstrip())
                 if h:
                     flush_result()
@@ -250,7 +250,7 @@ class _Task:
         native = any(b.get("type") in ("tool_use", "server_tool_use", "mcp_tool_use") for b in blocks)
         for b in blocks:
             t = b.get("text") if b.get("type") == "text" else None
-            if t.__class__ is str:
+            if isinstance(t, str):
                 key = f"call{self.calls}"
                 name = _assistant(t, self.out, meta, key, expected, native)
                 if name is not None:
@@ -307,15 +307,15 @@ def _companion(path: Path) -> Any:
 
 def _blocks(m: Any, w: str) -> list:
     """The content blocks of one history message, checked before any of its steps is made."""
-    if m.__class__ is not dict:
+    if not isinstance(m, dict):
         expect(m, dict, w)
     if m.get("role") not in ("user", "assistant"):
         raise BadRecord(f"{w}.role", f"expected user or assistant, got {m.get('role')!r}")
     content = m.get("content")
-    if content.__class__ is str:
+    if isinstance(content, str):
         return [{"type": "text", "text": content}]
     for j, b in enumerate(expect(content, list, f"{w}.content")):
-        if b.__class__ is not dict:
+        if not isinstance(b, dict):
             expect(b, dict, f"{w}.content[{j}]")
         if b.get("type") == "text":
             expect(b.get("text"), str, f"{w}.content[{j}].text")

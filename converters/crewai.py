@@ -68,7 +68,7 @@ def _text_entries(path: Path) -> Iterator[tuple[int, Any]]:
     def flush():
         got = guarded(Origin(NAME, source, start), lambda: [_cut("".join(buf), start)])
         fields = got[0]
-        if fields.__class__ is not TraceError:
+        if not isinstance(fields, TraceError):
             fields["timestamp"] = ts
         return start, fields
 
@@ -89,7 +89,7 @@ def _text_entries(path: Path) -> Iterator[tuple[int, Any]]:
 
 def _json_entries(path: Path) -> Iterator[tuple[int, Any]]:
     val = load_located(path)
-    if val.__class__ is TraceError:
+    if isinstance(val, TraceError):
         yield 0, val
         return
     if not isinstance(val, list):
@@ -140,7 +140,7 @@ def _read(path: Path, fmt: str) -> Iterator[tuple[Origin, Any]]:
     is_json = read_head(path).lstrip()[:1] in ("[", "{")
     for pos, e in (_json_entries(path) if is_json else _text_entries(path)):
         origin = Origin(fmt, source, None, pos) if is_json else Origin(fmt, source, pos)
-        if e.__class__ is not TraceError and not isinstance(e, dict):
+        if not isinstance(e, TraceError) and not isinstance(e, dict):
             e = TraceError(source, None, f"[{pos}]", f"expected a log entry object, got {describe(e)}")
         yield origin, e
 

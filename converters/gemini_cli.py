@@ -50,12 +50,12 @@ _BIG_SESSION = re.compile(r'^\s*\{\s*"sessionId":\s*"[^"]*",\s*"projectHash":')
 # ---------------------------------------------------------------- detection
 
 def _is_session(doc: Any) -> bool:
-    return (doc.__class__ is dict and isinstance(doc.get("sessionId"), str) and isinstance(doc.get("projectHash"), str)
+    return (isinstance(doc, dict) and isinstance(doc.get("sessionId"), str) and isinstance(doc.get("projectHash"), str)
             and ("messages" in doc or "startTime" in doc))
 
 
 def _is_log_entry(e: Any) -> bool:
-    return e.__class__ is dict and LOG_KEYS <= e.keys() and isinstance(e.get("messageId"), int)
+    return isinstance(e, dict) and LOG_KEYS <= e.keys() and isinstance(e.get("messageId"), int)
 
 
 def detect(sample: Sample) -> float:
@@ -77,17 +77,17 @@ def _result(parts: Any, w: str) -> tuple[str, bool]:
     """(text, is_error) of a call's ``result``: each functionResponse's output (or its error), other parts as content."""
     if parts is None:
         return "", False
-    if parts.__class__ is not list:
+    if not isinstance(parts, list):
         parts = [parts]
     out, failed = [], False
     for k, p in enumerate(parts):
-        fr = p.get("functionResponse") if p.__class__ is dict else None
+        fr = p.get("functionResponse") if isinstance(p, dict) else None
         if fr is None:
             out.append(content_text(p))
             continue
         expect(fr, dict, f"{w}[{k}].functionResponse")
         resp = fr.get("response")
-        if resp.__class__ is dict and set(resp) <= {"output", "error"} and resp:
+        if isinstance(resp, dict) and set(resp) <= {"output", "error"} and resp:
             if resp.get("error") is not None:
                 failed = True
                 out.append(text(resp["error"]))
@@ -130,7 +130,7 @@ def _tool_steps(calls: list, w: str, said: dict) -> list[Step]:
 
 def _message_steps(m: Any, i: int) -> list[Step]:
     w = f"messages[{i}]"
-    if m.__class__ is not dict:
+    if not isinstance(m, dict):
         expect(m, dict, w)
     kind = m.get("type")
     if kind not in MESSAGE_TYPES:
@@ -179,7 +179,7 @@ def one(rec: Any, origin: Origin) -> list:
     models: list = []
     for i, m in enumerate(rec.messages):
         out = guarded(origin, _message_steps, m, i)
-        if out and out[0].__class__ is TraceError:
+        if out and isinstance(out[0], TraceError):
             errors.append(out[0])
             continue
         steps += out
@@ -235,9 +235,9 @@ def _replay(path: Path) -> tuple[dict, list, list]:
     messages: dict[str, dict] = {}
     errors: list = []
     for n, rec in documents(path, jsonl=True):
-        if rec.__class__ is TraceError:
+        if isinstance(rec, TraceError):
             errors.append(rec)
-        elif rec.__class__ is not dict:
+        elif not isinstance(rec, dict):
             errors.append(TraceError(str(path), n, None, f"expected a JSON object, got {describe(rec)}"))
         elif "$rewindTo" in rec:
             ids = list(messages)
@@ -246,7 +246,7 @@ def _replay(path: Path) -> tuple[dict, list, list]:
                 del messages[k]
         elif "$set" in rec:
             upd = rec["$set"]
-            if upd.__class__ is not dict:
+            if not isinstance(upd, dict):
                 errors.append(TraceError(str(path), n, "$set", f"expected an object, got {describe(upd)}"))
                 continue
             if isinstance(upd.get("messages"), list):

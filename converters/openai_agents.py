@@ -42,13 +42,13 @@ _OPENING = re.compile(r'\s*(\{\s*"data"\s*:\s*\[\s*)?\{\s*"object"\s*:\s*"trace(
 
 def _items_of(val: Any) -> list | None:
     """The trace items of one document or line: an ingest body's ``data``, a list of items, or one item."""
-    if val.__class__ is dict:
+    if isinstance(val, dict):
         if isinstance(val.get("data"), list) and "object" not in val:
             return val["data"]
         if val.get("object") in ("trace", "trace.span"):
             return [val]
         return None
-    if val.__class__ is list:
+    if isinstance(val, list):
         return val
     return None
 
@@ -199,8 +199,8 @@ def _split(val: Any, origin: Origin) -> list:
     if items is None:
         return [(origin, TraceError(origin.source, origin.line, None, f"expected an Agents SDK trace export "
                                                                       f"{{\"data\": [...]}} or a trace item, got {describe(val)}"))]
-    prefix = "data" if val.__class__ is dict and "data" in val and "object" not in val else ""
-    return [(origin, (item, f"{prefix}[{k}]" if val.__class__ is not dict or prefix else "")) for k, item in enumerate(items)]
+    prefix = "data" if isinstance(val, dict) and "data" in val and "object" not in val else ""
+    return [(origin, (item, f"{prefix}[{k}]" if not isinstance(val, dict) or prefix else "")) for k, item in enumerate(items)]
 
 
 class _Traces(Gather):
@@ -215,7 +215,7 @@ class _Traces(Gather):
 
     def add(self, rec: tuple[Any, str], origin: Origin) -> None:
         item, where = rec
-        kind = item.get("object") if item.__class__ is dict else None
+        kind = item.get("object") if isinstance(item, dict) else None
         if kind == "trace":
             tid = item.get("id")
             if not isinstance(tid, str) or not tid:

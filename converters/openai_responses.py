@@ -51,8 +51,8 @@ IDE_REQUEST = "## My request for Codex:"
 
 def _kind(x: Any) -> str | None:
     """``x["type"]`` when ``x`` is an object whose type is a string (else None: no known kind)."""
-    t = x.get("type") if x.__class__ is dict else None
-    return t if t.__class__ is str else None
+    t = x.get("type") if isinstance(x, dict) else None
+    return t if isinstance(t, str) else None
 
 
 def _is_item(x: Any) -> bool:
@@ -114,7 +114,7 @@ class _Builder:
     def item(self, it: Any, where: str, **meta: Any) -> None:
         expect(it, dict, where)
         t = it.get("type")
-        if t is not None and t.__class__ is not str:
+        if t is not None and not isinstance(t, str):
             raise BadRecord(f"{where}.type", f"expected a string, got {describe(t)}")
         if t is None and "role" in it:
             t = "message"  # EasyInputMessage: {"role", "content"}
@@ -173,10 +173,10 @@ class _Builder:
             self.ghost_snapshots += 1
         elif t == "web_search_call":
             action = it.get("action")
-            query = action.get("query") if action.__class__ is dict and action.get("type", "search") == "search" else None
-            self.out.add(step("action", "web_search", query if query.__class__ is str else render_args(action),
+            query = action.get("query") if isinstance(action, dict) and action.get("type", "search") == "search" else None
+            self.out.add(step("action", "web_search", query if isinstance(query, str) else render_args(action),
                               {"item_id": ident, "item_type": t, "status": it.get("status"),
-                               "search_action": action.get("type") if action.__class__ is dict else None, **meta}))
+                               "search_action": action.get("type") if isinstance(action, dict) else None, **meta}))
         else:
             self.out.add(step("other", compact(it), None, {"item_type": t, "item_id": ident, **meta}))
 

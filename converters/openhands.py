@@ -50,13 +50,13 @@ NOT_ARGS = {"thought", "action", "keep_prompt", "is_confirmed", "confirmation_st
 # ---------------------------------------------------------------- detection
 
 def _is_event(e: Any) -> bool:
-    return e.__class__ is dict and (e.get("action").__class__ is str or e.get("observation").__class__ is str)
+    return isinstance(e, dict) and (isinstance(e.get("action"), str) or isinstance(e.get("observation"), str))
 
 
 def _history_of(rec: Any) -> list | None:
-    if rec.__class__ is list:
+    if isinstance(rec, list):
         return rec
-    if rec.__class__ is dict and isinstance(rec.get("history"), list):
+    if isinstance(rec, dict) and isinstance(rec.get("history"), list):
         return rec["history"]
     return None
 
@@ -65,10 +65,10 @@ def _score(rec: Any) -> float:
     h = _history_of(rec)
     if not h:
         return 0.0
-    head = [x for e in h[:20] for x in (e if e.__class__ is list else [e])]
+    head = [x for e in h[:20] for x in (e if isinstance(e, list) else [e])]
     if not all(_is_event(e) for e in head):
         return 0.0
-    if rec.__class__ is list:  # a bare event list: the stream's own fields
+    if isinstance(rec, list):  # a bare event list: the stream's own fields
         return 0.95 if all(e.get("source") in SOURCES and "id" in e for e in head) else 0.0
     return 0.95 if any(k in rec for k in ("instance_id", "issue", "instruction", "test_result")) else 0.6
 
@@ -93,7 +93,7 @@ def _model_call(tcm: dict) -> tuple[str | None, Any]:
     """(function name, arguments) of the tool call the event came from, as the model wrote it."""
     cid = tcm.get("tool_call_id")
     resp = tcm.get("model_response")
-    if resp.__class__ is dict and cid is not None:
+    if isinstance(resp, dict) and cid is not None:
         for choice in resp.get("choices") or []:
             msg = choice.get("message") if isinstance(choice, dict) else None
             for tc in (msg or {}).get("tool_calls") or []:
@@ -106,7 +106,7 @@ def _model_call(tcm: dict) -> tuple[str | None, Any]:
 def _args_of(e: dict) -> dict:
     """The call's own arguments: ``args`` (or, in 2024 entries, the entry itself) without bookkeeping."""
     args = e.get("args") if "args" in e else e
-    if args.__class__ is not dict:
+    if not isinstance(args, dict):
         return {}
     return {k: v for k, v in args.items() if k not in NOT_ARGS and v is not None}
 
@@ -116,7 +116,7 @@ class _History:
         self.out = StepList()
         self.task: str | None = None
         self.skipped: Counter = Counter()
-        self.ids = any(e.__class__ is dict and "id" in e for e in events)
+        self.ids = any(isinstance(e, dict) and "id" in e for e in events)
         self.pending: str | None = None  # the last action (2024 entries pair by position)
         self.messages = 0
 
@@ -184,19 +184,19 @@ class _History:
 
 def _failed(exit_code: Any) -> bool:
     """A command that exited non-zero; -1 is OpenHands' "no exit code yet" (a server left running, a timeout)."""
-    return exit_code.__class__ is int and exit_code not in (0, -1)
+    return isinstance(exit_code, int) and not isinstance(exit_code, bool) and exit_code not in (0, -1)
 
 
 def _steps(history: list, where: str) -> _History:
     h = _History(history)
     flat = []
     for i, e in enumerate(history):
-        if e.__class__ is list:  # [action, observation] pairs
+        if isinstance(e, list):  # [action, observation] pairs
             flat += [(i, f"{where}[{i}][{k}]", x) for k, x in enumerate(e)]
         else:
             flat.append((i, f"{where}[{i}]", e))
     for i, w, e in flat:
-        if e.__class__ is not dict:
+        if not isinstance(e, dict):
             expect(e, dict, w)
         if "action" in e:
             h.action(e, i, w)
@@ -247,8 +247,8 @@ def one(rec: Any, origin: Origin) -> list:
         if isinstance(rec, dict) and "history" in rec:
             expect(rec["history"], list, "history")
         raise BadRecord("history", "missing: expected a list of OpenHands events or a record with \"history\"")
-    h = _steps(history, "history" if rec.__class__ is dict else "")
-    tid, meta = _record_meta(rec) if rec.__class__ is dict else (None, {})
+    h = _steps(history, "history" if isinstance(rec, dict) else "")
+    tid, meta = _record_meta(rec) if isinstance(rec, dict) else (None, {})
     if h.skipped:
         meta["events_not_steps"] = dict(h.skipped)
     task = h.task

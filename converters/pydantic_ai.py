@@ -38,7 +38,7 @@ _PART_KINDS = _CALLS | _RETURNS | {"system-prompt", "user-prompt", "retry-prompt
 
 
 def _is_message(o: Any) -> bool:
-    if o.__class__ is not dict or o.get("kind") not in ("request", "response"):
+    if not isinstance(o, dict) or o.get("kind") not in ("request", "response"):
         return False
     parts = o.get("parts")
     return isinstance(parts, list) and any(isinstance(p, dict) and p.get("part_kind") in _PART_KINDS for p in parts[:10])
@@ -66,13 +66,13 @@ def detect(sample: Sample) -> float:
 
 def _user_content(content: Any, where: str) -> tuple[str, str]:
     """(text of the prompt with media as references, its words alone) of a user-prompt's content."""
-    if content is None or content.__class__ is str:
+    if content is None or isinstance(content, str):
         return content or "", content or ""
     if not isinstance(content, list):
         raise BadRecord(where, f"expected a string or a list, got {describe(content)}")
     out, words = [], []
     for c in content:
-        if c.__class__ is str:
+        if isinstance(c, str):
             out.append(c)
             words.append(c)
         elif isinstance(c, dict) and c.get("kind") == "binary":
@@ -136,7 +136,7 @@ def history_steps(msgs: list, where: str = "") -> tuple[list, str]:
                 cid = call_id(p.get("tool_call_id"))
                 content = p.get("content")
                 meta.update(tool_call_id=cid, tool_name=p.get("tool_name"), retry=True)
-                text = content if content.__class__ is str else dumps(content)
+                text = content if isinstance(content, str) else dumps(content)
                 if p.get("tool_name") and cid is not None:
                     out.result(cid, step("error", text, None, meta))
                 else:  # the model's answer failed validation: the retry request goes back to it
@@ -168,7 +168,7 @@ def _read(path: Path, fmt: str) -> Iterator[tuple[Origin, Any]]:
     source = str(path)
     loose: list = []
     for origin, val in records(path, fmt, None):
-        if val.__class__ is TraceError:
+        if isinstance(val, TraceError):
             yield origin, val
         elif _is_message(val):
             loose.append(val)

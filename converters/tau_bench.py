@@ -47,11 +47,11 @@ _BULKY = {"policy", "tool_defs", "global_simulation_guidelines"}
 # ---------------------------------------------------------------- detection
 
 def _is_v1(rec: Any) -> bool:
-    return rec.__class__ is dict and RECORD_KEYS <= rec.keys() and isinstance(rec.get("traj"), list)
+    return isinstance(rec, dict) and RECORD_KEYS <= rec.keys() and isinstance(rec.get("traj"), list)
 
 
 def _is_tau2(doc: Any) -> bool:
-    sims = doc.get("simulations") if doc.__class__ is dict else None
+    sims = doc.get("simulations") if isinstance(doc, dict) else None
     return (isinstance(sims, list) and ("tasks" in doc or "info" in doc)
             and all(isinstance(s, dict) and "messages" in s and "task_id" in s for s in sims[:5]))
 
@@ -70,7 +70,7 @@ def detect(sample: Sample) -> float:
 # ---------------------------------------------------------------- tau-bench
 
 def _v1(rec: Any, origin: Origin) -> list:
-    if rec.__class__ is not dict:
+    if not isinstance(rec, dict):
         expect(rec, dict, None)
     traj = expect(rec.get("traj"), list, "traj")
     info = rec.get("info")
@@ -96,7 +96,7 @@ def _tau2_steps(messages: list, out: StepList) -> str:
     task = ""
     for i, m in enumerate(messages):
         w = f"messages[{i}]"
-        if m.__class__ is not dict:
+        if not isinstance(m, dict):
             expect(m, dict, w)
         role = m.get("role")
         meta = {"role": role, "turn_idx": m.get("turn_idx"), "timestamp": m.get("timestamp")}
@@ -125,7 +125,7 @@ def _tau2_steps(messages: list, out: StepList) -> str:
 
 def _simulation(sim: Any, origin: Origin) -> list:
     run, tasks = origin.document
-    if sim.__class__ is not dict:
+    if not isinstance(sim, dict):
         expect(sim, dict, None)
     messages = expect(sim.get("messages"), list, "messages")
     out = StepList()

@@ -44,9 +44,9 @@ _ZIP_TAIL = 22 + 0xFFFF
 
 def is_zip(path: Path) -> bool:
     """Whether the file is a zip archive (an Inspect ``.eval`` log)."""
-    # zipfile (with shutil, bz2 and lzma: a fifth of an empty convert's instructions, benchmarks/
-    # converter_instructions.py) is imported only for a file whose tail holds an end record's signature, without
-    # which zipfile.is_zipfile says no too: most runs convert no archive
+    # zipfile (with shutil, bz2 and lzma: 11 M instructions, a twentieth of an empty convert's, benchmarks/
+    # converter_instructions.py, start-up) is imported only for a file whose tail holds an end record's signature,
+    # without which zipfile.is_zipfile says no too: most runs convert no archive
     try:
         with open(path, "rb") as fh:
             size = fh.seek(0, 2)
@@ -99,7 +99,9 @@ def iter_items(path: Path, prefix: str) -> Iterator[tuple[int, Any]]:
 
     A syntax error ends the stream with a TraceError (ijson cannot resynchronise).
     """
-    import ijson  # only a document above STREAM_ABOVE is streamed; importing ijson is a tenth of a convert's start-up
+    # only a document above STREAM_ABOVE is streamed: ijson is imported for it alone (at the top it cost an empty
+    # convert 11 M instructions, a twentieth; benchmarks/converter_instructions.py, start-up)
+    import ijson
 
     with open_bytes(path) as fh:
         i = -1

@@ -216,7 +216,7 @@ def one(part: _Text, origin: Origin) -> list:
             s.pending = last
     meta = {"started_at": s.started or None, "session_index": s.index}
     key = (s.started, s.index) if part.again else s.started or s.index
-    return [finish(origin, stable_id(Path(origin.source).name, key), s.task or "", s.out.steps(), meta)]
+    return [finish(origin, stable_id(origin.file_name, key), s.task or "", s.out.steps(), meta)]
 
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")  # a line as text mode reads it: "\r\n", "\r" or "\n" ends it

@@ -17,7 +17,7 @@ from ls_trajeval.core.trace import TraceError, describe
 from .base import Converter, Sample
 from .support.chat import anthropic_blocks, content_text, record_id, record_meta
 from .support.errors import BadRecord, expect
-from .support.files import Origin, elements, records
+from .support.files import Origin, documents_only, elements, records
 from .support.steps import StepList, finish, numbered_id, step
 
 NAME = "anthropic"
@@ -175,9 +175,10 @@ def _join_events(events: list, path: Path) -> tuple[dict, list]:
     return msg, errors
 
 
+@documents_only
 def _split(value: Any, origin: Origin) -> list | None:
     """A JSON list of requests is its records (a list of messages is one conversation)."""
-    if origin.line is None and isinstance(value, list) and value and isinstance(value[0], dict) and "messages" in value[0]:
+    if isinstance(value, list) and value and isinstance(value[0], dict) and "messages" in value[0]:
         return elements(value, origin)
     return None
 

@@ -147,7 +147,7 @@ def _read(path: Path, fmt: str) -> Iterator[tuple[Origin, Any]]:
 
 def one(kickoff: _Kickoff, origin: Origin) -> list:
     """One kickoff of the crew (gathered by :class:`_Kickoffs`) to its trace."""
-    return kickoff.trace(Path(origin.source).name)
+    return kickoff.trace(origin.file_name)
 
 
 class _Kickoffs(Gather):

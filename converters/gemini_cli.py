@@ -198,7 +198,7 @@ def one(rec: Any, origin: Origin) -> list:
     meta = {"session_id": sid, "project_hash": head.get("projectHash"), "started_at": head.get("startTime"),
             "last_updated": head.get("lastUpdated"), "summary": head.get("summary"), "kind": head.get("kind"),
             "models": models or None, "tokens": tokens or None}
-    tid = sid if isinstance(sid, str) and sid else stable_id(Path(origin.source).name, origin.position)
+    tid = sid if isinstance(sid, str) and sid else stable_id(origin.file_name, origin.position)
     try:
         return [*errors, finish(origin, tid, task, steps, meta)]
     except BadRecord as exc:  # the session's own error, after those of its messages

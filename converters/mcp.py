@@ -22,7 +22,7 @@ from ls_trajeval.core.trace import describe
 from .base import Converter, Gather, Sample, Unit
 from .support.chat import media_ref, value_text
 from .support.errors import BadRecord, join_field, record_error, warning
-from .support.files import Origin, elements, sample_objects
+from .support.files import Origin, documents_only, elements, sample_objects
 from .support.steps import dumps, finish, render_args, stable_id, step, step_metadata
 
 NAME = "mcp"
@@ -227,13 +227,12 @@ def one(sess: _Session, origin: Origin) -> list:
             step_metadata(e[0])["no_response"] = True
         steps.extend(e)
     md = {"session_index": sess.index, "first_record": sess.first, **sess.info}
-    return [finish(origin, stable_id(Path(origin.source).name, sess.index, sess.first), "", steps, md)]
+    return [finish(origin, stable_id(origin.file_name, sess.index, sess.first), "", steps, md)]
 
 
+@documents_only
 def _split(val: Any, origin: Origin) -> list | None:
     """A JSON document's records: the items of a list or of its usual wrapper key (a JSONL line is one record)."""
-    if origin.line is not None:
-        return None
     items = val
     if isinstance(val, dict) and not _unwrap(val):
         for k in ("messages", "log", "entries", "history"):
@@ -253,28 +252,29 @@ class _Sessions(Gather):
         self.sess = _Session(0)
         self.warned = 0  # records that are not JSON-RPC, kept as 'other' steps
 
-    def _session_of(self, msg: dict, loc: int | None, out: list) -> None:
-        """Start a new session at an initialize request when the current one holds anything (its trace to ``out``)."""
-        sess = self.sess
+    def _session_of(self, msg: dict, loc: int | None) -> Unit | None:
+        """Start a new session at an initialize request when the current one holds anything (its trace is returned)."""
+        sess, done = self.sess, None
         if msg.get("method") == "initialize" and msg.get("id") is not None and sess.entries:
-            out.append(Unit(Origin(NAME, self.source), sess))
+            done = Unit(Origin(NAME, self.source), sess)
             sess = self.sess = _Session(sess.index + 1)
         if sess.first is None:
             sess.first = loc
+        return done
 
-    def add(self, rec: Any, origin: Origin) -> list:
+    def add(self, rec: Any, origin: Origin) -> list | None:
         line, idx = origin.line, origin.index
         loc = line if idx is None else idx
-        out: list = []
         if idx is None and rec.__class__ is dict and rec.get("jsonrpc") == "2.0":
-            # a hot path (once per message): the usual record is one bare JSON-RPC message on its own line
-            if rec.get("method") == "initialize" or self.sess.first is None:
-                self._session_of(rec, loc, out)
+            # once per message (benchmarks/converter_instructions.py, mcp): the usual record is one bare JSON-RPC
+            # message on its own line, and it returns nothing
+            done = self._session_of(rec, loc) if rec.get("method") == "initialize" or self.sess.first is None else None
             try:
                 _add(self.sess, rec, "", {} if line is None else {"source_line": line})
             except Exception as exc:  # noqa: BLE001 - one odd message is its own located error; the session goes on
-                out.append(record_error(origin, exc, "", rec))
-            return out
+                return [record_error(origin, exc, "", rec)] if done is None else [done, record_error(origin, exc, "", rec)]
+            return None if done is None else [done]
+        out: list = []
         msgs = _unwrap(rec)
         if not msgs:
             self.sess.entries.append([step("other", dumps(rec), None, {"source_line": line, "source_record": idx})])
@@ -284,7 +284,9 @@ class _Sessions(Gather):
             return out
         for k, (msg, meta) in enumerate(msgs):
             if msg.get("method") == "initialize" or self.sess.first is None:
-                self._session_of(msg, loc, out)
+                done = self._session_of(msg, loc)
+                if done is not None:
+                    out.append(done)
             m = {} if meta is None else dict(meta)
             if line is not None:
                 m["source_line"] = line

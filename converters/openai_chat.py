@@ -17,7 +17,7 @@ from ls_trajeval.core.trace import TraceError, describe
 from .base import Converter, Sample, Unit
 from .support.chat import RecordsOrSession, openai_messages, record_id, record_meta
 from .support.errors import BadRecord, expect, warning
-from .support.files import Origin, elements
+from .support.files import Origin, documents_only, elements
 from .support.steps import StepList, finish, numbered_id, stable_id
 
 NAME = "openai_chat"
@@ -168,9 +168,10 @@ def _join_chunks(chunks: list, path: Path) -> tuple[dict, list]:
     return {"id": head.get("id"), "model": head.get("model"), "usage": usage, "messages": [msg]}, errors
 
 
+@documents_only
 def _split(value: Any, origin: Origin) -> list | None:
     """A JSON list of records (conversations) is its records; a list of messages is one conversation."""
-    if origin.line is None and isinstance(value, list) and value and _messages_of(value[0]) is not None:
+    if isinstance(value, list) and value and _messages_of(value[0]) is not None:
         return elements(value, origin)
     return None
 

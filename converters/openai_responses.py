@@ -33,7 +33,7 @@ from ls_trajeval.core.trace import describe
 from .base import Converter, Sample, Unit
 from .support.chat import RecordsOrSession, call_id, content_text, record_meta
 from .support.errors import BadRecord, expect, warning
-from .support.files import Origin, elements
+from .support.files import Origin, documents_only, elements
 from .support.steps import StepList, compact, finish, numbered_id, render_args, stable_id, step, text
 
 NAME = "openai_responses"
@@ -273,7 +273,7 @@ class _Rollout:
         if self.b.ghost_snapshots:
             meta["ghost_snapshots"] = self.b.ghost_snapshots
         tid = self.tid
-        yield finish(origin, text(tid) if tid else stable_id(Path(origin.source).name, 0), self.b.task or "",
+        yield finish(origin, text(tid) if tid else stable_id(origin.file_name, 0), self.b.task or "",
                      self.b.out.steps(), meta)
 
 
@@ -304,9 +304,10 @@ class _Lines(RecordsOrSession):
             yield warning(self.source, None, f"{unknown} rollout line(s) of unknown kind kept as 'other' steps")
 
 
+@documents_only
 def _split(value: Any, origin: Origin) -> list | None:
     """A JSON list of records is its records (a list of items is one record)."""
-    if origin.line is None and isinstance(value, list) and value and isinstance(value[0], dict) and (
+    if isinstance(value, list) and value and isinstance(value[0], dict) and (
             "output" in value[0] or "input" in value[0]) and "type" not in value[0]:
         return elements(value, origin)
     return None

@@ -32,7 +32,7 @@ from typing import Any
 from .base import Converter, Sample
 from .support.chat import call_id, value_text
 from .support.errors import BadRecord, expect
-from .support.files import Origin, elements
+from .support.files import Origin, documents_only, elements
 from .support.steps import StepList, default_id, finish, render_args, step, step_metadata, text
 
 NAME = "openhands"
@@ -259,9 +259,10 @@ def one(rec: Any, origin: Origin) -> list:
     return [finish(origin, tid, task, h.out.steps(), meta, field="history")]
 
 
+@documents_only
 def _split(doc: Any, origin: Origin) -> list | None:
     """A JSON list of records is its records; a list of events is one trace."""
-    if origin.line is None and isinstance(doc, list) and doc and not _is_event(doc[0]) and all(isinstance(r, dict) for r in doc):
+    if isinstance(doc, list) and doc and not _is_event(doc[0]) and all(isinstance(r, dict) for r in doc):
         return elements(doc, origin)
     return None
 

@@ -152,6 +152,11 @@ class Origin:
         return "" if self.index is None else f"[{self.index}]"
 
     @property
+    def file_name(self) -> str:
+        """The file's name, without its folder: what the ids of records that have none are made of."""
+        return _file_name(self.source)
+
+    @property
     def position(self) -> int:
         """The record's position: its line in JSONL, its list index in JSON (0 for a lone document)."""
         return self.line if self.line is not None else (self.index or 0)
@@ -170,8 +175,21 @@ class Origin:
         return Origin(self.fmt, self.source, self.line, k, k if self.line is None else self.ordinal)
 
 
+@lru_cache(maxsize=64)
+def _file_name(source: str) -> str:
+    # once per trace of the formats that make ids (benchmarks/converter_instructions.py, aider): a Path per trace was
+    # a twentieth of aider's conversion
+    return Path(source).name
+
+
 #: the records one JSON document or JSONL line holds, each with its origin; None: it is one record
 Split = Callable[[Any, Origin], "Iterable[tuple[Origin, Any]] | None"]
+
+
+def documents_only(split: Split) -> Split:
+    """Marks a split that only ever splits a JSON document (a JSONL line is one record): it is not asked for lines."""
+    split.documents_only = True  # type: ignore[attr-defined]
+    return split
 
 
 def elements(values: list, origin: Origin) -> list[tuple[Origin, Any]]:
@@ -179,9 +197,10 @@ def elements(values: list, origin: Origin) -> list[tuple[Origin, Any]]:
     return [(origin.item(k), v) for k, v in enumerate(values)]
 
 
+@documents_only
 def list_items(value: Any, origin: Origin) -> list[tuple[Origin, Any]] | None:
     """The records of a JSON document that is a list: its elements (the default way a document splits)."""
-    return elements(value, origin) if origin.line is None and isinstance(value, list) else None
+    return elements(value, origin) if isinstance(value, list) else None
 
 
 def unwrapping(unwrap: Callable[[Any], list | None]) -> Split:
@@ -198,17 +217,19 @@ def records(path: Path, fmt: str, split: Split | None = list_items, *, nan_as_nu
     """(origin, record or TraceError) for every record of a JSON or JSONL file.
 
     ``split(value, origin)`` gives the records a document (``origin.line`` None) or a JSONL line holds, with their
-    origins, or None when it is one record; by default a JSON list document is a list of records, a JSONL line one
-    record; with ``split`` None every document and line is one record. ``jsonl`` True or False skips telling JSONL
+    origins, or None when it is one record (:func:`documents_only`: it is asked for documents only); by default a
+    JSON list document is a list of records, a JSONL line one record; with ``split`` None every document and line is
+    one record. ``jsonl`` True or False skips telling JSONL
     from JSON (a format whose files are always one or the other); ``nan_as_null``: see
     :func:`ls_trajeval.core.jsonfiles.loads`.
     """
     source = str(path)
+    lines_too = split is not None and not getattr(split, "documents_only", False)
     for n, (line, val) in enumerate(documents(path, nan_as_null, jsonl)):
         origin = Origin(fmt, source, line, None, n)
-        # once per record of every file (benchmarks/converter_instructions.py, every JSONL case): plain class checks,
-        # and the default split's test written out, so that a JSONL line costs no call of it
-        if split is not None and val.__class__ is not TraceError and (split is not list_items or line is None):
+        # once per record of every file (benchmarks/converter_instructions.py, every JSONL case): a JSONL line costs
+        # no call of a split made for documents only
+        if (line is None and split is not None or lines_too) and val.__class__ is not TraceError:
             recs = split(val, origin)
             if recs is not None:
                 yield from recs

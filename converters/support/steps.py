@@ -53,7 +53,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -282,14 +281,14 @@ def default_id(origin: Origin, *more: Any) -> str:
     """The id of a record that has none of its own: stable for the same file name and position (a JSONL line that
     holds several records: the line and the record's index in it)."""
     if origin.line is not None and origin.index is not None:
-        return stable_id(Path(origin.source).name, origin.line, origin.index, *more)
-    return stable_id(Path(origin.source).name, origin.position, *more)
+        return stable_id(origin.file_name, origin.line, origin.index, *more)
+    return stable_id(origin.file_name, origin.position, *more)
 
 
 def numbered_id(origin: Origin) -> str:
     """The id of a record that has none of its own, in the formats that number a file's records as they come
     (:attr:`~.files.Origin.ordinal`): stable for the same file name and number."""
-    return stable_id(Path(origin.source).name, origin.ordinal)
+    return stable_id(origin.file_name, origin.ordinal)
 
 
 def finish(origin: Origin, trace_id: Any, task: str | None, steps: list[Step], metadata: dict | None = None,

@@ -27,8 +27,8 @@ EVENTS = {"message_start", "content_block_start", "content_block_delta", "conten
 
 
 def _is_event(rec: Any) -> bool:
-    t = rec.get("type") if rec.__class__ is dict else None
-    return t.__class__ is str and t in EVENTS
+    t = rec.get("type") if isinstance(rec, dict) else None
+    return isinstance(t, str) and t in EVENTS
 
 
 def _messages(rec: Any) -> list | None:
@@ -93,7 +93,7 @@ def one(rec: Any, origin: Origin) -> Iterator:
         meta = record_meta(rec, ("model", "usage", "stop_reason", "metadata"), resp if isinstance(resp, dict) else None)
     task = None
     for i, m in enumerate(msgs):
-        if m.__class__ is not dict:
+        if not isinstance(m, dict):
             expect(m, dict, f"messages[{i}]")
         role = m.get("role")
         if role != "user" and role != "assistant" and role != "system":
@@ -113,7 +113,7 @@ def _index(ev: dict, default: int) -> int:
     i = ev.get("index")
     if i is None:
         return default
-    if i.__class__ is not int:
+    if not isinstance(i, int) or isinstance(i, bool):
         raise BadRecord("index", f"expected an integer, got {describe(i)}")
     return i
 
@@ -191,7 +191,7 @@ def _read(path: Path, fmt: str) -> Iterator[tuple[Origin, Any]]:
     count = 0
     events: list = []
     for origin, value in records(path, fmt, _split):
-        if value.__class__ is TraceError:
+        if isinstance(value, TraceError):
             yield origin, value
         elif origin.line is not None and _is_event(value):
             events.append((origin.line, value))

@@ -75,19 +75,19 @@ def detect(sample: Sample) -> float:
 
 def _blocks(r: dict) -> list:
     msg = r.get("message")
-    content = msg.get("content") if msg.__class__ is dict else None
-    return content if content.__class__ is list else []
+    content = msg.get("content") if isinstance(msg, dict) else None
+    return content if isinstance(content, list) else []
 
 
 def _response_id(r: dict):
     """The ``message.id`` of an assistant record (the model response its block belongs to), else None."""
     msg = r.get("message")
-    return msg.get("id") if r.get("type") == "assistant" and msg.__class__ is dict else None
+    return msg.get("id") if r.get("type") == "assistant" and isinstance(msg, dict) else None
 
 
 def _is_result(r: dict) -> bool:
     """Whether a record carries tool results (Claude Code writes them as user records)."""
-    return r.get("type") == "user" and any(b.__class__ is dict and b.get("type") == "tool_result" for b in _blocks(r))
+    return r.get("type") == "user" and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in _blocks(r))
 
 
 def _response_above(i: int, records: list[dict], parent: list[int | None]):
@@ -105,7 +105,7 @@ def _response_above(i: int, records: list[dict], parent: list[int | None]):
 def _above_links(uuid, links: dict):
     """The record a ``parentUuid`` names, through any link records (``links``: their uuid -> their parent)."""
     walked: dict = {}  # ordered, and a cycle is found in O(1)
-    while uuid.__class__ is str and uuid in links:
+    while isinstance(uuid, str) and uuid in links:
         if uuid in walked:  # links naming each other name no record
             uuid = None
             break
@@ -125,9 +125,9 @@ def _parents(records: list[dict], links: dict) -> list[int | None]:
     ahead = False  # a parent written after its child: only then can the links form a cycle
     for i, r in enumerate(records):
         pu = r.get("parentUuid")
-        if pu.__class__ is str and pu in links:
+        if isinstance(pu, str) and pu in links:
             pu = _above_links(pu, links)
-        p = by_uuid.get(pu) if pu.__class__ is str else None  # a non-string parent is an unknown one
+        p = by_uuid.get(pu) if isinstance(pu, str) else None  # a non-string parent is an unknown one
         guessed.append(p is None or p == i)
         if guessed[i]:
             p = i - 1 if i > 0 else None  # continue the previous record (see module doc)
@@ -215,7 +215,7 @@ def _record(r: dict, out: StepBatch) -> str:
         out.add(step("system", text(r.get("content") if r.get("content") is not None else msg.get("content") if isinstance(msg, dict) else msg), None,
                      {"subtype": r.get("subtype"), "level": r.get("level"), **meta}))
         return ""
-    if msg.__class__ is not dict:
+    if not isinstance(msg, dict):
         raise BadRecord("message", f"expected an object, got {describe(msg)}")
     role = msg.get("role") or kind
     result_meta = None
@@ -227,7 +227,7 @@ def _record(r: dict, out: StepBatch) -> str:
         elif isinstance(tur, dict):
             result_meta = {"tool_use_result_keys": sorted(tur)}
             agent = tur.get("agentId")
-            if agent.__class__ is str and agent:  # a Task's result: the trace of the sub-agent it ran (2.x: its own file)
+            if isinstance(agent, str) and agent:  # a Task's result: the trace of the sub-agent it ran (2.x: its own file)
                 result_meta["subagent_trace"] = f"{r['sessionId']}/sidechain/{agent}"
     if role == "assistant":
         if isinstance(msg.get("usage"), dict):
@@ -263,7 +263,7 @@ def _steps(records: list[dict], source: str, tid: str, errors: list) -> tuple[St
             batch.discard()  # (run again under it: a record fails the same way twice; no cost on good records)
             failed = guarded(Origin(NAME, source, r["_line"]), _record, r, batch)
             batch.discard()
-            errors += [dataclasses.replace(e, trace_id=tid) for e in failed if e.__class__ is TraceError]
+            errors += [dataclasses.replace(e, trace_id=tid) for e in failed if isinstance(e, TraceError)]
             continue
         batch.commit(out)
         if r.get("type") == "assistant":

@@ -60,7 +60,7 @@ def _flatten(run: dict, at: str, out: list, parent: Any = None, path: str = "") 
         raise BadRecord(join_field(path, "child_runs"), f"expected a list, got {describe(kids)}")
     for k in _ID_KEYS:
         v = run.get(k)
-        if v is not None and v.__class__ is not str:  # a hot path: the location is built only to check an unusual id
+        if v is not None and not isinstance(v, str):  # a hot path: the location is built only to check an unusual id
             tree_id(v, join_field(path, k))
     node = dict(run)
     node.pop("child_runs", None)

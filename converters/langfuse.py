@@ -169,7 +169,7 @@ def one(rec: Any, origin: Origin) -> list:
     md = {}
     for k in ("name", "timestamp", "sessionId", "userId", "tags", "release", "version", "environment", "scores", "metadata", "totalCost", "latency"):
         v = rec.get(k)
-        if v is not None and (v or v.__class__ is not list and v.__class__ is not dict):  # not null, [] or {}
+        if v is not None and (v or not isinstance(v, list) and not isinstance(v, dict)):  # not null, [] or {}
             md[k] = v
     if rec.get("output") is not None:
         md["final_output"] = rec["output"]

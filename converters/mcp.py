@@ -199,7 +199,7 @@ def _add(sess: _Session, msg: dict, where: str, meta: dict) -> None:
         return
     if mid is None and "error" not in msg:
         raise BadRecord(where or None, "a JSON-RPC message needs a method or an id")
-    key = mid if mid.__class__ is str else str(mid)
+    key = mid if isinstance(mid, str) else str(mid)
     idx = sess.pending.pop(key, None)
     meth = sess.methods.get(key) if idx is not None else None
     name = None
@@ -265,7 +265,7 @@ class _Sessions(Gather):
     def add(self, rec: Any, origin: Origin) -> list | None:
         line, idx = origin.line, origin.index
         loc = line if idx is None else idx
-        if idx is None and rec.__class__ is dict and rec.get("jsonrpc") == "2.0":
+        if idx is None and isinstance(rec, dict) and rec.get("jsonrpc") == "2.0":
             # once per message (benchmarks/converter_instructions.py, mcp): the usual record is one bare JSON-RPC
             # message on its own line, and it returns nothing
             done = self._session_of(rec, loc) if rec.get("method") == "initialize" or self.sess.first is None else None

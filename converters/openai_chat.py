@@ -26,10 +26,10 @@ ROLES = {"system", "developer", "user", "assistant", "tool", "function"}
 
 
 def _is_message(m: Any) -> bool:
-    if m.__class__ is not dict:
+    if not isinstance(m, dict):
         return False
     role = m.get("role")
-    return role.__class__ is str and role in ROLES and ("content" in m or "tool_calls" in m or "function_call" in m)
+    return isinstance(role, str) and role in ROLES and ("content" in m or "tool_calls" in m or "function_call" in m)
 
 
 def _messages_of(rec: Any) -> list | None:
@@ -135,7 +135,7 @@ def _join_chunks(chunks: list, path: Path) -> tuple[dict, list]:
                     loc = f"choices[{c}].delta.tool_calls[{j}]"
                     expect(tc, dict, loc)
                     i = tc.get("index")
-                    if i is not None and i.__class__ is not int:
+                    if i is not None and (not isinstance(i, int) or isinstance(i, bool)):
                         raise BadRecord(f"{loc}.index", f"expected an integer, got {describe(i)}")
                     fn = expect(tc.get("function"), dict, f"{loc}.function", optional=True) or {}
                     expect(fn.get("name"), str, f"{loc}.function.name", optional=True)

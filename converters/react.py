@@ -152,7 +152,7 @@ def _structured_steps(rec: dict) -> list:
     steps: list[Step] = []
     add = steps.append
     for i, st in enumerate(rec["steps"]):
-        if st.__class__ is not dict:
+        if not isinstance(st, dict):
             raise BadRecord(f"steps[{i}]", f"expected an object, got {type(st).__name__}")
         get = st.get
         ts = get("timestamp")
@@ -193,7 +193,7 @@ def one(rec: Any, origin: Origin) -> Iterator:
         return
     if not isinstance(rec, dict):
         raise BadRecord(None, "expected a JSON object with a ReAct text field")
-    if rec.get("steps").__class__ is list and _record_text(rec) is None:
+    if isinstance(rec.get("steps"), list) and _record_text(rec) is None:
         yield from _one_structured(rec, origin)
         return
     found = _record_text(rec)

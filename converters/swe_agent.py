@@ -146,7 +146,7 @@ def _from_history(history: list, out: StepList, where: str = "history", mini: bo
         if isinstance(content, list):
             content = "\n".join(p.get("text", "") if isinstance(p, dict) else text(p) for p in content)
         meta = {"message_index": i, "agent": m.get("agent"), "message_type": m.get("message_type")}
-        rc = RETURNCODE.match(content) if role in ("user", "tool") and content.__class__ is str else None
+        rc = RETURNCODE.match(content) if role in ("user", "tool") and isinstance(content, str) else None
         if rc:
             meta["returncode"] = int(rc.group(1))
         if role == "system":
@@ -166,7 +166,7 @@ def _from_history(history: list, out: StepList, where: str = "history", mini: bo
             elif thought is None:
                 thought = content
             reasoning = m.get("reasoning_content")
-            if reasoning and reasoning.__class__ is str:
+            if reasoning and isinstance(reasoning, str):
                 out.add(step("thought", reasoning, None, {**meta, "reasoning": True}))
             if thought:
                 out.add(step("thought", thought, None, dict(meta)))
@@ -210,7 +210,7 @@ def _from_history(history: list, out: StepList, where: str = "history", mini: bo
 
 def _mini_task(first_user: str | None) -> str | None:
     """The issue inside mini-swe-agent's instance template (its SWE-bench or default one), else the whole message."""
-    found = MINI_ISSUE.search(first_user) if first_user.__class__ is str else None
+    found = MINI_ISSUE.search(first_user) if isinstance(first_user, str) else None
     return next(g for g in found.groups() if g is not None) if found else first_user
 
 

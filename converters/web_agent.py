@@ -85,7 +85,7 @@ def _page(o: Any, where: tuple[str, int, str]) -> tuple[str, dict]:
     """(page text, metadata) for one observation value; ``where`` (list, index, field) locates it."""
     if o is None:
         return "", {}
-    if o.__class__ is str:
+    if isinstance(o, str):
         return o, {}
     if not isinstance(o, dict):
         raise BadRecord("{}[{}].{}".format(*where), f"expected an object or text, got {describe(o)}")
@@ -145,7 +145,7 @@ def one(rec: Any, origin: Origin) -> list:
             break
     for i, it in enumerate(items):
         # a hot path (once per step): locations are put into words only when an error is raised
-        if it.__class__ is not dict:
+        if not isinstance(it, dict):
             if isinstance(it, str):
                 steps.append(step("action", *_action(it, (key, i, "")), {"index": i}))
                 continue

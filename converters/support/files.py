@@ -327,7 +327,7 @@ def sample_objects(sample: Sample, limit: int = 5) -> list:
 def _kind(v: Any, depth: int) -> str:
     if v is None:
         return "null"
-    if v.__class__ is bool:
+    if isinstance(v, bool):
         return "boolean"
     if isinstance(v, (int, float)):
         return "number"

@@ -2,7 +2,8 @@
 
 Each ``# aider chat started at <time>`` heading starts a session: one trace per session,
 ``trace_id`` = stable id of the file name and the session's start time (its index when the
-heading has no time; the time and the index when a session before it started at the same time). ``#### `` lines are the user's messages (consecutive ones are one message);
+heading has no time; the time and the index when a session before it started at the same time).
+``#### `` lines are the user's messages (consecutive ones are one message);
 ``> `` lines are aider's own output (tool output: edits applied, commits, command output, lint
 and test results); everything else is the assistant's reply. In a reply, each SEARCH/REPLACE
 edit block (with the file name line and fence before it) becomes an ``action`` step ``edit`` whose
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,9 @@ SESSION = re.compile(r"^# aider chat started at[ \t]*(.*)$")
 # The file-name line is "a line whose first non-blank character is not ` < > =", written with
 # possessive quantifiers: the same matches as before, without backtracking over every long line.
 EDIT = re.compile(
-    r"(?:^(?P<file>[^\S\n]*+[^\s`<>=][^\n]*+)\n)?(?:^```[^\n]*\n)?^<<<<<<< SEARCH[ \t]*\n(?P<search>.*?)^=======[ \t]*\n(?P<replace>.*?)^>>>>>>> REPLACE[ \t]*(?:\n|$)(?:^```[ \t]*(?:\n|$))?",
+    r"(?:^(?P<file>[^\S\n]*+[^\s`<>=][^\n]*+)\n)?(?:^```[^\n]*\n)?"
+    r"^<<<<<<< SEARCH[ \t]*\n(?P<search>.*?)^=======[ \t]*\n(?P<replace>.*?)^>>>>>>> REPLACE[ \t]*(?:\n|$)"
+    r"(?:^```[ \t]*(?:\n|$))?",
     re.M | re.S,
 )
 
@@ -174,16 +176,15 @@ def _fast_blocks(text: str, first: int) -> Iterator[tuple[str, int, str]]:
         yield kind, start, "\n".join(buf)
 
 
-@dataclass(frozen=True)
 class _Text:
     """One session's text as read: its heading's time ("" for text before the first heading), its number in the file,
     its runs of user, aider and assistant lines (:func:`_blocks`), and whether a session before it started at the
     same time (then its number tells their ids apart)."""
 
-    started: str
-    index: int
-    blocks: Iterator[tuple[str, int, str]]
-    again: bool = False
+    __slots__ = ("started", "index", "blocks", "again")
+
+    def __init__(self, started: str, index: int, blocks: Iterator[tuple[str, int, str]], again: bool) -> None:
+        self.started, self.index, self.blocks, self.again = started, index, blocks, again
 
 
 def one(part: _Text, origin: Origin) -> list:

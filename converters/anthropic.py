@@ -23,7 +23,15 @@ from .support.steps import StepList, finish, numbered_id, step
 NAME = "anthropic"
 
 BLOCKS = {"text", "thinking", "redacted_thinking", "tool_use", "tool_result", "image", "document", "server_tool_use"}
-EVENTS = {"message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop", "ping"}
+EVENTS = {
+    "message_start",
+    "content_block_start",
+    "content_block_delta",
+    "content_block_stop",
+    "message_delta",
+    "message_stop",
+    "ping",
+}
 
 
 def _is_event(rec: Any) -> bool:
@@ -56,14 +64,23 @@ def _score(rec: Any) -> float:
         if isinstance(rec, dict) and ("system" in rec or rec.get("type") == "message"):
             return 0.8
         return 0.5  # text blocks alone are also valid OpenAI parts
-    if isinstance(rec, dict) and "system" in rec and msgs and all(isinstance(m, dict) and m.get("role") in ("user", "assistant") for m in msgs[:10]):
+    if (
+        isinstance(rec, dict)
+        and "system" in rec
+        and msgs
+        and all(isinstance(m, dict) and m.get("role") in ("user", "assistant") for m in msgs[:10])
+    ):
         return 0.75  # a top-level system is Anthropic's; OpenAI keeps it as a message
     return 0.0
 
 
 def detect(sample: Sample) -> float:
     if sample.first_records:
-        return max(_score(r) for r in sample.first_records[:5]) if _is_event(sample.first_records[0]) else min(_score(r) for r in sample.first_records[:5])
+        return (
+            max(_score(r) for r in sample.first_records[:5])
+            if _is_event(sample.first_records[0])
+            else min(_score(r) for r in sample.first_records[:5])
+        )
     doc = sample.first_json
     if isinstance(doc, list) and doc and isinstance(doc[0], dict) and "messages" in doc[0]:
         return _score(doc[0])
@@ -103,7 +120,9 @@ def one(rec: Any, origin: Origin) -> Iterator:
         if role == "system":
             out.add(step("system", content_text(m["content"]), None, {"role": "system", "message_index": i}))
             continue
-        said = anthropic_blocks(role, m["content"], out, f"messages[{i}]", agent=m.get("model"), meta={"message_index": i})
+        said = anthropic_blocks(
+            role, m["content"], out, f"messages[{i}]", agent=m.get("model"), meta={"message_index": i}
+        )
         if task is None and role == "user" and said:
             task = said
     yield finish(origin, tid or numbered_id(origin), task or "", out.steps(), meta)

@@ -19,7 +19,11 @@ NAME = "atif"
 
 
 def _is_atif(obj: Any) -> bool:
-    return isinstance(obj, dict) and isinstance(obj.get("schema_version"), str) and obj["schema_version"].upper().startswith("ATIF")
+    return (
+        isinstance(obj, dict)
+        and isinstance(obj.get("schema_version"), str)
+        and obj["schema_version"].upper().startswith("ATIF")
+    )
 
 
 def detect(sample: Sample) -> float:
@@ -28,7 +32,13 @@ def detect(sample: Sample) -> float:
         return 0.98
     if objs and isinstance(objs[0], dict) and {"session_id", "agent", "steps"} <= set(objs[0]):
         steps = objs[0].get("steps")
-        if isinstance(steps, list) and steps and isinstance(steps[0], dict) and "source" in steps[0] and "step_id" in steps[0]:
+        if (
+            isinstance(steps, list)
+            and steps
+            and isinstance(steps[0], dict)
+            and "source" in steps[0]
+            and "step_id" in steps[0]
+        ):
             return 0.8
     return 0.0
 
@@ -43,7 +53,9 @@ def _result_step(res: dict, i: int, rk: int, tool_name: str | None, step_id: Any
         parts = []
         for r in refs if isinstance(refs, list) else [refs]:
             if isinstance(r, dict):
-                parts.append(f"[subagent {r.get('session_id', '')}: {r.get('trajectory_path', '')}]".replace(": ]", "]"))
+                parts.append(
+                    f"[subagent {r.get('session_id', '')}: {r.get('trajectory_path', '')}]".replace(": ]", "]")
+                )
         content = "\n".join(parts)
     meta = {"tool_call_id": call_id(res.get("source_call_id"))}
     if refs:
@@ -72,7 +84,9 @@ def one(rec: Any, origin: Origin) -> list:
         if not isinstance(src, str):
             src = expect(src, str, f"steps[{i}].source")
         msg = get("message")
-        msg = msg if isinstance(msg, str) else value_text(expect(msg, (str, list), f"steps[{i}].message", optional=True))
+        msg = (
+            msg if isinstance(msg, str) else value_text(expect(msg, (str, list), f"steps[{i}].message", optional=True))
+        )
         step_id = get("step_id")
         # only known values: no null for step() to filter out of each of the step's steps
         meta = {"source": src} if step_id is None else {"step_id": step_id, "source": src}
@@ -124,9 +138,13 @@ def one(rec: Any, origin: Origin) -> list:
                 raise BadRecord(f"steps[{i}].tool_calls[{k}]", "expected a tool call object")
             fname = tc.get("function_name")
             if not isinstance(fname, str):
-                raise BadRecord(f"steps[{i}].tool_calls[{k}].function_name", "missing" if fname is None else "expected a string")
+                raise BadRecord(
+                    f"steps[{i}].tool_calls[{k}].function_name", "missing" if fname is None else "expected a string"
+                )
             cid = call_id(tc.get("tool_call_id"))
-            turn.append(step("action", fname, render_args(tc.get("arguments")), {"tool_call_id": cid, "step_id": step_id}))
+            turn.append(
+                step("action", fname, render_args(tc.get("arguments")), {"tool_call_id": cid, "step_id": step_id})
+            )
             if cid is not None and by_id:
                 for rk in by_id.get(cid if isinstance(cid, str) else str(cid), ()):
                     if rk not in used:
@@ -140,7 +158,9 @@ def one(rec: Any, origin: Origin) -> list:
             turn.append(step("message", msg, None, dict(meta)))
         metrics = get("metrics")
         if isinstance(metrics, dict) and metrics:
-            step_metadata(turn[0])["metrics"] = {k: v for k, v in metrics.items() if k not in ("prompt_token_ids", "completion_token_ids", "logprobs")}
+            step_metadata(turn[0])["metrics"] = {
+                k: v for k, v in metrics.items() if k not in ("prompt_token_ids", "completion_token_ids", "logprobs")
+            }
         steps.extend(turn)
     md = {
         "schema_version": rec.get("schema_version"),
@@ -157,7 +177,8 @@ def one(rec: Any, origin: Origin) -> list:
 CONVERTER = Converter(
     name=NAME,
     description="Harbor ATIF trajectories (schema_version ATIF-v1.x)",
-    shapes='{"schema_version": "ATIF-v1.x", "session_id", "agent", "steps": [{source, message, tool_calls, observation}]} as JSON, a JSON list or JSONL',
+    shapes='{"schema_version": "ATIF-v1.x", "session_id", "agent", "steps": [{source, message, tool_calls, '
+           'observation}]} as JSON, a JSON list or JSONL',
     detect=detect,
     one=one,
 )

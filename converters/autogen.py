@@ -35,7 +35,11 @@ def _core_messages(o: Any) -> list | None:
     if isinstance(o, dict):
         ctx = o.get("llm_context") if o.get("type") == "AssistantAgentState" else o
         msgs = ctx.get("messages") if isinstance(ctx, dict) else None
-        if isinstance(msgs, list) and msgs and all(isinstance(m, dict) and m.get("type") in _CORE_TYPES for m in msgs[:20]):
+        if (
+            isinstance(msgs, list)
+            and msgs
+            and all(isinstance(m, dict) and m.get("type") in _CORE_TYPES for m in msgs[:20])
+        ):
             return msgs
     return None
 
@@ -82,8 +86,15 @@ def context_steps(msgs: list, where: str) -> tuple[list, str | None]:
             for k, r in enumerate(expect(content, list, f"{w}.content")):
                 expect(r, dict, f"{w}.content[{k}]")
                 cid = call_id(r.get("call_id"))
-                out.result(cid, step("error" if r.get("is_error") else "observation", value_text(r.get("content")), None,
-                                     {"tool_call_id": cid, "tool_name": r.get("name"), **meta}))
+                out.result(
+                    cid,
+                    step(
+                        "error" if r.get("is_error") else "observation",
+                        value_text(r.get("content")),
+                        None,
+                        {"tool_call_id": cid, "tool_name": r.get("name"), **meta},
+                    ),
+                )
         else:
             raise BadRecord(f"{w}.type", "expected one of " + ", ".join(sorted(_CORE_TYPES)) + ", got "
                             + (repr(kind) if isinstance(kind, str) else describe(kind)))
@@ -124,7 +135,9 @@ def one(rec: Any, origin: Origin) -> list:
     if msgs is None and isinstance(rec, dict) and isinstance(rec.get("messages"), list):
         msgs = rec["messages"]  # forced --format: each message is checked, a bad one named
     if msgs is None:
-        raise BadRecord(None, f"expected an AutoGen TeamState or a {{\"messages\": [...]}} model context, got {describe(rec)}")
+        raise BadRecord(
+            None, f'expected an AutoGen TeamState or a {{"messages": [...]}} model context, got {describe(rec)}'
+        )
     where = "llm_context.messages" if rec.get("type") == "AssistantAgentState" else "messages"
     return _context_trace(msgs, origin, where)
 
@@ -133,9 +146,10 @@ def one(rec: Any, origin: Origin) -> list:
 CONVERTER = Converter(
     name=NAME,
     description="AutoGen saved state: autogen-core model contexts ({messages: [UserMessage, AssistantMessage, "
-                "FunctionExecutionResultMessage, ...]}) and AgentChat TeamState (the team's message thread)",
-    shapes='{"messages": [{"type": "UserMessage" | "AssistantMessage" | "FunctionExecutionResultMessage" | "SystemMessage", '
-           '"content", "source"}]} or {"type": "TeamState", "agent_states": {...}}',
+    "FunctionExecutionResultMessage, ...]}) and AgentChat TeamState (the team's message thread)",
+    shapes='{"messages": [{"type": "UserMessage" | "AssistantMessage" | "FunctionExecutionResultMessage" | '
+           '"SystemMessage", '
+    '"content", "source"}]} or {"type": "TeamState", "agent_states": {...}}',
     detect=detect,
     one=one,
 )

@@ -26,29 +26,29 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 from ls_trajeval.core.trace import Trace, TraceError
 
 from .support.errors import ConvertWarning, Describe, guarded, join_field, record_error
 from .support.files import Origin, Sample, Split, list_items, records
 
-ConvertItem = Union[Trace, TraceError, ConvertWarning]
-ConvertResult = ConvertItem
+ConvertItem = Trace | TraceError | ConvertWarning
 
-__all__ = ["ConvertItem", "ConvertResult", "ConvertWarning", "Converter", "Gather", "Origin", "Sample", "TraceIds",
+__all__ = ["ConvertItem", "ConvertWarning", "Converter", "Gather", "Origin", "Sample", "TraceIds",
            "Unit", "run"]
 
 
-@dataclass(frozen=True, slots=True)
 class Unit:
     """What a :class:`Gather` makes of records, for ``one``: the record (a session, a trace's spans, ...), its
     origin, the field its errors are prefixed with, and the origin they are located at when not ``origin``."""
 
-    origin: Origin
-    record: Any
-    field: str = ""
-    at: Origin | None = None
+    # a plain class: a dataclass costs every convert's start-up 5 M instructions to make
+    # (benchmarks/converter_instructions.py, start-up)
+    __slots__ = ("origin", "record", "field", "at")
+
+    def __init__(self, origin: Origin, record: Any, field: str = "", at: Origin | None = None) -> None:
+        self.origin, self.record, self.field, self.at = origin, record, field, at
 
 
 class Gather:
@@ -110,7 +110,13 @@ class TraceIds:
             at = f"in {first.source}" + (f":{first.line}" if first.line is not None else
                                          f" at {first.where}" if first.where else "")
         else:
-            at = f"on line {first.line}" if first.line is not None else f"at {first.where}" if first.where else "in this file"
+            at = (
+                f"on line {first.line}"
+                if first.line is not None
+                else f"at {first.where}"
+                if first.where
+                else "in this file"
+            )
         return TraceError(origin.source, origin.line, join_field(origin.where, "trace_id"),
                           f"duplicate trace_id {trace_id!r} (first {at})", trace_id)
 

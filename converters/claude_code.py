@@ -63,7 +63,12 @@ def detect(sample: Sample) -> float:
     if not recs:
         return 0.0
     hits = sum(1 for r in recs if "sessionId" in r and ("parentUuid" in r or "uuid" in r))
-    summ = sum(1 for r in recs if r.get("type") in ("summary", "file-history-snapshot") and ("leafUuid" in r or "snapshot" in r or "messageId" in r))
+    summ = sum(
+        1
+        for r in recs
+        if r.get("type") in ("summary", "file-history-snapshot")
+        and ("leafUuid" in r or "snapshot" in r or "messageId" in r)
+    )
     if hits and hits + summ >= len(recs) * 0.8:
         return 0.95
     if summ == len(recs):
@@ -212,8 +217,20 @@ def _record(r: dict, out: StepBatch) -> str:
         meta["is_meta"] = True
     kind = r.get("type")
     if kind == "system":
-        out.add(step("system", text(r.get("content") if r.get("content") is not None else msg.get("content") if isinstance(msg, dict) else msg), None,
-                     {"subtype": r.get("subtype"), "level": r.get("level"), **meta}))
+        out.add(
+            step(
+                "system",
+                text(
+                    r.get("content")
+                    if r.get("content") is not None
+                    else msg.get("content")
+                    if isinstance(msg, dict)
+                    else msg
+                ),
+                None,
+                {"subtype": r.get("subtype"), "level": r.get("level"), **meta},
+            )
+        )
         return ""
     if not isinstance(msg, dict):
         raise BadRecord("message", f"expected an object, got {describe(msg)}")
@@ -227,7 +244,9 @@ def _record(r: dict, out: StepBatch) -> str:
         elif isinstance(tur, dict):
             result_meta = {"tool_use_result_keys": sorted(tur)}
             agent = tur.get("agentId")
-            if isinstance(agent, str) and agent:  # a Task's result: the trace of the sub-agent it ran (2.x: its own file)
+            if (
+                isinstance(agent, str) and agent
+            ):  # a Task's result: the trace of the sub-agent it ran (2.x: its own file)
                 result_meta["subagent_trace"] = f"{r['sessionId']}/sidechain/{agent}"
     if role == "assistant":
         if isinstance(msg.get("usage"), dict):
@@ -307,8 +326,12 @@ def one(session: tuple[str, list[dict], dict, dict], origin: Origin) -> Iterator
     for item in made:
         yield dataclasses.replace(item, trace_id=tid) if isinstance(item, TraceError) else item
     if branches:
-        yield warning(origin.source, tid, f"{branches} abandoned branch(es) (a retried or edited turn) left out: {lost} "
-                                          "record(s) (metadata.abandoned_branches, abandoned_records)")
+        yield warning(
+            origin.source,
+            tid,
+            f"{branches} abandoned branch(es) (a retried or edited turn) left out: {lost} "
+            "record(s) (metadata.abandoned_branches, abandoned_records)",
+        )
 
 
 def _session_trace(origin: Origin, tid: str, kept: list[dict], records: list[dict], branches: int, lost: int,
@@ -398,8 +421,13 @@ class _Sessions(Gather):
         sessions, other, links = self.sessions, self.other, self.links
         if not sessions:
             if self.summaries or other:
-                yield TraceError(self.source, None, None, f"no user/assistant records (only "
-                                                          f"{sum(other.values()) + len(self.summaries)} summary/snapshot records)")
+                yield TraceError(
+                    self.source,
+                    None,
+                    None,
+                    f"no user/assistant records (only "
+                    f"{sum(other.values()) + len(self.summaries)} summary/snapshot records)",
+                )
             return
         origin = Origin(NAME, self.source)
         leaf_owner = {r["uuid"]: sid for sid, recs in sessions.items() for r in recs}
@@ -426,7 +454,8 @@ class _Sessions(Gather):
 
 CONVERTER = Converter(
     name=NAME,
-    description="Claude Code session JSONL (parentUuid tree, parallel tool calls, branches, sidechains and sub-agent files)",
+    description="Claude Code session JSONL (parentUuid tree, parallel tool calls, branches, sidechains and "
+                "sub-agent files)",
     shapes="JSONL of {type: user|assistant|system|progress|summary, uuid, parentUuid, sessionId, message, ...}",
     detect=detect,
     one=one,

@@ -74,18 +74,30 @@ def _texts(m: Any) -> list[str]:
     c = m.get("content") if isinstance(m, dict) else None
     if isinstance(c, str):
         return [c]
-    return [b["text"] for b in c if isinstance(b, dict) and isinstance(b.get("text"), str)] if isinstance(c, list) else []
+    return (
+        [b["text"] for b in c if isinstance(b, dict) and isinstance(b.get("text"), str)] if isinstance(c, list) else []
+    )
 
 
 def _is_history(doc: Any) -> bool:
-    if not (isinstance(doc, list) and doc and all(isinstance(m, dict) and m.get("role") in ("user", "assistant") for m in doc[:10])):
+    if not (
+        isinstance(doc, list)
+        and doc
+        and all(isinstance(m, dict) and m.get("role") in ("user", "assistant") for m in doc[:10])
+    ):
         return False
     users = [t for m in doc[:10] if m.get("role") == "user" for t in _texts(m)]
-    return bool(users) and (users[0].lstrip().startswith("<task>") or any(ENV_OPEN in t or RESULT.match(t) for t in users))
+    return bool(users) and (
+        users[0].lstrip().startswith("<task>") or any(ENV_OPEN in t or RESULT.match(t) for t in users)
+    )
 
 
 def _is_ui(doc: Any) -> bool:
-    return (isinstance(doc, list) and bool(doc) and all(isinstance(u, dict) and u.get("type") in ("say", "ask") and "ts" in u for u in doc[:10]))
+    return (
+        isinstance(doc, list)
+        and bool(doc)
+        and all(isinstance(u, dict) and u.get("type") in ("say", "ask") and "ts" in u for u in doc[:10])
+    )
 
 
 def _is_task_metadata(doc: Any) -> bool:
@@ -95,7 +107,11 @@ def _is_task_metadata(doc: Any) -> bool:
 def detect(sample: Sample) -> float:
     doc = sample.first_json
     if doc is None:  # too big to be read whole: the folder's file names and the history's opening
-        if sample.path.name == HISTORY and sample.head.lstrip().startswith("[") and ("<task>" in sample.head or ENV_OPEN in sample.head):
+        if (
+            sample.path.name == HISTORY
+            and sample.head.lstrip().startswith("[")
+            and ("<task>" in sample.head or ENV_OPEN in sample.head)
+        ):
             return 0.9
         return 0.0
     if _is_history(doc):  # above anthropic's 0.9 for the same blocks: the task tags and environment are Cline's
@@ -162,7 +178,10 @@ def _assistant(text: str, out: StepList, meta: dict, key: str, expected: str | N
     _, _, name, body = call
     if after.strip():  # written after the call, before its result came: it stays on this side of the result
         out.add(step("thought", after.strip(), None, {**meta, "after_call": True}))
-    out.call(key, step("action", name, render_args(_params(body)), {**meta, "interrupted": notice.group(1) if notice else None}))
+    out.call(
+        key,
+        step("action", name, render_args(_params(body)), {**meta, "interrupted": notice.group(1) if notice else None}),
+    )
     return name
 
 
@@ -383,10 +402,12 @@ def _read(path: Path, fmt: str) -> Iterator[tuple[Origin, Any]]:
 
 CONVERTER = Converter(
     name=NAME,
-    description="Cline / Roo Code task folders (api_conversation_history.json with XML tool calls and [tool] Result: blocks, "
-                "ui_messages.json reasoning and costs, task_metadata.json)",
-    shapes="api_conversation_history.json [{role, content: [{type: text, text}], ts}]; ui_messages.json [{ts, type: say|ask, ...}]; "
-           "task_metadata.json {files_in_context}",
+    description="Cline / Roo Code task folders (api_conversation_history.json with XML tool calls and [tool] "
+                "Result: blocks, "
+    "ui_messages.json reasoning and costs, task_metadata.json)",
+    shapes="api_conversation_history.json [{role, content: [{type: text, text}], ts}]; ui_messages.json [{ts, type: "
+           "say|ask, ...}]; "
+    "task_metadata.json {files_in_context}",
     detect=detect,
     one=one,
     read=_read,

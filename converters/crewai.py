@@ -82,7 +82,12 @@ def _text_entries(path: Path) -> Iterator[tuple[int, Any]]:
             elif start is not None:
                 buf.append(ln)
             elif ln.strip():
-                yield n, TraceError(source, n, None, "text before the first log entry (expected '<date> <time>: task_name=\"…')")
+                yield (
+                    n,
+                    TraceError(
+                        source, n, None, "text before the first log entry (expected '<date> <time>: task_name=\"…')"
+                    ),
+                )
     if start is not None:
         yield flush()
 
@@ -121,17 +126,35 @@ class _Kickoff:
             self.started.add(name)
             self.steps.append(step("message", task, None, {"role": "task", **meta}))
         if status == "completed":
-            self.steps.append(step("message", e.get("output") if isinstance(e.get("output"), str) else dumps(e.get("output")),
-                                   None, {"role": "agent", **meta}))
+            self.steps.append(
+                step(
+                    "message",
+                    e.get("output") if isinstance(e.get("output"), str) else dumps(e.get("output")),
+                    None,
+                    {"role": "agent", **meta},
+                )
+            )
         elif status != "started":  # a status this converter does not know: kept whole
             self.steps.append(step("other", dumps({k: v for k, v in e.items() if k != "task"}), None, meta))
 
     def trace(self, name: str) -> list:
         tid = stable_id(name, self.origin.position)
-        return [finish(self.origin, tid, self.task, self.steps,
-                       {"started_at": self.times[0] if self.times else None, "ended_at": self.times[-1] if self.times else None,
-                        "task_names": sorted({m["task_name"] for s in self.steps if (m := s.get("metadata", {})).get("task_name")})
-                        or None})]
+        return [
+            finish(
+                self.origin,
+                tid,
+                self.task,
+                self.steps,
+                {
+                    "started_at": self.times[0] if self.times else None,
+                    "ended_at": self.times[-1] if self.times else None,
+                    "task_names": sorted(
+                        {m["task_name"] for s in self.steps if (m := s.get("metadata", {})).get("task_name")}
+                    )
+                    or None,
+                },
+            )
+        ]
 
 
 def _read(path: Path, fmt: str) -> Iterator[tuple[Origin, Any]]:

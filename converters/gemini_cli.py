@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +73,8 @@ def detect(sample: Sample) -> float:
 # ---------------------------------------------------------------- one message
 
 def _result(parts: Any, w: str) -> tuple[str, bool]:
-    """(text, is_error) of a call's ``result``: each functionResponse's output (or its error), other parts as content."""
+    """(text, is_error) of a call's ``result``: each functionResponse's output (or its error), other parts as
+    content."""
     if parts is None:
         return "", False
     if not isinstance(parts, list):
@@ -102,7 +102,10 @@ def _tool_steps(calls: list, w: str, said: dict) -> list[Step]:
     """The calls of one gemini message in time order, each followed by its result."""
     for j, c in enumerate(calls):
         expect(c, dict, f"{w}.toolCalls[{j}]")
-    order = sorted(range(len(calls)), key=lambda j: (not isinstance(calls[j].get("timestamp"), str), calls[j].get("timestamp") or ""))
+    order = sorted(
+        range(len(calls)),
+        key=lambda j: (not isinstance(calls[j].get("timestamp"), str), calls[j].get("timestamp") or ""),
+    )
     steps: list[Step] = []
     request, last_ts = -1, object()
     for j in order:
@@ -147,8 +150,19 @@ def _message_steps(m: Any, i: int) -> list[Step]:
     for k, th in enumerate(thoughts):
         expect(th, dict, f"{w}.thoughts[{k}]")
         desc, subject = text(th.get("description")), text(th.get("subject"))
-        steps.append(step("thought", desc or subject, None,
-                          {**said, "message_id": m.get("id"), "subject": subject if desc else None, "timestamp": th.get("timestamp")}))
+        steps.append(
+            step(
+                "thought",
+                desc or subject,
+                None,
+                {
+                    **said,
+                    "message_id": m.get("id"),
+                    "subject": subject if desc else None,
+                    "timestamp": th.get("timestamp"),
+                },
+            )
+        )
     if body:
         steps.append(step("message", body, None, {**said, **meta}))
     calls = expect(m.get("toolCalls"), list, f"{w}.toolCalls", optional=True)
@@ -159,12 +173,13 @@ def _message_steps(m: Any, i: int) -> list[Step]:
 
 # ---------------------------------------------------------------- sessions
 
-@dataclass(frozen=True)
 class _Session:
     """A session read from its file: its header fields and its messages (a JSONL log replayed)."""
 
-    head: dict
-    messages: list
+    __slots__ = ("head", "messages")
+
+    def __init__(self, head: dict, messages: list) -> None:
+        self.head, self.messages = head, messages
 
 
 def one(rec: Any, origin: Origin) -> list:
@@ -250,14 +265,20 @@ def _replay(path: Path) -> tuple[dict, list, list]:
                 errors.append(TraceError(str(path), n, "$set", f"expected an object, got {describe(upd)}"))
                 continue
             if isinstance(upd.get("messages"), list):
-                messages = {str(m.get("id", k)) if isinstance(m, dict) else str(k): m for k, m in enumerate(upd["messages"])}
+                messages = {
+                    str(m.get("id", k)) if isinstance(m, dict) else str(k): m for k, m in enumerate(upd["messages"])
+                }
             head.update({k: v for k, v in upd.items() if k != "messages"})
         elif isinstance(rec.get("id"), str):
             messages[rec["id"]] = rec
         elif isinstance(rec.get("sessionId"), str):
             head.update(rec)
         else:
-            errors.append(TraceError(str(path), n, None, "neither a message (id), a session header (sessionId), $set nor $rewindTo"))
+            errors.append(
+                TraceError(
+                    str(path), n, None, "neither a message (id), a session header (sessionId), $set nor $rewindTo"
+                )
+            )
     return head, list(messages.values()), errors
 
 
@@ -295,9 +316,10 @@ def _prompt_log(origin: Origin, entries: list) -> Iterator:
 
 CONVERTER = Converter(
     name=NAME,
-    description="Gemini CLI chat recordings (session-*.json / .jsonl: messages with thoughts and toolCalls; logs.json prompts)",
+    description="Gemini CLI chat recordings (session-*.json / .jsonl: messages with thoughts and toolCalls; "
+                "logs.json prompts)",
     shapes='{"sessionId", "projectHash", "messages": [{type: user|gemini|info|error, content, thoughts, toolCalls}]}; '
-           "the JSONL session log ($set / $rewindTo); logs.json [{sessionId, messageId, type, message}]",
+    "the JSONL session log ($set / $rewindTo); logs.json [{sessionId, messageId, type, message}]",
     detect=detect,
     one=one,
     read=_read,

@@ -12,7 +12,6 @@ import lzma
 import zipfile
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +34,18 @@ def detect(sample: Sample) -> float:
             return 0.95
         return 0.0
     doc = sample.first_json
-    if isinstance(doc, dict) and isinstance(doc.get("eval"), dict) and ("samples" in doc or "plan" in doc or "results" in doc):
+    if (
+        isinstance(doc, dict)
+        and isinstance(doc.get("eval"), dict)
+        and ("samples" in doc or "plan" in doc or "results" in doc)
+    ):
         return 0.95
-    if doc is None and not sample.first_records and '"eval"' in sample.head[:4096] and ('"plan"' in sample.head or '"samples"' in sample.head):
+    if (
+        doc is None
+        and not sample.first_records
+        and '"eval"' in sample.head[:4096]
+        and ('"plan"' in sample.head or '"samples"' in sample.head)
+    ):
         return 0.8
     return 0.0
 
@@ -72,18 +80,26 @@ def _from_events(events: list, out: StepList) -> None:
                                    {"timestamp": ev.get("timestamp"), "tool_call_id": cid}))
             err = ev.get("error")
             if err:
-                out.result(cid, step("error", text(err.get("message") if isinstance(err, dict) else err), None,
-                                     {"error_type": err.get("type") if isinstance(err, dict) else None, "tool_call_id": cid}))
+                out.result(
+                    cid,
+                    step(
+                        "error",
+                        text(err.get("message") if isinstance(err, dict) else err),
+                        None,
+                        {"error_type": err.get("type") if isinstance(err, dict) else None, "tool_call_id": cid},
+                    ),
+                )
             else:
                 out.result(cid, step("observation", content_text(ev.get("result")), None, {"tool_call_id": cid}))
 
 
-@dataclass(frozen=True)
 class _Log:
     """The eval log a sample comes from: its path and header (``eval``, ``status``)."""
 
-    path: Path
-    header: dict
+    __slots__ = ("path", "header")
+
+    def __init__(self, path: Path, header: dict) -> None:
+        self.path, self.header = path, header
 
 
 def one(s: Any, origin: Origin) -> Iterator:
@@ -103,7 +119,9 @@ def one(s: Any, origin: Origin) -> Iterator:
     if isinstance(inp, str):
         task = inp
     elif not task and isinstance(inp, list):
-        task = next((content_text(m.get("content")) for m in inp if isinstance(m, dict) and m.get("role") == "user"), "")
+        task = next(
+            (content_text(m.get("content")) for m in inp if isinstance(m, dict) and m.get("role") == "user"), ""
+        )
     err = s.get("error")
     if err:
         out.add(step("error", text(err.get("message") if isinstance(err, dict) else err), None,
@@ -174,7 +192,10 @@ def _read(path: Path, fmt: str) -> Iterator[tuple[Origin, Any]]:
     elif not isinstance(doc, dict):
         yield origin, TraceError(source, None, None, "expected an Inspect log object")
     elif doc.get("samples") is None:
-        yield origin, TraceError(source, None, "samples", "missing: the log holds no samples (written with --no-log-samples?)")
+        yield (
+            origin,
+            TraceError(source, None, "samples", "missing: the log holds no samples (written with --no-log-samples?)"),
+        )
     elif not isinstance(doc["samples"], list):
         yield origin, TraceError(source, None, "samples", f"expected a list, got {type(doc['samples']).__name__}")
     else:
@@ -216,7 +237,8 @@ def _zip_samples(path: Path, fmt: str) -> Iterator[tuple[Origin, Any]]:
 CONVERTER = Converter(
     name=NAME,
     description="Inspect AI eval logs (.json and .eval archives), one trace per sample and epoch",
-    shapes='.json {"eval", "plan", "samples": [{id, epoch, messages, events}]}; .eval zip (header.json, samples/*.json)',
+    shapes='.json {"eval", "plan", "samples": [{id, epoch, messages, events}]}; .eval zip (header.json, '
+           'samples/*.json)',
     detect=detect,
     one=one,
     read=_read,

@@ -32,7 +32,11 @@ _RUN_TYPES = {"llm", "chain", "tool", "retriever", "prompt", "parser", "embeddin
 
 
 def _is_run(obj: Any) -> bool:
-    return isinstance(obj, dict) and obj.get("run_type") in _RUN_TYPES and ("inputs" in obj or "outputs" in obj or "child_runs" in obj)
+    return (
+        isinstance(obj, dict)
+        and obj.get("run_type") in _RUN_TYPES
+        and ("inputs" in obj or "outputs" in obj or "child_runs" in obj)
+    )
 
 
 def detect(sample: Sample) -> float:
@@ -54,7 +58,9 @@ def _flatten(run: dict, at: str, out: list, parent: Any = None, path: str = "") 
         raise BadRecord(path or None, f"expected a run object, got {describe(run)}")
     rt = run.get("run_type")
     if not isinstance(rt, str):
-        raise BadRecord(join_field(path, "run_type"), "missing" if rt is None else f"expected a string, got {describe(rt)}")
+        raise BadRecord(
+            join_field(path, "run_type"), "missing" if rt is None else f"expected a string, got {describe(rt)}"
+        )
     kids = run.get("child_runs")
     if kids is not None and not isinstance(kids, list):
         raise BadRecord(join_field(path, "child_runs"), f"expected a list, got {describe(kids)}")
@@ -254,7 +260,9 @@ def runs_trace(runs: list, origin: Origin) -> Trace:
                 if isinstance(md, dict) and isinstance(md.get("langgraph_node"), str):
                     agent = md["langgraph_node"]
             if not kids and r.get("outputs") is not None and depth > 0:
-                events.append(step("other", dumps({"inputs": r.get("inputs"), "outputs": r.get("outputs")}), None, dict(meta)))
+                events.append(
+                    step("other", dumps({"inputs": r.get("inputs"), "outputs": r.get("outputs")}), None, dict(meta))
+                )
         for c in kids:
             failed = walk(c, depth + 1, agent) or failed
         if err and not failed:
@@ -277,9 +285,18 @@ def runs_trace(runs: list, origin: Origin) -> Trace:
                 if task is not None:
                     break
     md = {}
-    md.update({"root_run_name": root.get("name"), "root_run_type": root.get("run_type"), "start_time": root.get("start_time"),
-               "end_time": root.get("end_time"), "tags": root.get("tags") or None, "session_name": root.get("session_name"),
-               "run_count": len(runs), "skipped_runs": skipped or None})
+    md.update(
+        {
+            "root_run_name": root.get("name"),
+            "root_run_type": root.get("run_type"),
+            "start_time": root.get("start_time"),
+            "end_time": root.get("end_time"),
+            "tags": root.get("tags") or None,
+            "session_name": root.get("session_name"),
+            "run_count": len(runs),
+            "skipped_runs": skipped or None,
+        }
+    )
     out = root.get("outputs")
     if out is not None:
         md["final_output"] = out.get("output", out) if isinstance(out, dict) else out
@@ -307,7 +324,12 @@ def _split(val: Any, origin: Origin) -> list:
     if isinstance(recs, dict):
         recs = [recs]
     if not isinstance(recs, list):
-        return [(origin, TraceError(origin.source, None, None, f"expected a run object or a list of runs, got {describe(recs)}"))]
+        return [
+            (
+                origin,
+                TraceError(origin.source, None, None, f"expected a run object or a list of runs, got {describe(recs)}"),
+            )
+        ]
     return [(Origin(origin.fmt, origin.source, None, k if len(recs) > 1 or isinstance(val, list) else None, k,
                     None if isinstance(val, list) else "run"), r) for k, r in enumerate(recs)]
 
@@ -346,7 +368,8 @@ class _Runs(Gather):
 CONVERTER = Converter(
     name=NAME,
     description="LangChain / LangSmith run trees (run_type, inputs, outputs, child_runs or parent_run_id)",
-    shapes='{"run_type": "chain", "inputs", "outputs", "child_runs": [...]} as JSON/JSONL, or flat run lists linked by parent_run_id',
+    shapes='{"run_type": "chain", "inputs", "outputs", "child_runs": [...]} as JSON/JSONL, or flat run lists linked '
+           'by parent_run_id',
     detect=detect,
     one=one,
     split=_split,

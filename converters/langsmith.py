@@ -143,7 +143,12 @@ def _split(val: Any, origin: Origin) -> list:
         for key in ("post", "patch"):
             ops = val.get(key) or []
             if not isinstance(ops, list):
-                out.append((origin, TraceError(origin.source, origin.line, key, f"expected a list of runs, got {describe(ops)}")))
+                out.append(
+                    (
+                        origin,
+                        TraceError(origin.source, origin.line, key, f"expected a list of runs, got {describe(ops)}"),
+                    )
+                )
                 continue
             out += [(origin, (key, r, f"{key}[{k}]")) for k, r in enumerate(ops)]
         return out
@@ -175,9 +180,11 @@ class _Gather(Gather):
 
 CONVERTER = Converter(
     name=NAME,
-    description="LangSmith run payloads: /runs/batch bodies ({post, patch}) and run-operation JSONL (create and update lines)",
-    shapes='{"post": [{id, run_type, start_time, inputs, trace_id, dotted_order}], "patch": [{id, end_time, outputs, error}]} '
-           '(JSON or JSONL of bodies), or JSONL of create / update lines',
+    description="LangSmith run payloads: /runs/batch bodies ({post, patch}) and run-operation JSONL (create and "
+                "update lines)",
+    shapes='{"post": [{id, run_type, start_time, inputs, trace_id, dotted_order}], "patch": [{id, end_time, '
+           'outputs, error}]} '
+    "(JSON or JSONL of bodies), or JSONL of create / update lines",
     detect=detect,
     one=one,  # a trace's runs, as LangChain's
     split=_split,

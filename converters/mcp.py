@@ -43,7 +43,11 @@ def _unwrap(obj: Any) -> list[tuple[dict, dict]]:
         return [(obj, {})]
     if not isinstance(obj, dict):
         return []
-    meta = {k: obj[k] for k in ("direction", "timestamp", "time", "type", "from", "to", "server") if isinstance(obj.get(k), (str, int, float))}
+    meta = {
+        k: obj[k]
+        for k in ("direction", "timestamp", "time", "type", "from", "to", "server")
+        if isinstance(obj.get(k), (str, int, float))
+    }
     for k in _WRAP_KEYS:
         v = obj.get(k)
         if isinstance(v, str):
@@ -69,9 +73,17 @@ def _mcp_methods(objs: list) -> tuple[int, int]:
         for m, _ in _unwrap(o):
             rpc += 1
             meth = m.get("method")
-            if isinstance(meth, str) and (meth in _SYSTEM_METHODS or meth.split("/")[0] in ("tools", "resources", "prompts", "notifications", "sampling", "completion", "elicitation", "roots")):
+            if isinstance(meth, str) and (
+                meth in _SYSTEM_METHODS
+                or meth.split("/")[0]
+                in ("tools", "resources", "prompts", "notifications", "sampling", "completion", "elicitation", "roots")
+            ):
                 mcp += 1
-            elif "result" in m and isinstance(m["result"], dict) and ({"content", "tools", "protocolVersion", "serverInfo", "isError"} & set(m["result"])):
+            elif (
+                "result" in m
+                and isinstance(m["result"], dict)
+                and ({"content", "tools", "protocolVersion", "serverInfo", "isError"} & set(m["result"]))
+            ):
                 mcp += 1
     return rpc, mcp
 
@@ -104,7 +116,9 @@ def _content_text(result: dict, where: str) -> str:
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
-        raise BadRecord(join_field(where, "result.content"), f"expected a list of content items, got {describe(content)}")
+        raise BadRecord(
+            join_field(where, "result.content"), f"expected a list of content items, got {describe(content)}"
+        )
     parts = []
     for i, c in enumerate(content):
         if not isinstance(c, dict):
@@ -113,7 +127,8 @@ def _content_text(result: dict, where: str) -> str:
         if isinstance(c.get("text"), str) and t in (None, "text"):
             parts.append(c["text"])
         elif t in ("image", "audio"):
-            parts.append(f"[{t} {c.get('mimeType', '')}: {media_ref('data:' + str(c.get('mimeType', '')) + ';base64,' + str(c.get('data', '')))}]")
+            ref = media_ref(f"data:{c.get('mimeType', '')};base64,{c.get('data', '')}")
+            parts.append(f"[{t} {c.get('mimeType', '')}: {ref}]")
         elif t == "resource" and isinstance(c.get("resource"), dict):
             r = c["resource"]
             parts.append(r["text"] if isinstance(r.get("text"), str) else f"[resource: {r.get('uri', '')}]")
@@ -153,7 +168,11 @@ def _resp_step(msg: dict, method: str | None, name: str | None, where: str, meta
         raise BadRecord(join_field(where, "result"), f"expected an object, got {describe(result)}")
     text = _content_text(result, where)
     stype = "error" if result.get("isError") is True else "observation"
-    extra = {"structuredContent": result["structuredContent"]} if "structuredContent" in result and result.get("content") is not None else {}
+    extra = (
+        {"structuredContent": result["structuredContent"]}
+        if "structuredContent" in result and result.get("content") is not None
+        else {}
+    )
     return step(stype, text, None, {"method": method, "tool_name": name, **extra, **meta})
 
 
@@ -169,16 +188,31 @@ def _add(sess: _Session, msg: dict, where: str, meta: dict) -> None:
         is_req = mid is not None
         if method == "tools/call":
             if not isinstance(params, dict):
-                raise BadRecord(join_field(where, "params"), "missing" if params is None else f"expected an object, got {describe(params)}")
+                raise BadRecord(
+                    join_field(where, "params"),
+                    "missing" if params is None else f"expected an object, got {describe(params)}",
+                )
             name = params.get("name")
             if not isinstance(name, str):
-                raise BadRecord(join_field(where, "params.name"), "missing" if name is None else f"expected a string, got {describe(name)}")
+                raise BadRecord(
+                    join_field(where, "params.name"),
+                    "missing" if name is None else f"expected a string, got {describe(name)}",
+                )
             st = step("action", name, render_args(params.get("arguments", {})),
                       {"method": method, "rpc_id": mid, "tool_call_id": str(mid) if mid is not None else None, **meta})
         elif method == "notifications/message":
             p = params or {}
-            st = step("observation", value_text(p.get("data")) if isinstance(p, dict) else value_text(p), None,
-                      {"method": method, "level": p.get("level") if isinstance(p, dict) else None, "logger": p.get("logger") if isinstance(p, dict) else None, **meta})
+            st = step(
+                "observation",
+                value_text(p.get("data")) if isinstance(p, dict) else value_text(p),
+                None,
+                {
+                    "method": method,
+                    "level": p.get("level") if isinstance(p, dict) else None,
+                    "logger": p.get("logger") if isinstance(p, dict) else None,
+                    **meta,
+                },
+            )
         elif method in _SYSTEM_METHODS or method.endswith("/list"):
             st = step("system", method if params is None else f"{method}\n{dumps(params)}", None,
                       {"method": method, "rpc_id": mid, **meta})
@@ -188,7 +222,9 @@ def _add(sess: _Session, msg: dict, where: str, meta: dict) -> None:
         elif not is_req and not method.startswith("notifications/"):
             st = step("other", dumps(msg), None, {"method": method, **meta})
         elif not is_req:
-            st = step("system", method if params is None else f"{method}\n{dumps(params)}", None, {"method": method, **meta})
+            st = step(
+                "system", method if params is None else f"{method}\n{dumps(params)}", None, {"method": method, **meta}
+            )
         else:
             st = step("action", method, render_args(params if params is not None else {}),
                       {"method": method, "rpc_id": mid, **meta})
@@ -272,7 +308,9 @@ class _Sessions(Gather):
             try:
                 _add(self.sess, rec, "", {} if line is None else {"source_line": line})
             except Exception as exc:  # noqa: BLE001 - one odd message is its own located error; the session goes on
-                return [record_error(origin, exc, "", rec)] if done is None else [done, record_error(origin, exc, "", rec)]
+                return (
+                    [record_error(origin, exc, "", rec)] if done is None else [done, record_error(origin, exc, "", rec)]
+                )
             return None if done is None else [done]
         out: list = []
         msgs = _unwrap(rec)
@@ -308,7 +346,8 @@ class _Sessions(Gather):
 CONVERTER = Converter(
     name=NAME,
     description="MCP JSON-RPC 2.0 logs (tools/call requests and results, notifications, initialize)",
-    shapes='JSONL or a JSON list of {"jsonrpc": "2.0", ...} messages, or wrappers {direction, timestamp, message} / {request, response}',
+    shapes='JSONL or a JSON list of {"jsonrpc": "2.0", ...} messages, or wrappers {direction, timestamp, message} / '
+           '{request, response}',
     detect=detect,
     one=one,
     split=_split,

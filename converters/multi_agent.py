@@ -217,8 +217,15 @@ def message_list_trace(rec: dict, origin: Origin) -> list:
                 if not isinstance(c, dict):
                     raise BadRecord(f"{key}[{i}].content[{k}]", "expected a function result object")
                 cid = call_id(c.get("call_id"))
-                out.result(cid, step("error" if c.get("is_error") else "observation", value_text(c.get("content")), None,
-                                     {"tool_call_id": cid, "tool_name": c.get("name"), **base}))
+                out.result(
+                    cid,
+                    step(
+                        "error" if c.get("is_error") else "observation",
+                        value_text(c.get("content")),
+                        None,
+                        {"tool_call_id": cid, "tool_name": c.get("name"), **base},
+                    ),
+                )
             continue
         if content is not None and not isinstance(content, (str, list, dict)):
             raise BadRecord(f"{key}[{i}].content", f"expected a string, got {type(content).__name__}")
@@ -251,7 +258,9 @@ def message_list_trace(rec: dict, origin: Origin) -> list:
             else:
                 out.add(said)
         for tc in calls:
-            out.call(tc.call_id, step("action", tc.name, render_args(tc.args), {"tool_call_id": tc.call_id, "agent": agent}))
+            out.call(
+                tc.call_id, step("action", tc.name, render_args(tc.args), {"tool_call_id": tc.call_id, "agent": agent})
+            )
         if first_user is None and task is None and norm_role(role or agent or "") == "user":
             first_user = text
     if task is None:
@@ -284,8 +293,10 @@ def one(rec: Any, origin: Origin) -> list:
 
 CONVERTER = Converter(
     name=NAME,
-    description="Multi-agent transcripts: Who&When records (history, mistake_step) and agent-named message lists (AutoGen, CrewAI)",
-    shapes='{"history": [{content, role, name?}], "question", "mistake_agent", "mistake_step", ...} or {"messages": [{agent|name|source, content}]}',
+    description="Multi-agent transcripts: Who&When records (history, mistake_step) and agent-named message lists "
+                "(AutoGen, CrewAI)",
+    shapes='{"history": [{content, role, name?}], "question", "mistake_agent", "mistake_step", ...} or {"messages": '
+           '[{agent|name|source, content}]}',
     detect=detect,
     one=one,
 )

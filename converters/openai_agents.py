@@ -147,13 +147,24 @@ def trace_steps(spans: list) -> tuple[list, str | None, dict]:
             out = d.get("output")
             if err is not None:
                 out = _error_text(err) if out is None else f"{value_text(out)}\n{_error_text(err)}"
-            events.append(ToolEvent(value_text(d.get("name")) or "function", d.get("input"), out, is_error=err is not None,
-                                    meta=meta, has_output=out is not None))
+            events.append(
+                ToolEvent(
+                    value_text(d.get("name")) or "function",
+                    d.get("input"),
+                    out,
+                    is_error=err is not None,
+                    meta=meta,
+                    has_output=out is not None,
+                )
+            )
             continue
         elif kind == "handoff":
             meta.update(from_agent=d.get("from_agent"), to_agent=d.get("to_agent"))
-            events.append(step("action", "handoff", dumps({"from_agent": d.get("from_agent"), "to_agent": d.get("to_agent")}),
-                               meta))
+            events.append(
+                step(
+                    "action", "handoff", dumps({"from_agent": d.get("from_agent"), "to_agent": d.get("to_agent")}), meta
+                )
+            )
         elif kind == "guardrail":
             meta["triggered"] = d.get("triggered")
             events.append(step("other", dumps(_rest(d)), None, meta))
@@ -171,11 +182,18 @@ def trace_steps(spans: list) -> tuple[list, str | None, dict]:
                 events.append(failed)
     close(-1)
     ids = {s["id"] for s in spans}
-    info = {"span_count": len(spans),
-            "root_spans": sum(1 for s in spans if s["parent_id"] is None) or None,
-            "missing_parents": sorted({s["parent_id"] for s in spans if s["parent_id"] and s["parent_id"] not in ids}) or None,
-            "agents": list(dict.fromkeys(s["data"].get("name") for s in spans
-                                         if s["data"]["type"] == "agent" and s["data"].get("name"))) or None}
+    info = {
+        "span_count": len(spans),
+        "root_spans": sum(1 for s in spans if s["parent_id"] is None) or None,
+        "missing_parents": sorted({s["parent_id"] for s in spans if s["parent_id"] and s["parent_id"] not in ids})
+        or None,
+        "agents": list(
+            dict.fromkeys(
+                s["data"].get("name") for s in spans if s["data"]["type"] == "agent" and s["data"].get("name")
+            )
+        )
+        or None,
+    }
     return assemble(events), task, info
 
 
@@ -197,10 +215,22 @@ def _split(val: Any, origin: Origin) -> list:
     """The trace items of a document or line, each with its place in it: ``(item, "data[3]")``."""
     items = _items_of(val)
     if items is None:
-        return [(origin, TraceError(origin.source, origin.line, None, f"expected an Agents SDK trace export "
-                                                                      f"{{\"data\": [...]}} or a trace item, got {describe(val)}"))]
+        return [
+            (
+                origin,
+                TraceError(
+                    origin.source,
+                    origin.line,
+                    None,
+                    f'expected an Agents SDK trace export {{"data": [...]}} or a trace item, got {describe(val)}',
+                ),
+            )
+        ]
     prefix = "data" if isinstance(val, dict) and "data" in val and "object" not in val else ""
-    return [(origin, (item, f"{prefix}[{k}]" if not isinstance(val, dict) or prefix else "")) for k, item in enumerate(items)]
+    return [
+        (origin, (item, f"{prefix}[{k}]" if not isinstance(val, dict) or prefix else ""))
+        for k, item in enumerate(items)
+    ]
 
 
 class _Traces(Gather):
@@ -226,15 +256,21 @@ class _Traces(Gather):
             tid = item["trace_id"]
             self.spans.setdefault(tid, []).append(span)
         else:
-            raise BadRecord(join_field(where, "object"),
-                            f"expected \"trace\" or \"trace.span\", got {describe(kind) if kind is not None else describe(item)}")
+            raise BadRecord(
+                join_field(where, "object"),
+                f'expected "trace" or "trace.span", got {describe(kind) if kind is not None else describe(item)}',
+            )
         self.first.setdefault(tid, origin)
 
     def end(self) -> Iterator:
         for tid, origin in self.first.items():
             if tid not in self.spans:
-                yield warning(self.source, f"trace {tid}", "trace header without spans in this file (the SDK exports in "
-                                                          "batches: put the bodies of one run in one JSONL file, one per line)")
+                yield warning(
+                    self.source,
+                    f"trace {tid}",
+                    "trace header without spans in this file (the SDK exports in "
+                    "batches: put the bodies of one run in one JSONL file, one per line)",
+                )
                 continue
             yield Unit(origin, (tid, self.spans[tid], self.headers.get(tid)), field=f"trace {tid}")
 

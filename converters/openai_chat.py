@@ -50,7 +50,14 @@ def _score(rec: Any) -> float:
     if msgs is None:
         if isinstance(rec, dict) and rec.get("object") == "chat.completion.chunk":
             return 0.9
-        return 0.9 if _is_message(rec) and rec.get("role") != "tool" or isinstance(rec, dict) and rec.get("object") == "chat.completion" else 0.0
+        return (
+            0.9
+            if _is_message(rec)
+            and rec.get("role") != "tool"
+            or isinstance(rec, dict)
+            and rec.get("object") == "chat.completion"
+            else 0.0
+        )
     if not msgs:
         return 0.3
     head = msgs[:10]
@@ -59,7 +66,11 @@ def _score(rec: Any) -> float:
     s = 0.7
     if any("tool_calls" in m or "tool_call_id" in m or "function_call" in m for m in head):
         s = 0.85
-    if any(isinstance(m.get("content"), list) and any(isinstance(p, dict) and p.get("type") in ("tool_use", "tool_result") for p in m["content"]) for m in head):
+    if any(
+        isinstance(m.get("content"), list)
+        and any(isinstance(p, dict) and p.get("type") in ("tool_use", "tool_result") for p in m["content"])
+        for m in head
+    ):
         return 0.2  # Anthropic blocks in a messages list
     return s
 
@@ -102,7 +113,11 @@ def one(rec: Any, origin: Origin) -> Iterator:
         if tools is None and isinstance(rec.get("request"), dict):
             tools = rec["request"].get("tools")
         if isinstance(tools, list):
-            meta["tools"] = [(t["function"] if isinstance(t.get("function"), dict) else t).get("name") for t in tools if isinstance(t, dict)]
+            meta["tools"] = [
+                (t["function"] if isinstance(t.get("function"), dict) else t).get("name")
+                for t in tools
+                if isinstance(t, dict)
+            ]
     out = StepList()
     warnings: list = []
     task = openai_messages(msgs, out, warnings=warnings)
@@ -153,7 +168,10 @@ def _join_chunks(chunks: list, path: Path) -> tuple[dict, list]:
                 reasoning.append(d["reasoning_content"])
             for tc in tcs:
                 i = tc.get("index")
-                slot = calls.setdefault(len(calls) if i is None else i, {"id": None, "type": "function", "function": {"name": "", "arguments": ""}})
+                slot = calls.setdefault(
+                    len(calls) if i is None else i,
+                    {"id": None, "type": "function", "function": {"name": "", "arguments": ""}},
+                )
                 if tc.get("id"):
                     slot["id"] = tc["id"]
                 fn = tc.get("function") or {}
@@ -218,7 +236,8 @@ class _Lines(RecordsOrSession):
 CONVERTER = Converter(
     name=NAME,
     description="OpenAI Chat Completions messages (tool_calls, tool results, legacy function_call, streaming chunks)",
-    shapes='JSON list of messages; {"messages": [...]}; JSONL of those; JSONL of messages or chat.completion.chunk lines',
+    shapes='JSON list of messages; {"messages": [...]}; JSONL of those; JSONL of messages or chat.completion.chunk '
+           'lines',
     detect=detect,
     one=one,
     split=_split,

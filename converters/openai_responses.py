@@ -39,12 +39,24 @@ from .support.steps import StepList, compact, finish, numbered_id, render_args, 
 NAME = "openai_responses"
 
 CALLS = {"function_call": "name", "custom_tool_call": "name", "local_shell_call": None, "mcp_call": "name"}
-OUTPUTS = {"function_call_output", "custom_tool_call_output", "local_shell_call_output", "computer_call_output", "mcp_call_output"}
+OUTPUTS = {
+    "function_call_output",
+    "custom_tool_call_output",
+    "local_shell_call_output",
+    "computer_call_output",
+    "mcp_call_output",
+}
 ITEM_TYPES = {"message", "reasoning", *CALLS, *OUTPUTS}
 ROLLOUT = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
 PART_TEXT = ("text", "refusal")
 #: how context Codex injects as a user message begins (not the user's words)
-INJECTED = ("# AGENTS.md instructions", "<environment_context>", "<user_instructions>", "<permissions instructions>", "<INSTRUCTIONS>")
+INJECTED = (
+    "# AGENTS.md instructions",
+    "<environment_context>",
+    "<user_instructions>",
+    "<permissions instructions>",
+    "<INSTRUCTIONS>",
+)
 #: the heading after which Codex's IDE extension writes the user's own request (files mentioned come first)
 IDE_REQUEST = "## My request for Codex:"
 
@@ -63,17 +75,37 @@ def _score(rec: Any) -> float:
     if isinstance(rec, dict):
         if _kind(rec) in ROLLOUT and "payload" in rec:
             return 0.95
-        if rec.get("object") == "response" or isinstance(rec.get("output"), list) and any(_is_item(i) for i in rec["output"][:5]):
+        if (
+            rec.get("object") == "response"
+            or isinstance(rec.get("output"), list)
+            and any(_is_item(i) for i in rec["output"][:5])
+        ):
             return 0.9
         if isinstance(rec.get("input"), list) and any(_is_item(i) for i in rec["input"][:10]):
             return 0.85
         if _is_item(rec) and rec["type"] != "message":
             return 0.8  # legacy rollout: items as lines
-        if rec.get("type") == "message" and isinstance(rec.get("content"), list) and any(isinstance(p, dict) and p.get("type") in ("input_text", "output_text") for p in rec["content"]):
+        if (
+            rec.get("type") == "message"
+            and isinstance(rec.get("content"), list)
+            and any(isinstance(p, dict) and p.get("type") in ("input_text", "output_text") for p in rec["content"])
+        ):
             return 0.8
         if "instructions" in rec and "timestamp" in rec and "id" in rec and len(rec) <= 6:
             return 0.6  # legacy rollout header line
-    if isinstance(rec, list) and rec and all(isinstance(i, dict) for i in rec[:5]) and any(_is_item(i) and i["type"] != "message" or i.get("type") == "message" and isinstance(i.get("content"), list) and any(isinstance(p, dict) and p.get("type") in ("input_text", "output_text") for p in i["content"]) for i in rec[:20]):
+    if (
+        isinstance(rec, list)
+        and rec
+        and all(isinstance(i, dict) for i in rec[:5])
+        and any(
+            _is_item(i)
+            and i["type"] != "message"
+            or i.get("type") == "message"
+            and isinstance(i.get("content"), list)
+            and any(isinstance(p, dict) and p.get("type") in ("input_text", "output_text") for p in i["content"])
+            for i in rec[:20]
+        )
+    ):
         return 0.85
     return 0.0
 
@@ -123,7 +155,9 @@ class _Builder:
             role = it.get("role")
             content = it.get("content")
             if content is not None and not isinstance(content, (str, list)):
-                raise BadRecord(f"{where}.content", f"expected a string or a list of parts, got {type(content).__name__}")
+                raise BadRecord(
+                    f"{where}.content", f"expected a string or a list of parts, got {type(content).__name__}"
+                )
             body = content_text(content, PART_TEXT)
             if role in ("system", "developer"):
                 self.out.add(step("system", body, None, {"role": role, "item_id": ident, **meta}))
@@ -157,8 +191,21 @@ class _Builder:
                     raise BadRecord(f"{where}.name", "missing")
                 args = it.get("arguments", it.get("input"))
             cid = call_id(it.get("call_id") or ident)
-            self.out.call(cid, step("action", text(name), render_args(args),
-                                    {"item_id": ident, "item_type": t if t != "function_call" else None, "status": it.get("status"), **meta, "tool_call_id": cid}))
+            self.out.call(
+                cid,
+                step(
+                    "action",
+                    text(name),
+                    render_args(args),
+                    {
+                        "item_id": ident,
+                        "item_type": t if t != "function_call" else None,
+                        "status": it.get("status"),
+                        **meta,
+                        "tool_call_id": cid,
+                    },
+                ),
+            )
         elif t in OUTPUTS:
             output = it.get("output")
             is_err = False
@@ -173,7 +220,9 @@ class _Builder:
             self.ghost_snapshots += 1
         elif t == "web_search_call":
             action = it.get("action")
-            query = action.get("query") if isinstance(action, dict) and action.get("type", "search") == "search" else None
+            query = (
+                action.get("query") if isinstance(action, dict) and action.get("type", "search") == "search" else None
+            )
             self.out.add(step("action", "web_search", query if isinstance(query, str) else render_args(action),
                               {"item_id": ident, "item_type": t, "status": it.get("status"),
                                "search_action": action.get("type") if isinstance(action, dict) else None, **meta}))
@@ -316,7 +365,8 @@ def _split(value: Any, origin: Origin) -> list | None:
 CONVERTER = Converter(
     name=NAME,
     description="OpenAI Responses API items (message, reasoning, function_call/_output) and Codex CLI rollouts",
-    shapes='Response objects {"output": [items]}; {"input", "output"}; list of items; JSONL of those; Codex rollout JSONL (session_meta/response_item/event_msg/turn_context)',
+    shapes='Response objects {"output": [items]}; {"input", "output"}; list of items; JSONL of those; Codex rollout '
+           'JSONL (session_meta/response_item/event_msg/turn_context)',
     detect=detect,
     one=one,
     split=_split,

@@ -74,9 +74,14 @@ def _score(rec: Any) -> float:
 
 
 #: the start of an evaluation or resolver line too long for the detectors' sample to hold whole
-_LONG_RECORD = re.compile(r'^\s*\{.*"(instance_id|issue)":.*"history":\s*\[\s*\[?\s*\{\s*"(id|action|observation|content|command|source)":', re.S)
+_LONG_RECORD = re.compile(
+    r'^\s*\{.*"(instance_id|issue)":.*"history":\s*\[\s*\[?\s*\{\s*"(id|action|observation|content|command|source)":',
+    re.S,
+)
 #: the start of a trajectory export too big to be read whole for detection
-_BIG_EVENTS = re.compile(r'^\s*\[\s*\{\s*"id":\s*"?\d+"?,\s*"timestamp":\s*"[^"]*",\s*"source":\s*"(agent|user|environment)"')
+_BIG_EVENTS = re.compile(
+    r'^\s*\[\s*\{\s*"id":\s*"?\d+"?,\s*"timestamp":\s*"[^"]*",\s*"source":\s*"(agent|user|environment)"'
+)
 
 
 def detect(sample: Sample) -> float:
@@ -151,8 +156,15 @@ class _History:
         name, raw = _model_call(tcm) if tcm else (None, None)
         key = str(e["id"]) if e.get("id") is not None else f"#{i}"
         cid = call_id(tcm.get("tool_call_id"))
-        self.out.call(key, step("action", name or text(kind), render_args(raw) if raw is not None else render_args(_args_of(e) or None),
-                                {**meta, "tool_call_id": cid, "openhands_action": kind if name else None}))
+        self.out.call(
+            key,
+            step(
+                "action",
+                name or text(kind),
+                render_args(raw) if raw is not None else render_args(_args_of(e) or None),
+                {**meta, "tool_call_id": cid, "openhands_action": kind if name else None},
+            ),
+        )
         self.pending = key
 
     def observation(self, e: dict, i: int, w: str) -> None:
@@ -164,10 +176,17 @@ class _History:
         run_meta = extras.get("metadata") if isinstance(extras.get("metadata"), dict) else {}
         tcm = e.get("tool_call_metadata") if isinstance(e.get("tool_call_metadata"), dict) else {}
         exit_code = e.get("exit_code", run_meta.get("exit_code", extras.get("exit_code")))
-        meta = {"role": e.get("source"), "event_id": e.get("id"), "timestamp": e.get("timestamp"),
-                "history_index": None if self.ids else i, "tool_call_id": call_id(tcm.get("tool_call_id")),
-                "tool_name": tcm.get("function_name") or (kind if kind != "error" else None), "cause": e.get("cause"), "exit_code": exit_code,
-                "success": e.get("success")}
+        meta = {
+            "role": e.get("source"),
+            "event_id": e.get("id"),
+            "timestamp": e.get("timestamp"),
+            "history_index": None if self.ids else i,
+            "tool_call_id": call_id(tcm.get("tool_call_id")),
+            "tool_name": tcm.get("function_name") or (kind if kind != "error" else None),
+            "cause": e.get("cause"),
+            "exit_code": exit_code,
+            "success": e.get("success"),
+        }
         # a command with no output shows OpenHands' own line for it ("Command `…` executed with exit code 0.")
         body = value_text(e.get("content")) or text(e.get("message"))
         s = step("error" if kind == "error" or _failed(exit_code) else "observation", body, None, meta)
@@ -222,7 +241,11 @@ def _record_meta(rec: dict) -> tuple[Any, dict]:
     if isinstance(run, dict):
         llm = run.get("llm_config") if isinstance(run.get("llm_config"), dict) else {}
         meta["model"] = llm.get("model")
-        meta["run"] = {k: v for k, v in run.items() if k not in ("llm_config", "agent_config", "condenser_config") and v is not None}
+        meta["run"] = {
+            k: v
+            for k, v in run.items()
+            if k not in ("llm_config", "agent_config", "condenser_config") and v is not None
+        }
     for k in ("instance_id", "issue_type", "base_commit", "success", "comment_success", "result_explanation", "error"):
         if rec.get(k) is not None:
             meta[k] = rec[k]

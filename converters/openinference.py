@@ -55,7 +55,11 @@ def _is_phoenix_span(o: Any) -> bool:
 
 
 def _is_df_span(o: Any) -> bool:
-    return isinstance(o, dict) and "context.span_id" in o and any(k.startswith("attributes.") or k == "span_kind" for k in o)
+    return (
+        isinstance(o, dict)
+        and "context.span_id" in o
+        and any(k.startswith("attributes.") or k == "span_kind" for k in o)
+    )
 
 
 def _is_trail(o: Any) -> bool:
@@ -124,8 +128,12 @@ def _phoenix(o: dict, where: str) -> dict:
     events = []
     for ev in o.get("events") or []:
         if isinstance(ev, dict):
-            events.append({"name": ev.get("name"),
-                           "attrs": flat_attrs(ev.get("attributes") or {}) if isinstance(ev.get("attributes"), dict) else {}})
+            events.append(
+                {
+                    "name": ev.get("name"),
+                    "attrs": flat_attrs(ev.get("attributes") or {}) if isinstance(ev.get("attributes"), dict) else {},
+                }
+            )
     return {"trace_id": tree_id(ctx.get("trace_id"), f"{where}context.trace_id"),
             "span_id": tree_id(ctx.get("span_id"), f"{where}context.span_id"),
             "parent_id": tree_id(o.get("parent_id") or o.get("parent_span_id"), f"{where}parent_id"),
@@ -150,13 +158,22 @@ def _trail(spans: list, where: str, out: list, parent: Any = None, trace_id: Any
         events = []
         for ev in sp.get("events") or []:
             if isinstance(ev, dict):
-                events.append({"name": ev.get("Name", ev.get("name")), "attrs": ev.get("Attributes", ev.get("attributes")) or {}})
+                events.append(
+                    {"name": ev.get("Name", ev.get("name")), "attrs": ev.get("Attributes", ev.get("attributes")) or {}}
+                )
         sid = tree_id(sp.get("span_id"), f"{w}.span_id")
-        node = {"trace_id": tree_id(sp.get("trace_id", trace_id), f"{w}.trace_id"), "span_id": sid if sid is not None else w,
-                "parent_id": tree_id(sp.get("parent_span_id"), f"{w}.parent_span_id") or parent, "name": sp.get("span_name", sp.get("name")),
-                "start": time_key(sp.get("timestamp", sp.get("start_time"))), "start_raw": sp.get("timestamp", sp.get("start_time")),
-                "attrs": flat_attrs(attrs), "events": events, "status_code": _status(sp.get("status_code")),
-                "status_message": sp.get("status_message") or None}
+        node = {
+            "trace_id": tree_id(sp.get("trace_id", trace_id), f"{w}.trace_id"),
+            "span_id": sid if sid is not None else w,
+            "parent_id": tree_id(sp.get("parent_span_id"), f"{w}.parent_span_id") or parent,
+            "name": sp.get("span_name", sp.get("name")),
+            "start": time_key(sp.get("timestamp", sp.get("start_time"))),
+            "start_raw": sp.get("timestamp", sp.get("start_time")),
+            "attrs": flat_attrs(attrs),
+            "events": events,
+            "status_code": _status(sp.get("status_code")),
+            "status_message": sp.get("status_message") or None,
+        }
         out.append(node)
         _trail(kids, f"{w}.child_spans", out, node["span_id"], trace_id)
 
@@ -258,7 +275,9 @@ def trace_steps(spans: list) -> tuple[list, str | None, dict]:
             continue
         if kind == "LLM":
             meta["model"] = a.get("llm.model_name")
-            usage = {k: a[f"llm.token_count.{k}"] for k in ("prompt", "completion", "total") if f"llm.token_count.{k}" in a}
+            usage = {
+                k: a[f"llm.token_count.{k}"] for k in ("prompt", "completion", "total") if f"llm.token_count.{k}" in a
+            }
             meta["usage"] = usage or None
             outs = _oi_messages(a, "llm.output_messages") or _value_messages(a.get("output.value"))
             ins = _oi_messages(a, "llm.input_messages")
@@ -411,9 +430,10 @@ def _trail_trace(rec: dict, origin: Origin) -> list:
 
 CONVERTER = Converter(
     name=NAME,
-    description="OpenInference spans: Arize Phoenix exports, TRAIL span trees (child_spans), OTLP with openinference.span.kind",
-    shapes='Phoenix spans [{name, context: {trace_id, span_id}, parent_id, span_kind, attributes}] (JSON/JSONL), '
-           'TRAIL {"trace_id", "spans": [{span_id, span_attributes, child_spans}]}, or OTLP/JSON',
+    description="OpenInference spans: Arize Phoenix exports, TRAIL span trees (child_spans), OTLP with "
+                "openinference.span.kind",
+    shapes="Phoenix spans [{name, context: {trace_id, span_id}, parent_id, span_kind, attributes}] (JSON/JSONL), "
+    'TRAIL {"trace_id", "spans": [{span_id, span_attributes, child_spans}]}, or OTLP/JSON',
     detect=detect,
     one=one,
     split=_split,

@@ -83,8 +83,11 @@ def _old_messages(attrs: dict, prefix: str) -> list:
     for g in indexed(attrs, prefix):
         m = nest(g)
         if "tool_calls" in m and isinstance(m["tool_calls"], list):
-            m["tool_calls"] = [{"id": tc.get("id"), "function": {"name": tc.get("name"), "arguments": tc.get("arguments")}}
-                               for tc in m["tool_calls"] if isinstance(tc, dict)]
+            m["tool_calls"] = [
+                {"id": tc.get("id"), "function": {"name": tc.get("name"), "arguments": tc.get("arguments")}}
+                for tc in m["tool_calls"]
+                if isinstance(tc, dict)
+            ]
         m.setdefault("role", "assistant" if prefix.endswith("completion") else "user")
         out.append(m)
     return out
@@ -123,7 +126,9 @@ def model_messages(sp: dict) -> tuple[list, list]:
     ins = maybe_json(a.get("gen_ai.input.messages"))
     outs = maybe_json(a.get("gen_ai.output.messages"))
     ins = ins if isinstance(ins, list) else ([{"role": "user", "content": ins}] if isinstance(ins, str) else [])
-    outs = outs if isinstance(outs, list) else ([{"role": "assistant", "content": outs}] if isinstance(outs, str) else [])
+    outs = (
+        outs if isinstance(outs, list) else ([{"role": "assistant", "content": outs}] if isinstance(outs, str) else [])
+    )
     if not ins:
         ins = _old_messages(a, "gen_ai.prompt")
     if not outs:
@@ -221,10 +226,17 @@ def trace_steps(spans: list) -> tuple[list, str | None, dict, dict]:
             out = a.get("gen_ai.tool.call.result")
             if failed and out is None:
                 out = _error_text(sp)
-            events.append(ToolEvent(str(a.get("gen_ai.tool.name") or sp["name"] or "tool"), a.get("gen_ai.tool.call.arguments"),
-                                    out, is_error=failed, call_id=str(a["gen_ai.tool.call.id"]) if a.get("gen_ai.tool.call.id") else None,
-                                    meta={k: v for k, v in meta.items() if k != "usage"} if usage is not None else meta,
-                                    has_output=has_out or failed))
+            events.append(
+                ToolEvent(
+                    str(a.get("gen_ai.tool.name") or sp["name"] or "tool"),
+                    a.get("gen_ai.tool.call.arguments"),
+                    out,
+                    is_error=failed,
+                    call_id=str(a["gen_ai.tool.call.id"]) if a.get("gen_ai.tool.call.id") else None,
+                    meta={k: v for k, v in meta.items() if k != "usage"} if usage is not None else meta,
+                    has_output=has_out or failed,
+                )
+            )
             continue
         ins, outs = model_messages(sp)
         if op in _CHAT_OPS or op is None or outs or ins:
@@ -238,7 +250,9 @@ def trace_steps(spans: list) -> tuple[list, str | None, dict, dict]:
             if failed:
                 events.append(step("error", _error_text(sp), None, dict(meta)))
             elif not outs:
-                events.append(step("other", dumps({k: v for k, v in a.items() if k.startswith("gen_ai.")}), None, dict(meta)))
+                events.append(
+                    step("other", dumps({k: v for k, v in a.items() if k.startswith("gen_ai.")}), None, dict(meta))
+                )
             continue
         events.append(step("error" if failed else "other", _error_text(sp) if failed else dumps(a), None, dict(meta)))
     info = {"span_count": len(spans), "skipped_spans": skipped or None, "genai_spans": genai}
@@ -311,7 +325,8 @@ class _Spans(SpansByTrace):
 CONVERTER = Converter(
     name=NAME,
     description="OpenTelemetry GenAI spans in OTLP/JSON (gen_ai.* attributes, current and older conventions)",
-    shapes='{"resourceSpans": [{"scopeSpans": [{"spans": [{traceId, spanId, parentSpanId, attributes: [{key, value}]}]}]}]}; JSON, a list of exports, or JSONL',
+    shapes='{"resourceSpans": [{"scopeSpans": [{"spans": [{traceId, spanId, parentSpanId, attributes: [{key, '
+           'value}]}]}]}]}; JSON, a list of exports, or JSONL',
     detect=detect,
     one=one,
     read=_read,

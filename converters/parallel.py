@@ -68,7 +68,14 @@ def _spool(path: str, fmt: str, spool: str) -> str:
         for item in convert_file(path, fmt, ids):
             if isinstance(item, Trace):
                 at = ids.given_at(item.trace_id) or Origin(fmt, path)
-                head = [str(item.metadata.get("source_format", fmt)), item.trace_id, at.source, at.line, at.index, at.place]
+                head = [
+                    str(item.metadata.get("source_format", fmt)),
+                    item.trace_id,
+                    at.source,
+                    at.line,
+                    at.index,
+                    at.place,
+                ]
                 payload = dumps_line(head) + dumps_line(item.to_json())
                 out.write(_FRAME.pack(b"T", len(payload)) + payload)
             else:
@@ -131,7 +138,13 @@ def in_workers(paths: list[Path], fmt: str, jobs: int) -> Iterator[Iterator[Conv
             try:
                 spool = fut.result()
             except Exception as exc:  # noqa: BLE001 - a dead worker costs its file, not the run
-                yield iter([TraceError(str(p), None, None, f"conversion failed in a worker process: {type(exc).__name__}: {exc}")])
+                yield iter(
+                    [
+                        TraceError(
+                            str(p), None, None, f"conversion failed in a worker process: {type(exc).__name__}: {exc}"
+                        )
+                    ]
+                )
                 continue
             yield _unspool(spool)
     finally:

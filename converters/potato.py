@@ -212,8 +212,11 @@ def _steps(items: list, field: str, out: _Steps) -> None:
             for k, c in enumerate(calls if isinstance(calls, list) else []):
                 if not isinstance(c, dict):
                     raise BadRecord(f"{field}[{i}].tool_calls[{k}]", "expected an object with name and args")
-                out.call(text(c.get("name", c.get("tool"))), render_args(c.get("args", c.get("arguments", c.get("input")))),
-                         {"agent": agent, "message_index": i, "call_index": k})
+                out.call(
+                    text(c.get("name", c.get("tool"))),
+                    render_args(c.get("args", c.get("arguments", c.get("input")))),
+                    {"agent": agent, "message_index": i, "call_index": k},
+                )
             continue
         out.add("other", compact(item), {"message_index": i})
 
@@ -275,7 +278,9 @@ def _score(rec: Any) -> float:
     steps = rec.get("steps")
     if isinstance(steps, list) and steps:
         head = steps[:20]
-        if all(isinstance(s, dict) and ("agent" in s and "content" in s or "speaker" in s and "text" in s) for s in head):
+        if all(
+            isinstance(s, dict) and ("agent" in s and "content" in s or "speaker" in s and "text" in s) for s in head
+        ):
             return 0.85
     return 0.0
 
@@ -288,8 +293,10 @@ def detect(sample: Sample) -> float:
 
 CONVERTER = Converter(
     name=NAME,
-    description="Potato's agent traces: its trace converter's output and example projects (conversation, structured_turns, steps)",
-    shapes='{"id", "task_description", "conversation": [{speaker, text}]} or {"structured_turns": [{role, content, tool_calls: [{tool, input, output}]}]} or {"task", "steps": [{agent, content}]}',
+    description="Potato's agent traces: its trace converter's output and example projects (conversation, "
+                "structured_turns, steps)",
+    shapes='{"id", "task_description", "conversation": [{speaker, text}]} or {"structured_turns": [{role, content, '
+           'tool_calls: [{tool, input, output}]}]} or {"task", "steps": [{agent, content}]}',
     detect=detect,
     one=one,
 )

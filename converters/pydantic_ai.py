@@ -31,7 +31,9 @@ from .support.files import Origin, records, sample_objects
 from .support.steps import StepList, default_id, dumps, finish, render_args, step
 
 NAME = "pydantic_ai"
-_OPENING = re.compile(r'\s*\[?\s*\[?\s*\{\s*"parts"\s*:\s*\[\s*\{[\s\S]*?"part_kind"\s*:\s*"(system-prompt|user-prompt|tool-return|retry-prompt)"')
+_OPENING = re.compile(
+    r'\s*\[?\s*\[?\s*\{\s*"parts"\s*:\s*\[\s*\{[\s\S]*?"part_kind"\s*:\s*"(system-prompt|user-prompt|tool-return|retry-prompt)"'
+)
 _CALLS = frozenset({"tool-call", "builtin-tool-call", "native-tool-call"})
 _RETURNS = frozenset({"tool-return", "builtin-tool-return", "native-tool-return"})
 _PART_KINDS = _CALLS | _RETURNS | {"system-prompt", "user-prompt", "retry-prompt", "text", "thinking", "file"}
@@ -41,7 +43,9 @@ def _is_message(o: Any) -> bool:
     if not isinstance(o, dict) or o.get("kind") not in ("request", "response"):
         return False
     parts = o.get("parts")
-    return isinstance(parts, list) and any(isinstance(p, dict) and p.get("part_kind") in _PART_KINDS for p in parts[:10])
+    return isinstance(parts, list) and any(
+        isinstance(p, dict) and p.get("part_kind") in _PART_KINDS for p in parts[:10]
+    )
 
 
 def _is_history(v: Any) -> bool:
@@ -76,7 +80,8 @@ def _user_content(content: Any, where: str) -> tuple[str, str]:
             out.append(c)
             words.append(c)
         elif isinstance(c, dict) and c.get("kind") == "binary":
-            out.append(f"[binary: {media_ref('data:%s;base64,%s' % (c.get('media_type') or '', c.get('data') or ''))}]")
+            data_url = f"data:{c.get('media_type') or ''};base64,{c.get('data') or ''}"
+            out.append(f"[binary: {media_ref(data_url)}]")
         elif isinstance(c, dict) and isinstance(c.get("kind"), str):
             out.append(f"[{c['kind']}: {media_ref(c.get('url'))}]")
         else:
@@ -186,9 +191,10 @@ def _read(path: Path, fmt: str) -> Iterator[tuple[Origin, Any]]:
 
 CONVERTER = Converter(
     name=NAME,
-    description="pydantic-ai message histories (ModelMessagesTypeAdapter JSON: ModelRequest / ModelResponse with parts)",
+    description="pydantic-ai message histories (ModelMessagesTypeAdapter JSON: ModelRequest / ModelResponse with "
+                "parts)",
     shapes='[{"kind": "request" | "response", "parts": [{"part_kind": "user-prompt" | "tool-call" | "tool-return" | '
-           '"retry-prompt" | "text" | "thinking" | ...}]}] (a history; lists of them, {name: history}, or JSONL)',
+    '"retry-prompt" | "text" | "thinking" | ...}]}] (a history; lists of them, {name: history}, or JSONL)',
     detect=detect,
     one=one,
     read=_read,

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -115,7 +114,9 @@ def _structured(rec: Any) -> bool:
 def detect(sample: Sample) -> float:
     name = sample.path.name.lower()
     if sample.first_records or isinstance(sample.first_json, (dict, list)):
-        recs = sample.first_records or (sample.first_json if isinstance(sample.first_json, list) else [sample.first_json])
+        recs = sample.first_records or (
+            sample.first_json if isinstance(sample.first_json, list) else [sample.first_json]
+        )
         recs = [r for r in recs[:5] if isinstance(r, dict)]
         if recs and all(_structured(r) for r in recs):
             return 0.7
@@ -200,7 +201,12 @@ def one(rec: Any, origin: Origin) -> Iterator:
     if found is None:
         present = [k for k in TEXT_KEYS if k in rec]
         if present:
-            raise BadRecord(present[0], f"expected a ReAct transcript string, got {type(rec[present[0]]).__name__}" if not isinstance(rec[present[0]], str) else "no Thought/Action/Observation labels in the text")
+            raise BadRecord(
+                present[0],
+                f"expected a ReAct transcript string, got {type(rec[present[0]]).__name__}"
+                if not isinstance(rec[present[0]], str)
+                else "no Thought/Action/Observation labels in the text",
+            )
         raise BadRecord(None, f"no text field (one of {', '.join(TEXT_KEYS)})")
     key, transcript = found
     question, steps = parse(transcript)
@@ -213,11 +219,13 @@ def one(rec: Any, origin: Origin) -> Iterator:
     yield finish(origin, tid, task, steps, meta, key)
 
 
-@dataclass(frozen=True)
 class _Transcript:
     """A transcript file's whole text (a .txt, .log or .md file is one trace)."""
 
-    text: str
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
 
 
 def _read(path: Path, fmt: str) -> Iterator[tuple[Origin, Any]]:
@@ -239,7 +247,8 @@ def _read(path: Path, fmt: str) -> Iterator[tuple[Origin, Any]]:
 CONVERTER = Converter(
     name=NAME,
     description="ReAct text transcripts (Thought / Action / Action Input / Observation / Final Answer)",
-    shapes='.txt/.log/.md transcript; JSON/JSONL records with the transcript in text/trace/output/log; {"steps": [{thought, action, observation}]}',
+    shapes='.txt/.log/.md transcript; JSON/JSONL records with the transcript in text/trace/output/log; {"steps": '
+           '[{thought, action, observation}]}',
     detect=detect,
     one=one,
     read=_read,

@@ -39,9 +39,10 @@ NAME = "smolagents"
 ACTION_KEYS = {"step_number", "model_output", "observations", "tool_calls"}
 MSG_ROLES = {"system", "user", "assistant", "tool-call", "tool-response"}
 STEP_CLASSES = ("SystemPromptStep", "TaskStep", "ActionStep", "PlanningStep", "FinalAnswerStep")
-STEP_REPR = re.compile(r"(?:%s)\(" % "|".join(STEP_CLASSES))
+STEP_REPR = re.compile(rf"(?:{'|'.join(STEP_CLASSES)})\(")
 #: the opening of a benchmark record too big to sample whole: its steps printed or as messages
-HEAD = re.compile(r'"intermediate_steps":\s*\[\s*(?:"(?:%s)\(|\{"role":\s*"(?:system|user)")' % "|".join(STEP_CLASSES))
+HEAD = re.compile(r'"intermediate_steps":\s*\[\s*(?:"(?:' + "|".join(STEP_CLASSES)
+                  + r')\(|\{"role":\s*"(?:system|user)")')
 #: in a printed step: string literals (kept whole) or an object printed as ``<…>`` (a PIL image, an enum member)
 LITERAL_OR_OPAQUE = re.compile(r"""'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"|(<[^<>\n]*>)""")
 CALLING = "Calling tools:\n"
@@ -148,7 +149,11 @@ def _score(doc: Any) -> float:
     kinds = [_kind(s) for s in steps[:20]]
     if any(k in ("action", "planning", "task") for k in kinds) and all(kinds):
         return 0.9
-    if kinds and all(k == "message" for k in kinds) and any(s.get("role") in ("tool-call", "tool-response") for s in steps[:20]):
+    if (
+        kinds
+        and all(k == "message" for k in kinds)
+        and any(s.get("role") in ("tool-call", "tool-response") for s in steps[:20])
+    ):
         return 0.9
     return 0.0
 
@@ -186,14 +191,23 @@ def _action(s: dict, out: StepList, w: str, meta: dict) -> None:
         put(first_key, step("observation", text(obs), None, {**meta, "tool_call_id": first_id}))
     if err:
         msg = text(err.get("message")) if isinstance(err, dict) else text(err)
-        put(first_key, step("error", msg, None,
-                            {"error_type": err.get("type") if isinstance(err, dict) else None, **meta, "tool_call_id": first_id}))
+        put(
+            first_key,
+            step(
+                "error",
+                msg,
+                None,
+                {"error_type": err.get("type") if isinstance(err, dict) else None, **meta, "tool_call_id": first_id},
+            ),
+        )
 
 
 def _call_step(c: Any, meta: dict) -> Any:
     """The step of one tool call: a CodeAgent's ``python_interpreter`` call is the code it runs."""
     if c.name == "python_interpreter" and isinstance(c.args, str):
-        return step("code", c.args, None, {"language": "python", "tool_name": c.name, **meta, "tool_call_id": c.call_id})
+        return step(
+            "code", c.args, None, {"language": "python", "tool_name": c.name, **meta, "tool_call_id": c.call_id}
+        )
     return step("action", c.name, render_args(c.args), {**meta, "tool_call_id": c.call_id})
 
 
@@ -264,7 +278,11 @@ def one(doc: Any, origin: Origin) -> Iterator:
     steps = _steps_of(doc)
     if steps is None:
         raise BadRecord("steps", "missing: expected a list of memory steps")
-    field = next(k for k in ("steps", "memory", "messages", "intermediate_steps") if doc.get(k) is steps) if isinstance(doc, dict) else ""
+    field = (
+        next(k for k in ("steps", "memory", "messages", "intermediate_steps") if doc.get(k) is steps)
+        if isinstance(doc, dict)
+        else ""
+    )
     out = StepList()
     task = None
     unknown = unread = 0
@@ -332,9 +350,10 @@ def one(doc: Any, origin: Origin) -> Iterator:
 CONVERTER = Converter(
     name=NAME,
     description="smolagents memory steps (TaskStep, PlanningStep, ActionStep), write_memory_to_messages output, "
-                "benchmark answers (intermediate_steps)",
-    shapes='JSON list of step dicts (get_full_steps); {"steps": [...]}; JSONL of those; messages with tool-call/tool-response roles; '
-           'JSONL {question, intermediate_steps: [printed steps or messages], ...}',
+    "benchmark answers (intermediate_steps)",
+    shapes='JSON list of step dicts (get_full_steps); {"steps": [...]}; JSONL of those; messages with '
+           'tool-call/tool-response roles; '
+    "JSONL {question, intermediate_steps: [printed steps or messages], ...}",
     detect=detect,
     one=one,
     # a JSON list is one memory (its steps); NaN in a benchmark's answers (a pandas cell) reads as null

@@ -56,9 +56,17 @@ def detect(sample: Sample) -> float:
             return 0.95
         if isinstance(doc.get("trajectory"), list) and ("history" in doc or "info" in doc or "environment" in doc):
             return 0.95
-        if isinstance(doc.get("history"), list) and (sample.path.suffix == ".traj" or "info" in doc or any(isinstance(m, dict) and "message_type" in m for m in doc["history"][:5])):
+        if isinstance(doc.get("history"), list) and (
+            sample.path.suffix == ".traj"
+            or "info" in doc
+            or any(isinstance(m, dict) and "message_type" in m for m in doc["history"][:5])
+        ):
             return 0.9
-        if isinstance(doc.get("messages"), list) and isinstance(doc.get("info"), dict) and ("model_stats" in doc["info"] or "exit_status" in doc["info"]):
+        if (
+            isinstance(doc.get("messages"), list)
+            and isinstance(doc.get("info"), dict)
+            and ("model_stats" in doc["info"] or "exit_status" in doc["info"])
+        ):
             return 0.9
         if isinstance(doc.get("steps"), list) and isinstance(doc.get("info"), dict) and "exit_status" in doc["info"]:
             return 0.9
@@ -175,8 +183,15 @@ def _from_history(history: list, out: StepList, where: str = "history", mini: bo
             for j, tc in enumerate(calls):
                 c = tool_call(tc, f"{w}.tool_calls[{j}]")
                 made.append(c.call_id)
-                out.call(c.call_id, step("action", c.name, render_args(c.args),
-                                         {"command": action if len(calls) == 1 else None, **meta, "tool_call_id": c.call_id}))
+                out.call(
+                    c.call_id,
+                    step(
+                        "action",
+                        c.name,
+                        render_args(c.args),
+                        {"command": action if len(calls) == 1 else None, **meta, "tool_call_id": c.call_id},
+                    ),
+                )
             if not calls and action is not None:
                 pending = f"msg-{i}"
                 out.call(pending, step("action", "bash" if mini else _cmd_name(action), action, {**meta}))
@@ -222,14 +237,23 @@ def one(doc: Any, origin: Origin) -> Iterator:
     meta: dict = {}
     info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
     fmt = doc.get("trajectory_format")
-    if isinstance(fmt, str) and fmt.startswith("mini-swe-agent") or "messages" in doc and "trajectory" not in doc and "history" not in doc:
+    if (
+        isinstance(fmt, str)
+        and fmt.startswith("mini-swe-agent")
+        or "messages" in doc
+        and "trajectory" not in doc
+        and "history" not in doc
+    ):
         meta.update(variant="mini-swe-agent", trajectory_format=fmt)
         first_user, demos = _from_history(expect(doc.get("messages"), list, "messages"), out, "messages", mini=True)
         task = _mini_task(first_user)
     elif isinstance(doc.get("trajectory"), list) and doc["trajectory"]:
         meta.update(variant="trajectory", history_messages=len(doc.get("history") or []))
         _from_trajectory(doc, out)
-        task, demos = _problem(doc), sum(1 for m in doc.get("history") or [] if isinstance(m, dict) and m.get("is_demo"))
+        task, demos = (
+            _problem(doc),
+            sum(1 for m in doc.get("history") or [] if isinstance(m, dict) and m.get("is_demo")),
+        )
     elif isinstance(doc.get("steps"), list) and doc["steps"] and "history" not in doc:
         meta.update(variant="steps")
         _from_trajectory(doc, out, "steps")
@@ -261,8 +285,9 @@ def _read(path: Path, fmt: str) -> Iterator[tuple[Origin, Any]]:
 CONVERTER = Converter(
     name=NAME,
     description="SWE-agent .traj trajectories (trajectory or history, function calling) and mini-swe-agent",
-    shapes='.traj {"trajectory": [{thought, action, observation}], "history", "info"}; {"messages", "info", "trajectory_format": "mini-swe-agent-1"}; '
-           'mini-swe-agent\'s bare message list (```bash blocks, <returncode> outputs)',
+    shapes='.traj {"trajectory": [{thought, action, observation}], "history", "info"}; {"messages", "info", '
+           '"trajectory_format": "mini-swe-agent-1"}; '
+    "mini-swe-agent's bare message list (```bash blocks, <returncode> outputs)",
     detect=detect,
     one=one,
     read=_read,

@@ -32,7 +32,12 @@ def _looks(obj: Any) -> float:
 
 def _unwrap(val: Any):
     # predictions are also stored as {instance_id: prediction}
-    if isinstance(val, dict) and val and "instance_id" not in val and all(isinstance(v, dict) and "model_patch" in v for v in val.values()):
+    if (
+        isinstance(val, dict)
+        and val
+        and "instance_id" not in val
+        and all(isinstance(v, dict) and "model_patch" in v for v in val.values())
+    ):
         return [dict(v, instance_id=v.get("instance_id", k)) for k, v in val.items()]
     return None
 
@@ -60,8 +65,19 @@ def one(rec: Any, origin: Origin) -> list:
         steps.append(step("message", hints, None, {"role": "hints"}))
     if "model_patch" in rec:
         patch = expect(rec.get("model_patch"), str, "model_patch", optional=True) or ""
-        steps.append(step("code", patch, None,
-                          {"language": "diff", "patch_kind": "model_patch", "model": model, "empty_patch": True if not patch else None}))
+        steps.append(
+            step(
+                "code",
+                patch,
+                None,
+                {
+                    "language": "diff",
+                    "patch_kind": "model_patch",
+                    "model": model,
+                    "empty_patch": True if not patch else None,
+                },
+            )
+        )
     else:
         steps.append(step("code", expect(rec.get("patch"), str, "patch", optional=True) or "", None,
                           {"language": "diff", "patch_kind": "gold_patch"}))
@@ -81,7 +97,8 @@ def one(rec: Any, origin: Origin) -> list:
 CONVERTER = Converter(
     name=NAME,
     description="SWE-bench predictions (instance_id, model_patch) and instance records (patch, problem_statement)",
-    shapes='{"instance_id", "model_name_or_path", "model_patch"} or {"instance_id", "problem_statement", "patch", "test_patch"}; JSONL, a JSON list, or {instance_id: prediction}',
+    shapes='{"instance_id", "model_name_or_path", "model_patch"} or {"instance_id", "problem_statement", "patch", '
+           '"test_patch"}; JSONL, a JSON list, or {instance_id: prediction}',
     detect=detect,
     one=one,
     split=unwrapping(_unwrap),

@@ -102,8 +102,15 @@ def _tau2_steps(messages: list, out: StepList) -> str:
         meta = {"role": role, "turn_idx": m.get("turn_idx"), "timestamp": m.get("timestamp")}
         if role == "tool":
             cid = call_id(m.get("id"))
-            out.result(cid, step("error" if m.get("error") is True else "observation", content_text(m.get("content")), None,
-                                 {**meta, "tool_call_id": cid, "requestor": m.get("requestor")}))
+            out.result(
+                cid,
+                step(
+                    "error" if m.get("error") is True else "observation",
+                    content_text(m.get("content")),
+                    None,
+                    {**meta, "tool_call_id": cid, "requestor": m.get("requestor")},
+                ),
+            )
             continue
         if role not in ("assistant", "user", "system"):
             raise BadRecord(f"{w}.role", f"expected assistant, user, system or tool, got {role!r}")
@@ -187,23 +194,37 @@ def _read(path: Path, fmt: str) -> Iterator[tuple[Origin, Any]]:
             yield Origin(fmt, source, None, i, i), rec
     elif not isinstance(doc, dict) or not isinstance(doc.get("simulations"), list):
         got = describe(doc.get("simulations")) if isinstance(doc, dict) else describe(doc)
-        yield Origin(fmt, source), TraceError(source, None, "simulations", f"expected tau-bench records (a list) or tau2 "
-                                                                           f"{{simulations: [...]}}, got {got}")
+        yield (
+            Origin(fmt, source),
+            TraceError(
+                source,
+                None,
+                "simulations",
+                f"expected tau-bench records (a list) or tau2 {{simulations: [...]}}, got {got}",
+            ),
+        )
     else:
         yield from _simulations(path, fmt, doc.get("info"), doc.get("tasks"), enumerate(doc["simulations"]))
 
 
-def _simulations(path: Path, fmt: str, info: Any, tasks: Any, sims: Iterator[tuple[int, Any]]) -> Iterator[tuple[Origin, Any]]:
-    run = (_run_info(None if isinstance(info, TraceError) else info), _tasks(None if isinstance(tasks, TraceError) else tasks))
+def _simulations(
+    path: Path, fmt: str, info: Any, tasks: Any, sims: Iterator[tuple[int, Any]]
+) -> Iterator[tuple[Origin, Any]]:
+    run = (
+        _run_info(None if isinstance(info, TraceError) else info),
+        _tasks(None if isinstance(tasks, TraceError) else tasks),
+    )
     for i, sim in sims:
         yield Origin(fmt, str(path), place=f"simulations[{i}]", document=run), sim
 
 
 CONVERTER = Converter(
     name=NAME,
-    description="tau-bench results ({task_id, reward, info, traj, trial}) and tau2-bench results (simulations with messages)",
+    description="tau-bench results ({task_id, reward, info, traj, trial}) and tau2-bench results (simulations with "
+                "messages)",
     shapes="JSON list of {task_id, reward, info, traj: [chat messages], trial}; "
-           "{timestamp, info, tasks, simulations: [{id, task_id, messages: [{role, content, tool_calls, turn_idx}], reward_info}]}",
+    "{timestamp, info, tasks, simulations: [{id, task_id, messages: [{role, content, tool_calls, turn_idx}], "
+    "reward_info}]}",
     detect=detect,
     one=one,
     read=_read,

@@ -92,7 +92,8 @@ def media_ref(value: Any) -> str:
         return str(value)
     m = _DATA_URL.match(value)
     if m:
-        return f"data:{m.group(1) or 'application/octet-stream'}{m.group(2) or ''},<{len(value) - m.end()} chars not inlined>"
+        kind = m.group(1) or "application/octet-stream"
+        return f"data:{kind}{m.group(2) or ''},<{len(value) - m.end()} chars not inlined>"
     if len(value) > 2000 and _B64ISH.match(value[:4000]):
         return f"<base64 data, {len(value)} chars not inlined>"
     return value
@@ -204,7 +205,9 @@ def tool_calls_of(m: dict) -> list[ToolCall]:
             tc = inner
         name = fn.get("name")
         args = fn.get("arguments", fn.get("args", fn.get("input")))
-        out.append(ToolCall(str(name) if name is not None else "", args, call_id(tc.get("id") or tc.get("tool_call_id"))))
+        out.append(
+            ToolCall(str(name) if name is not None else "", args, call_id(tc.get("id") or tc.get("tool_call_id")))
+        )
     return out
 
 
@@ -235,7 +238,9 @@ def openai_messages(messages: list, out: StepList, *, where: str = "messages", a
             if task is None:
                 task = content
             nm = m.get("name")
-            out.add(step("message", content, None, {"role": "user", "name": nm, **meta} if nm else {"role": "user", **meta}))
+            out.add(
+                step("message", content, None, {"role": "user", "name": nm, **meta} if nm else {"role": "user", **meta})
+            )
         elif role == "assistant":
             name = m.get("name") or agent
             by = {"agent": name, **meta} if name else meta  # each step's metadata is a new dict made from these
@@ -245,7 +250,9 @@ def openai_messages(messages: list, out: StepList, *, where: str = "messages", a
                 out.add(step("thought", content_text(reasoning), None, dict(said)))
             content = m.get("content")
             if content is not None and not isinstance(content, (str, list, dict)):
-                raise BadRecord(f"{where}[{i}].content", f"expected a string or a list of parts, got {describe(content)}")
+                raise BadRecord(
+                    f"{where}[{i}].content", f"expected a string or a list of parts, got {describe(content)}"
+                )
             # Inspect AI and others keep reasoning as a content part
             if isinstance(content, list) and any(isinstance(p, dict) and p.get("type") == "reasoning" for p in content):
                 for p in content:
@@ -349,12 +356,18 @@ def anthropic_blocks(role: str, content: Any, out: StepList | StepBatch, where: 
             if isinstance(body, dict) and isinstance(body.get("type"), str) and body["type"].endswith("_error"):
                 is_err = True
             cid = call_id(b.get("tool_use_id"))
-            m = {**results, "tool_call_id": cid} if bt == "tool_result" else {"block_type": bt, **results, "tool_call_id": cid}
+            m = (
+                {**results, "tool_call_id": cid}
+                if bt == "tool_result"
+                else {"block_type": bt, **results, "tool_call_id": cid}
+            )
             out.result(cid, step("error" if is_err else "observation", body_text, None, m))
         elif bt == "thinking":
             out.add(step("thought", text(b.get("thinking")), None, {"role": role, **tool}))
         elif bt == "redacted_thinking":
-            out.add(step("thought", "[redacted thinking]", None, {"role": role, **tool, "redacted_data": b.get("data")}))
+            out.add(
+                step("thought", "[redacted thinking]", None, {"role": role, **tool, "redacted_data": b.get("data")})
+            )
         else:
             out.add(step("other", compact(b), None, {"role": role, "block_type": bt, **base}))
     return "\n".join(user_text)
@@ -363,10 +376,23 @@ def anthropic_blocks(role: str, content: Any, out: StepList | StepBatch, where: 
 # ---------------------------------------------------------------- generic {role, content | parts} messages
 
 _ROLE = {
-    "human": "user", "user": "user", "humanmessage": "user", "humanmessagechunk": "user",
-    "ai": "assistant", "assistant": "assistant", "aimessage": "assistant", "aimessagechunk": "assistant", "model": "assistant",
-    "system": "system", "systemmessage": "system", "developer": "system",
-    "tool": "tool", "toolmessage": "tool", "function": "tool", "functionmessage": "tool", "ipython": "tool",
+    "human": "user",
+    "user": "user",
+    "humanmessage": "user",
+    "humanmessagechunk": "user",
+    "ai": "assistant",
+    "assistant": "assistant",
+    "aimessage": "assistant",
+    "aimessagechunk": "assistant",
+    "model": "assistant",
+    "system": "system",
+    "systemmessage": "system",
+    "developer": "system",
+    "tool": "tool",
+    "toolmessage": "tool",
+    "function": "tool",
+    "functionmessage": "tool",
+    "ipython": "tool",
 }
 
 
@@ -490,7 +516,18 @@ def task_from_input(value: Any) -> str | None:
             return first_user_text(value[0])
         return None
     if isinstance(value, dict):
-        for k in ("task", "input", "question", "query", "prompt", "goal", "instruction", "user_input", "request", "message"):
+        for k in (
+            "task",
+            "input",
+            "question",
+            "query",
+            "prompt",
+            "goal",
+            "instruction",
+            "user_input",
+            "request",
+            "message",
+        ):
             v = value.get(k)
             if isinstance(v, str):
                 return v

@@ -72,7 +72,11 @@ def expect(value: Any, kind: type | tuple, field: str | None, *, optional: bool 
         if optional:
             return None
         raise BadRecord(field, "missing")
-    if not isinstance(value, kind) or isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
+    if (
+        not isinstance(value, kind)
+        or isinstance(value, bool)
+        and bool not in (kind if isinstance(kind, tuple) else (kind,))
+    ):
         raise BadRecord(field, f"expected {_kind_name(kind)}, got {describe(value)}")
     return value
 

@@ -109,7 +109,10 @@ def iter_items(path: Path, prefix: str) -> Iterator[tuple[int, Any]]:
             for i, item in enumerate(ijson.items(fh, prefix, use_float=True)):
                 yield i, item
         except (ijson.JSONError, ValueError, UnicodeDecodeError) as exc:
-            yield i + 1, TraceError(str(path), None, f"{prefix.replace('.item', '[]')}[{i + 1}]", f"invalid JSON: {exc}")
+            yield (
+                i + 1,
+                TraceError(str(path), None, f"{prefix.replace('.item', '[]')}[{i + 1}]", f"invalid JSON: {exc}"),
+            )
 
 
 def first_item(path: Path, prefix: str) -> Any:
@@ -350,7 +353,8 @@ def _names(obj: dict, limit: int) -> str:
 
 
 def _keys_text(obj: dict, limit: int = 12) -> str:
-    """An object's keys with what each holds: ``keys id (string), steps (list of 5, the first an object with keys agent, content)``."""
+    """An object's keys with what each holds: ``keys id (string), steps (list of 5, the first an object with keys
+    agent, content)``."""
     parts = [f"{k} ({_kind(v, 0)})" for k, v in list(obj.items())[:limit]]
     more = f", and {len(obj) - limit} more" if len(obj) > limit else ""
     return "keys " + ", ".join(parts) + more if parts else "no keys"

@@ -197,8 +197,12 @@ def otlp_spans(req: Any, where: str = "", first: int = 0) -> list[dict]:
                 if evs:
                     for e_i, ev in enumerate(evs):
                         if isinstance(ev, dict):
-                            events.append({"name": ev.get("name"),
-                                           "attrs": otlp_attrs(ev.get("attributes"), spw, f".events[{e_i}].attributes")})
+                            events.append(
+                                {
+                                    "name": ev.get("name"),
+                                    "attrs": otlp_attrs(ev.get("attributes"), spw, f".events[{e_i}].attributes"),
+                                }
+                            )
                 start = sp.get("startTimeUnixNano")
                 out.append({
                     "trace_id": tid, "span_id": sid, "parent_id": pid or None,
@@ -452,8 +456,11 @@ def assemble(events: list) -> list[Step]:
                 steps.append(step("action", tc.name, render_args(tc.args), {"tool_call_id": tc.call_id, **m}))
                 if not emitted and "tool_calls" in meta:
                     # the turn had no text: keep its provenance (tokens, model) on its first action
-                    step_metadata(steps[-1]).update((k, v) for k, v in meta.items()
-                                                    if k != "tool_calls" and k != "timestamp" and v is not None and v != {})
+                    step_metadata(steps[-1]).update(
+                        (k, v)
+                        for k, v in meta.items()
+                        if k != "tool_calls" and k != "timestamp" and v is not None and v != {}
+                    )
                     emitted = True
                 res = None
                 for later in events[i + 1:]:

@@ -219,7 +219,9 @@ def _next_line(fh: IO[bytes]) -> bytes | None:
             return ln
 
 
-def documents(path: str | Path, nan_as_null: bool = False, jsonl: bool | None = None) -> Iterator[tuple[int | None, Any]]:
+def documents(
+    path: str | Path, nan_as_null: bool = False, jsonl: bool | None = None
+) -> Iterator[tuple[int | None, Any]]:
     """(line, value or TraceError) for each line of a JSONL file, or (None, value or TraceError) once for a JSON
     document (``jsonl`` says which, else :func:`is_jsonl` tells; ``nan_as_null``: see :func:`loads`). Never raises
     for a file that cannot be read: that is a located error too."""
@@ -297,14 +299,10 @@ def atomic_output(path: str | Path, mode: str = "w", *, buffering: int = -1,
         with _open(target, mode, buffering) as fh:
             yield fh
         return
-    # imported here: a command that writes no file (import, convert -o -) does not pay for tempfile and what it loads,
-    # 11 M instructions, a twentieth of an empty convert's (benchmarks/converter_instructions.py, start-up)
-    import tempfile
-
     try:
         if make_folder:
             target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
+        fd, tmp = _partial(target)
     except OSError as exc:
         raise _naming(exc, Path(path)) from None
     try:
@@ -328,6 +326,19 @@ def atomic_output(path: str | Path, mode: str = "w", *, buffering: int = -1,
     except BaseException:
         _discard(fh, tmp)
         raise
+
+
+def _partial(target: Path) -> tuple[int, str]:
+    """A new empty file beside ``target`` to write into, as ``tempfile.mkstemp`` makes one: (descriptor, path).
+    Not mkstemp itself: importing tempfile (random, shutil and the compression modules) costs every convert that writes
+    a file 10 M instructions, a twentieth of its start-up (benchmarks/converter_instructions.py, start-up)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    while True:
+        tmp = os.path.join(target.parent, f".{target.name}.{os.urandom(6).hex()}.partial")
+        try:
+            return os.open(tmp, flags, 0o600), tmp
+        except FileExistsError:  # taken (one chance in 2**48): another name
+            continue
 
 
 def _open(file: int | Path, mode: str, buffering: int) -> IO[Any]:

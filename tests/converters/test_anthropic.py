@@ -6,7 +6,19 @@ def test_blocks_system_thinking_parallel_tools_and_errors():
     assert not errors and len(traces) == 1
     t = traces[0]
     assert t.trace_id == "anth-1" and t.task == "Read two files " + SCARY
-    assert types(t) == ["system", "message", "thought", "thought", "message", "action", "observation", "action", "error", "message", "message"]
+    assert types(t) == [
+        "system",
+        "message",
+        "thought",
+        "thought",
+        "message",
+        "action",
+        "observation",
+        "action",
+        "error",
+        "message",
+        "message",
+    ]
     assert t.steps[0].content == "Be terse."
     assert meta(t.steps[3])["redacted_data"] == "opaque=="
     assert [meta(t.steps[i])["tool_call_id"] for i in (5, 6, 7, 8)] == ["toolu_1", "toolu_1", "toolu_2", "toolu_2"]

@@ -54,9 +54,13 @@ def _trace(*steps: Step, **meta) -> Trace:
 
 
 def test_a_conforming_trace_has_no_problems():
-    t = _trace(Step.of("thought", "plan"),
-               Step.of("action", "search", '{"q": 1}', {"timestamp": "2025-01-01T00:00:00Z", "metadata": {"tool_call_id": "c1"}}),
-               Step.of("observation", "found", None, {"timestamp": 1746000001000000000, "metadata": {"tool_call_id": "c1"}}))
+    t = _trace(
+        Step.of("thought", "plan"),
+        Step.of(
+            "action", "search", '{"q": 1}', {"timestamp": "2025-01-01T00:00:00Z", "metadata": {"tool_call_id": "c1"}}
+        ),
+        Step.of("observation", "found", None, {"timestamp": 1746000001000000000, "metadata": {"tool_call_id": "c1"}}),
+    )
     assert convention_problems(t) == []
 
 

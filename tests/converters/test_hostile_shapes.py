@@ -29,19 +29,37 @@ def _stream(mid):
     ]
 
 
-@pytest.mark.parametrize("line, bad, field", [
-    (2, {"type": "content_block_start", "index": {"i": 0}, "content_block": {"type": "text"}}, "index"),  # unhashable
-    (3, {"type": "content_block_delta", "index": 0, "delta": "text"}, "delta"),
-    (3, {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": {"x": 1}}}, "delta.text"),
-    (3, {"type": "content_block_delta", "index": None, "delta": {"type": "input_json_delta", "partial_json": [1]}},
-     "delta.partial_json"),
-    (1, {"type": "message_start", "message": "m"}, "message"),  # 'str' object has no attribute 'items'
-    (1, {"type": "message_start", "message": {"role": "assistant", "usage": "u"}}, "message.usage"),
-    (2, {"type": "content_block_start", "index": 0, "content_block": ["x"]}, "content_block"),
-    (2, {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": {}}}, "content_block.text"),
-    (4, {"type": "message_delta", "delta": 7}, "delta"),
-    (4, {"type": "message_delta", "delta": {}, "usage": "u"}, "usage"),
-])
+@pytest.mark.parametrize(
+    "line, bad, field",
+    [
+        (
+            2,
+            {"type": "content_block_start", "index": {"i": 0}, "content_block": {"type": "text"}},
+            "index",
+        ),  # unhashable
+        (3, {"type": "content_block_delta", "index": 0, "delta": "text"}, "delta"),
+        (
+            3,
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": {"x": 1}}},
+            "delta.text",
+        ),
+        (
+            3,
+            {"type": "content_block_delta", "index": None, "delta": {"type": "input_json_delta", "partial_json": [1]}},
+            "delta.partial_json",
+        ),
+        (1, {"type": "message_start", "message": "m"}, "message"),  # 'str' object has no attribute 'items'
+        (1, {"type": "message_start", "message": {"role": "assistant", "usage": "u"}}, "message.usage"),
+        (2, {"type": "content_block_start", "index": 0, "content_block": ["x"]}, "content_block"),
+        (
+            2,
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": {}}},
+            "content_block.text",
+        ),
+        (4, {"type": "message_delta", "delta": 7}, "delta"),
+        (4, {"type": "message_delta", "delta": {}, "usage": "u"}, "usage"),
+    ],
+)
 def test_anthropic_stream_event_of_the_wrong_shape(tmp_path, line, bad, field):
     first = _stream("m1")
     first[line - 1] = bad

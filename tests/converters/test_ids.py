@@ -38,7 +38,9 @@ def _chat(tid, text):
 
 def test_convert_refuses_a_second_trace_with_an_id_and_says_where_the_first_is(tmp_path, cli):
     a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
-    a.write_text("\n".join(json.dumps(r) for r in (_chat("t1", "one"), _chat("t2", "two"), _chat("t1", "again"))) + "\n")
+    a.write_text(
+        "\n".join(json.dumps(r) for r in (_chat("t1", "one"), _chat("t2", "two"), _chat("t1", "again"))) + "\n"
+    )
     b.write_text(json.dumps(_chat("t2", "elsewhere")) + "\n" + json.dumps(_chat("t3", "three")) + "\n")
     out = tmp_path / "out.jsonl"
     r = cli("convert", a, b, "-o", out, "-j", 1)

@@ -12,7 +12,18 @@ def test_trace_export():
     assert errors == []
     assert t.trace_id == "lf-trace-1" and t.task.endswith(SCARY)
     # observations listed out of order are put in startTime order under their parent
-    assert types(t) == ["thought", "action", "observation", "action", "error", "action", "observation", "other", "message", "error"]
+    assert types(t) == [
+        "thought",
+        "action",
+        "observation",
+        "action",
+        "error",
+        "action",
+        "observation",
+        "other",
+        "message",
+        "error",
+    ]
     s = t.steps
     assert meta(s[0])["usage"] == {"input": 120, "output": 30, "total": 150} and meta(s[0])["model"] == "gpt-4o"
     assert (s[1].content, meta(s[1])["tool_call_id"], meta(s[2])["tool_call_id"]) == ("lookup_order", "tc1", "tc1")
@@ -48,8 +59,15 @@ def test_detect_fixture(name):
 def test_generation_output_without_role_is_the_models_message(tmp_path):
     # {"content": ...} (a custom integration's generation.end(output=...)) is the model's message, not a record to
     # show as JSON; an object with other keys still is one
-    obs = [{"id": "g1", "type": "GENERATION", "startTime": "2024-01-01T00:00:00Z", "output": {"content": "use <b> & \"quotes\""}},
-           {"id": "g2", "type": "GENERATION", "startTime": "2024-01-01T00:00:01Z", "output": {"content": "x", "score": 3}}]
+    obs = [
+        {
+            "id": "g1",
+            "type": "GENERATION",
+            "startTime": "2024-01-01T00:00:00Z",
+            "output": {"content": 'use <b> & "quotes"'},
+        },
+        {"id": "g2", "type": "GENERATION", "startTime": "2024-01-01T00:00:01Z", "output": {"content": "x", "score": 3}},
+    ]
     p = tmp_path / "t.json"
     p.write_text(json.dumps({"id": "t1", "observations": obs}), encoding="utf-8")
     (t,), errors, _ = run(p, "langfuse")

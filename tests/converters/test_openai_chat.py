@@ -23,7 +23,11 @@ def test_legacy_function_call_parts_and_empty_content():
     assert t.steps[0].content.startswith("Look at this\n") and "image_url" in t.steps[0].content
     assert t.steps[1].content == "search" and t.steps[1].action_input == "not json at all"
     # the tool's empty result stays empty; the model's empty reply says so
-    assert (t.steps[2].content, t.steps[3].content, meta(t.steps[3])["empty_response"]) == ("", "(empty response)", True)
+    assert (t.steps[2].content, t.steps[3].content, meta(t.steps[3])["empty_response"]) == (
+        "",
+        "(empty response)",
+        True,
+    )
 
 
 def test_fallback_id_is_stable():

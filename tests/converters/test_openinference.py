@@ -36,7 +36,11 @@ def test_phoenix_spans_and_bad_lines():
     assert (t.steps[0].content, meta(t.steps[0])["empty_response"], meta(t.steps[0])["usage"]["total"]) == (
         "(empty response)", True, 15)
     # JSON arguments are indented, whichever way the source wrote them (step convention: render_args)
-    assert (t.steps[1].content, t.steps[1].action_input, t.steps[2].content) == ("lookup", '{\n  "country": "France"\n}', "Paris")
+    assert (t.steps[1].content, t.steps[1].action_input, t.steps[2].content) == (
+        "lookup",
+        '{\n  "country": "France"\n}',
+        "Paris",
+    )
     assert "France is in Europe." in t.steps[4].content
     assert by_id["ph-2"].steps[0].content == "hi & <welcome>"
     by_line = {e.line: e for e in errors}

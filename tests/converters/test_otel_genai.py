@@ -15,7 +15,9 @@ def test_current_conventions_across_batches():
     assert types(t) == ["thought", "action", "observation", "action", "error", "message"]
     s = t.steps
     assert s[0].content == "Two cities: call the tool twice."
-    assert meta(s[0])["usage"] == {"input_tokens": 100, "output_tokens": 40} and meta(s[0])["model"] == "gpt-4o-2024-08-06"
+    assert (
+        meta(s[0])["usage"] == {"input_tokens": 100, "output_tokens": 40} and meta(s[0])["model"] == "gpt-4o-2024-08-06"
+    )
     assert [meta(x)["tool_call_id"] for x in s[1:5]] == ["call_p", "call_p", "call_z", "call_z"]
     # JSON arguments are indented, whichever way the source wrote them (step convention: render_args)
     assert s[1].action_input == '{\n  "city": "Paris"\n}' and s[2].content == "18°C <sunny> & dry"
@@ -62,7 +64,11 @@ def test_whole_prompt_and_completion_attributes():
     assert not errors
     (t,) = traces
     assert t.task == "Book a flight to Zürich <now> & fast"
-    assert [(s.type, s.content) for s in t.steps] == [("thought", "I will search"), ("action", "search"), ("observation", "Found 5")]
+    assert [(s.type, s.content) for s in t.steps] == [
+        ("thought", "I will search"),
+        ("action", "search"),
+        ("observation", "Found 5"),
+    ]
 
 
 @pytest.mark.parametrize("name", ["older.json", "whole_attribute.json"])

@@ -24,7 +24,11 @@ def real_logs() -> dict[Path, Path]:
     for doc in [*FIXTURES.glob("*/PROVENANCE.md"), REAL / "README.md"]:
         text = doc.read_text(encoding="utf-8")
         for p in sorted(doc.parent.rglob("*")):
-            if p.is_file() and p.name not in NOT_LOGS and (p.name in text or p.relative_to(doc.parent).as_posix() in text):
+            if (
+                p.is_file()
+                and p.name not in NOT_LOGS
+                and (p.name in text or p.relative_to(doc.parent).as_posix() in text)
+            ):
                 out[p] = doc
     return out
 

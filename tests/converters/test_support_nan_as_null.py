@@ -8,7 +8,10 @@ from ls_trajeval.converters.support.files import documents, loads
 def test_loads_refuses_nan_unless_asked():
     with pytest.raises(ValueError):
         loads(b'{"agent_error": NaN}')
-    assert loads(b'{"agent_error": NaN, "x": [Infinity, -Infinity, 1.5]}', nan_as_null=True) == {"agent_error": None, "x": [None, None, 1.5]}
+    assert loads(b'{"agent_error": NaN, "x": [Infinity, -Infinity, 1.5]}', nan_as_null=True) == {
+        "agent_error": None,
+        "x": [None, None, 1.5],
+    }
     with pytest.raises(ValueError):  # a real syntax error is still one
         loads(b'{"agent_error": NaN,}', nan_as_null=True)
 

@@ -76,7 +76,11 @@ def test_looks_like_names_only_formats_sure_of_the_record(tmp_path):
 
 def test_blank_steps():
     assert is_blank(Step.of("message", "")) and is_blank(Step.of("message", " \n\t"))
-    assert is_blank(Step.of("action", "", "")) and is_blank(Step.of("action", "", "  ")) and is_blank(Step.of("action", "", {}))
+    assert (
+        is_blank(Step.of("action", "", ""))
+        and is_blank(Step.of("action", "", "  "))
+        and is_blank(Step.of("action", "", {}))
+    )
     assert not is_blank(Step.of("action", "", "ls")) and not is_blank(Step.of("action", "", {"q": 1}))
     assert not is_blank(Step.of("observation", "0"))
     steps = [Step.of("message", ""), Step.of("observation", "x"), Step.of("thought", " ")]

@@ -9,8 +9,17 @@ import threading
 
 import pytest
 
-from ls_trajeval.core.jsonfiles import (TraceError, atomic_output, documents, dumps_line, expand_inputs, is_jsonl,
-                                        load_located, loads, read_lines)
+from ls_trajeval.core.jsonfiles import (
+    TraceError,
+    atomic_output,
+    documents,
+    dumps_line,
+    expand_inputs,
+    is_jsonl,
+    load_located,
+    loads,
+    read_lines,
+)
 
 # ---------------------------------------------------------------- decoding and encoding
 
@@ -41,9 +50,12 @@ def test_jsonl_lines_are_read_one_by_one_with_located_errors(tmp_path):
         fh.write(b'{"a": 1}\n\n{broken\n"\xff"\n[2]\n')
     assert list(read_lines(p)) == [
         (1, {"a": 1}),
-        TraceError(str(p), 3, None, "invalid JSON: Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"),
+        TraceError(
+            str(p), 3, None, "invalid JSON: Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"
+        ),
         TraceError(str(p), 4, None, "invalid UTF-8 at byte 1"),
-        (5, [2])]
+        (5, [2]),
+    ]
     cut = tmp_path / "cut.jsonl.gz"
     cut.write_bytes(p.read_bytes()[:20])  # a truncated gzip stream: the file's error, located at the file
     assert list(read_lines(cut))[-1].message.startswith("cannot read: ")
@@ -70,9 +82,12 @@ def test_inputs_records_only_or_every_file(tmp_path):
     (tmp_path / "empty").mkdir()
     given = [tmp_path / "d", tmp_path / "nope.jsonl", tmp_path / "empty"]
     records = list(expand_inputs(given, records_only=True))
-    assert records == [tmp_path / "d" / "a.jsonl.gz", tmp_path / "d" / "b.jsonl",
-                       TraceError(str(tmp_path / "nope.jsonl"), None, None, "no such file or directory"),
-                       TraceError(str(tmp_path / "empty"), None, None, "directory holds no *.jsonl or *.jsonl.gz files")]
+    assert records == [
+        tmp_path / "d" / "a.jsonl.gz",
+        tmp_path / "d" / "b.jsonl",
+        TraceError(str(tmp_path / "nope.jsonl"), None, None, "no such file or directory"),
+        TraceError(str(tmp_path / "empty"), None, None, "directory holds no *.jsonl or *.jsonl.gz files"),
+    ]
     every = list(expand_inputs(given))
     assert every[:4] == [tmp_path / "d" / "a.jsonl.gz", tmp_path / "d" / "b.jsonl", tmp_path / "d" / "notes.txt",
                          tmp_path / "d" / "sub" / "c.jsonl"]

@@ -208,7 +208,7 @@ def list_items(value: Any, origin: Origin) -> list[tuple[Origin, Any]] | None:
 
 def unwrapping(unwrap: Callable[[Any], list | None]) -> Split:
     """A split: the records ``unwrap(value)`` finds in a document or line (``{"data": [...]}``), else a JSON list's."""
-    def split(value: Any, origin: Origin) -> list[tuple[Origin, Any]] | None:
+    def split(value: Any, origin: Origin) -> Iterable[tuple[Origin, Any]] | None:
         recs = unwrap(value)
         return list_items(value, origin) if recs is None else elements(recs, origin)
 
@@ -222,9 +222,8 @@ def records(path: Path, fmt: str, split: Split | None = list_items, *, nan_as_nu
     ``split(value, origin)`` gives the records a document (``origin.line`` None) or a JSONL line holds, with their
     origins, or None when it is one record (:func:`documents_only`: it is asked for documents only); by default a
     JSON list document is a list of records, a JSONL line one record; with ``split`` None every document and line is
-    one record. ``jsonl`` True or False skips telling JSONL
-    from JSON (a format whose files are always one or the other); ``nan_as_null``: see
-    :func:`ls_trajeval.core.jsonfiles.loads`.
+    one record. ``jsonl`` True or False skips telling JSONL from JSON (a format whose files are always one or the
+    other); ``nan_as_null``: see :func:`ls_trajeval.core.jsonfiles.loads`.
     """
     source = str(path)
     lines_too = split is not None and not getattr(split, "documents_only", False)
@@ -232,7 +231,7 @@ def records(path: Path, fmt: str, split: Split | None = list_items, *, nan_as_nu
         origin = Origin(fmt, source, line, None, n)
         # once per record of every file (benchmarks/converter_instructions.py, every JSONL case): a JSONL line costs
         # no call of a split made for documents only
-        if (line is None and split is not None or lines_too) and val.__class__ is not TraceError:
+        if split is not None and (line is None or lines_too) and val.__class__ is not TraceError:
             recs = split(val, origin)
             if recs is not None:
                 yield from recs

@@ -111,7 +111,9 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 def _blocks(lines: list[tuple[int, str]]) -> Iterator[tuple[str, int, str]]:
     """(kind, first line, text) runs: 'user', 'tool' or 'assistant', line by line (any line ends)."""
-    kind, start, buf = None, 0, []
+    kind: str | None = None
+    start = 0
+    buf: list[str] = []
     for n, ln in lines:
         body = ln.rstrip("\r\n")
         if body.startswith("#### ") or body == "####":
@@ -131,11 +133,19 @@ def _blocks(lines: list[tuple[int, str]]) -> Iterator[tuple[str, int, str]]:
         yield kind, start, "\n".join(buf)
 
 
+def _past_blank_lines(text: str, pos: int, end: int) -> int:
+    """Where the whitespace-only lines of ``text`` from ``pos`` (before ``end``) end."""
+    blank = _BLANK_LINES.match(text, pos, end)
+    return pos if blank is None else blank.end()
+
+
 def _fast_blocks(text: str, first: int) -> Iterator[tuple[str, int, str]]:
     """The runs of :func:`_blocks` for a session's text whose lines all end in "\n" (the last may have none),
     line ``first`` first: only the user and aider-output lines are visited one by one; the assistant's text
     between them (most of a session) is sliced whole."""
-    kind, start, buf = None, 0, []  # the user or aider-output run being gathered
+    kind: str | None = None  # the user or aider-output run being gathered
+    start = 0
+    buf: list[str] = []
     pos, line = 0, first  # the text before ``pos`` is handled; ``line`` is the number of the line at ``pos``
     end = len(text)
     # searched in the text after a "\n": each match's span then is its line's span in ``text``, minus one
@@ -143,7 +153,7 @@ def _fast_blocks(text: str, first: int) -> Iterator[tuple[str, int, str]]:
         gap_end = m.start()
         if gap_end > pos:  # assistant lines between the previous marked line and this one: a run of their own
             if kind is not None:  # blank lines after a user or aider block are dropped
-                skip = _BLANK_LINES.match(text, pos, gap_end).end()
+                skip = _past_blank_lines(text, pos, gap_end)
                 line += text.count("\n", pos, skip)
                 pos = skip
             if gap_end > pos:
@@ -163,7 +173,7 @@ def _fast_blocks(text: str, first: int) -> Iterator[tuple[str, int, str]]:
         line += 1
     if end > pos:  # assistant lines after the last marked line
         if kind is not None:
-            pos = _BLANK_LINES.match(text, pos, end).end()
+            pos = _past_blank_lines(text, pos, end)
             if pos < end and text[pos:].isspace():  # a last blank line without its "\n"
                 pos = end
             line = first + text.count("\n", 0, pos)

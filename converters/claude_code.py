@@ -133,11 +133,13 @@ def _parents(records: list[dict], links: dict) -> list[int | None]:
         if isinstance(pu, str) and pu in links:
             pu = _above_links(pu, links)
         p = by_uuid.get(pu) if isinstance(pu, str) else None  # a non-string parent is an unknown one
-        guessed.append(p is None or p == i)
-        if guessed[i]:
+        if p is None or p == i:
+            guessed.append(True)
             p = i - 1 if i > 0 else None  # continue the previous record (see module doc)
-        elif p > i:
-            ahead = True
+        else:
+            guessed.append(False)
+            if p > i:
+                ahead = True
         parent.append(p)
     state = [0] * len(records) if ahead else []  # 0 not seen, 1 on the walk up from the current record, 2 done
     for i in range(len(state)):
@@ -166,9 +168,10 @@ def _order(records: list[dict], links: dict) -> tuple[list[dict], int, int]:
     leaf = next(i for i in range(n - 1, -1, -1) if not children[i])
     path_child: dict[int, int] = {}
     i = leaf
-    while parent[i] is not None:
-        path_child[parent[i]] = i
-        i = parent[i]
+    up = parent[i]
+    while up is not None:
+        path_child[up] = i
+        i, up = up, parent[up]
     root = i
     kept: list[dict] = []
     branches = lost = 0
@@ -234,8 +237,8 @@ def _record(r: dict, out: StepBatch) -> str:
         return ""
     if not isinstance(msg, dict):
         raise BadRecord("message", f"expected an object, got {describe(msg)}")
-    role = msg.get("role") or kind
-    result_meta = None
+    role: Any = msg.get("role") or kind  # as written (any JSON): compared and copied into the steps as is
+    result_meta: dict[str, Any] | None = None
     tur = r.get("toolUseResult")
     if tur is not None:
         # the UI-side copy of the result: kept when it adds something the model-facing text lacks
@@ -244,9 +247,7 @@ def _record(r: dict, out: StepBatch) -> str:
         elif isinstance(tur, dict):
             result_meta = {"tool_use_result_keys": sorted(tur)}
             agent = tur.get("agentId")
-            if (
-                isinstance(agent, str) and agent
-            ):  # a Task's result: the trace of the sub-agent it ran (2.x: its own file)
+            if isinstance(agent, str) and agent:  # a Task's result: the trace of the sub-agent it ran (2.x: its file)
                 result_meta["subagent_trace"] = f"{r['sessionId']}/sidechain/{agent}"
     if role == "assistant":
         if isinstance(msg.get("usage"), dict):
@@ -263,8 +264,8 @@ def _command_task(said: str) -> str | None:
     name = _COMMAND.search(said)
     if name is None:
         return None
-    args = _ARGS.search(said)
-    args = args.group(1).strip() if args else ""
+    found = _ARGS.search(said)
+    args = found.group(1).strip() if found else ""
     return f"{name.group(1)} {args}" if args else ""
 
 
@@ -272,7 +273,7 @@ def _steps(records: list[dict], source: str, tid: str, errors: list) -> tuple[St
     out = StepList()
     task = None
     expands = False  # the last prompt was a slash command without arguments: its expansion says what it asks
-    usage = Counter()
+    usage: Counter[str] = Counter()
     models = []
     batch = StepBatch()
     for r in records:
@@ -360,11 +361,12 @@ def _sidechains(records: list[dict], links: dict) -> dict[str, list[dict]]:
     """A session's sidechain records by sub-agent: its ``agentId``, else (1.x) its first record's uuid."""
     by_agent: dict[str, list[dict]] = {}
     inline = {r["uuid"]: r for r in records if not r.get("agentId")}
-    first: dict[str, str] = {}  # uuid -> the uuid of its sub-agent's first record, found once per record
+    first: dict[str, Any] = {}  # uuid -> the uuid of its sub-agent's first record, found once per record
     for r in records:
         agent = r.get("agentId")
         if not agent:
-            walk, top = {}, r  # the uuids walked up (a dict: ordered, and a cycle is found in O(1))
+            walk: dict[str, None] = {}  # the uuids walked up (a dict: ordered, and a cycle is found in O(1))
+            top = r
             while top["uuid"] not in first and top["uuid"] not in walk:
                 up = inline.get(_above_links(top.get("parentUuid"), links))
                 if up is None:
@@ -437,7 +439,7 @@ class _Sessions(Gather):
             mine = [s.get("summary") for s in self.summaries if leaf_owner.get(
                 s.get("leafUuid") if isinstance(s.get("leafUuid"), str) else None) == sid or len(sessions) == 1]
             base = {"session_id": sid}
-            meta = dict(base)
+            meta: dict[str, Any] = dict(base)
             if mine:
                 meta["summaries"] = mine
             if other:

@@ -221,12 +221,12 @@ class _Task:
             self.model = found.group(1).strip() if found else None
         first = {**meta, "environment_details": env}
         current: list | None = None  # the blocks of the result being read
-        header = None
+        header: re.Match[str] | None = None  # the result's header line, beside its blocks
         loose: list = []  # blocks that belong to no result
 
         def flush_result() -> None:
             nonlocal current, header, first
-            if current is None:
+            if current is None or header is None:
                 return
             body = content_text(current)
             name = header.group(1)

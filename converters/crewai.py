@@ -63,9 +63,11 @@ def _cut(body: str, line: int) -> dict:
 def _text_entries(path: Path) -> Iterator[tuple[int, Any]]:
     """(line, fields or TraceError) of each entry of a text log, streamed."""
     source = str(path)
-    start, ts, buf = None, None, []
+    start: int = 0  # the first line of the entry being read (0: none yet)
+    ts: str | None = None
+    buf: list[str] = []
 
-    def flush():
+    def flush() -> tuple[int, Any]:
         got = guarded(Origin(NAME, source, start), lambda: [_cut("".join(buf), start)])
         fields = got[0]
         if not isinstance(fields, TraceError):
@@ -76,19 +78,15 @@ def _text_entries(path: Path) -> Iterator[tuple[int, Any]]:
         for n, ln in enumerate(fh, 1):
             m = ENTRY.match(ln)
             if m:
-                if start is not None:
+                if start:
                     yield flush()
                 start, ts, buf = n, m.group(1), [ln[m.end(1) + 2:]]
-            elif start is not None:
+            elif start:
                 buf.append(ln)
             elif ln.strip():
-                yield (
-                    n,
-                    TraceError(
-                        source, n, None, "text before the first log entry (expected '<date> <time>: task_name=\"…')"
-                    ),
-                )
-    if start is not None:
+                yield n, TraceError(source, n, None, "text before the first log entry (expected '<date> <time>: "
+                                                     "task_name=\"…')")
+    if start:
         yield flush()
 
 

@@ -195,7 +195,7 @@ def runs_trace(runs: list, origin: Origin) -> Trace:
         seen.add(rid)
         rt = r["run_type"]
         # a hot path: the metadata is built without its nulls (every step drops them), not rebuilt to drop them
-        meta = {"run_id": str(rid)}
+        meta: dict[str, Any] = {"run_id": str(rid)}
         get = r.get
         v = get("name")
         if v is not None:

@@ -110,8 +110,9 @@ class _Runs:
         """Apply the updates (they may come before their creates in a file); warnings for lost ones."""
         for r, origin, where in self.updates:
             rid = r.get("id")
-            if rid is None:
-                rid = self.by_dotted.get(r.get("dotted_order"))
+            dotted = r.get("dotted_order")
+            if rid is None and isinstance(dotted, str):
+                rid = self.by_dotted.get(dotted)
             run = self.runs.get(rid)
             if run is None:
                 yield warning(self.source, origin.line if origin.line is not None else where,

@@ -37,7 +37,7 @@ def _is_rpc(obj: Any) -> bool:
     return isinstance(obj, dict) and obj.get("jsonrpc") == "2.0"
 
 
-def _unwrap(obj: Any) -> list[tuple[dict, dict]]:
+def _unwrap(obj: Any) -> list[tuple[Any, dict]]:
     """(JSON-RPC message, wrapper metadata) pairs in one record; [] when the record is not one."""
     if _is_rpc(obj):
         return [(obj, {})]

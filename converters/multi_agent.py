@@ -265,7 +265,7 @@ def message_list_trace(rec: dict, origin: Origin) -> list:
             first_user = text
     if task is None:
         task = first_user
-    md = {}
+    md: dict[str, Any] = {}
     for k, v in rec.items():
         if k != key and k not in ("task",) and not isinstance(v, list):
             md.setdefault("extra", {})[k] = v

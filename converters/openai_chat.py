@@ -85,7 +85,7 @@ def detect(sample: Sample) -> float:
 
 
 def _reply(rec: dict) -> list:
-    resp = rec.get("response") if isinstance(rec.get("response"), dict) else rec
+    resp: dict = rec["response"] if isinstance(rec.get("response"), dict) else rec
     choices = resp.get("choices")
     if not isinstance(choices, list) or not choices:
         return []

@@ -173,8 +173,10 @@ class _History:
             self.skipped[kind] += 1
             return
         extras = expect(e.get("extras"), dict, f"{w}.extras", optional=True) or {}
-        run_meta = extras.get("metadata") if isinstance(extras.get("metadata"), dict) else {}
-        tcm = e.get("tool_call_metadata") if isinstance(e.get("tool_call_metadata"), dict) else {}
+        got = extras.get("metadata")
+        run_meta = got if isinstance(got, dict) else {}
+        got = e.get("tool_call_metadata")
+        tcm = got if isinstance(got, dict) else {}
         exit_code = e.get("exit_code", run_meta.get("exit_code", extras.get("exit_code")))
         meta = {
             "role": e.get("source"),
@@ -239,7 +241,9 @@ def _record_meta(rec: dict) -> tuple[Any, dict]:
             tid = f"{issue.get('owner')}/{issue.get('repo')}#{issue.get('number')}"
     run = rec.get("metadata")
     if isinstance(run, dict):
-        llm = run.get("llm_config") if isinstance(run.get("llm_config"), dict) else {}
+        llm = run.get("llm_config")
+        if not isinstance(llm, dict):
+            llm = {}
         meta["model"] = llm.get("model")
         meta["run"] = {
             k: v

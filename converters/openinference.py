@@ -109,7 +109,7 @@ def _status(code: Any) -> str:
 
 def _phoenix(o: dict, where: str) -> dict:
     if _is_df_span(o):
-        attrs = {k[len("attributes."):]: v for k, v in o.items() if k.startswith("attributes.")}
+        attrs: Any = {k[len("attributes."):]: v for k, v in o.items() if k.startswith("attributes.")}
         ctx = {"trace_id": o.get("context.trace_id"), "span_id": o.get("context.span_id")}
     else:
         attrs = o.get("attributes")
@@ -351,7 +351,8 @@ def _labels_for(path: Path, rec: dict) -> dict | None:
 def one(rec: Any, origin: Origin) -> list:
     """A trace's spans ``(trace id, spans)``, or a TRAIL record (its span tree and labels)."""
     if isinstance(rec, tuple):
-        return _build(*rec, origin)
+        tid, spans = rec
+        return _build(tid, spans, origin)
     return _trail_trace(rec, origin)
 
 

@@ -121,7 +121,7 @@ def detect(sample: Sample) -> float:
         if recs and all(_structured(r) for r in recs):
             return 0.7
         if recs and all(_record_text(r) for r in recs):
-            k, v = _record_text(recs[0])
+            _, v = _record_text(recs[0]) or ("", "")
             labels = {m.group(1).lower() for m in LABEL.finditer(v)}
             return 0.8 if {"thought", "action"} <= labels or "final answer" in labels else 0.3
         return 0.0

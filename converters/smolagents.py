@@ -72,7 +72,7 @@ def _value(node: ast.AST) -> Any:
             out[kw.arg or "**"] = _value(kw.value)
         return out
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
-        return -node.operand.value
+        return -node.operand.value  # type: ignore[operator]  # a negative number, as Python printed it
     return ast.unparse(node)  # a name (nan, a module constant) or anything else: as printed
 
 
@@ -284,7 +284,7 @@ def one(doc: Any, origin: Origin) -> Iterator:
         else ""
     )
     out = StepList()
-    task = None
+    task: str | None = None
     unknown = unread = 0
     meta: dict = {}
     answer = _is_answer(doc)
@@ -316,22 +316,22 @@ def one(doc: Any, origin: Origin) -> Iterator:
                     out.add(step("other", s))
                     continue
             expect(s, dict, w)
-            k = _kind(s)
+            kind = _kind(s)
             smeta = {"step_number": s.get("step_number"), "timing": s.get("timing") or None}
             tu = s.get("token_usage")
             if isinstance(tu, dict):
                 for key in usage:
                     usage[key] += tu.get(key) or 0
-            if k == "system":
+            if kind == "system":
                 out.add(step("system", text(s["system_prompt"])))
-            elif k == "task":
+            elif kind == "task":
                 task = task or text(s["task"])
                 out.add(step("message", text(s["task"]), None, {"role": "user"}))
-            elif k == "planning":
+            elif kind == "planning":
                 out.add(step("thought", text(s.get("plan")), None, {"planning": True, **smeta}))
-            elif k == "action":
+            elif kind == "action":
                 _action(s, out, w, smeta)
-            elif k == "final":
+            elif kind == "final":
                 out.add(step("message", text(s.get("output", s.get("final_answer"))), None, {"final_answer": True}))
             else:
                 unknown += 1

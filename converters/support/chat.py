@@ -198,10 +198,10 @@ def tool_calls_of(m: dict) -> list[ToolCall]:
     for tc in raw if isinstance(raw, list) else []:
         if not isinstance(tc, dict):
             continue
-        fn = tc.get("function") if isinstance(tc.get("function"), dict) else tc
+        fn: dict = tc["function"] if isinstance(tc.get("function"), dict) else tc
         if "tool_call" in tc and isinstance(tc["tool_call"], dict):
             inner = tc["tool_call"]
-            fn = inner.get("function") if isinstance(inner.get("function"), dict) else inner
+            fn = inner["function"] if isinstance(inner.get("function"), dict) else inner
             tc = inner
         name = fn.get("name")
         args = fn.get("arguments", fn.get("args", fn.get("input")))
@@ -271,17 +271,17 @@ def openai_messages(messages: list, out: StepList, *, where: str = "messages", a
             fc = m.get("function_call")
             if fc:
                 expect(fc, dict, f"{where}[{i}].function_call")
-                key = f"legacy-{i}"  # legacy calls have no id: the next function message answers the oldest open one
-                legacy_calls.append(key)
-                out.call(key, step("action", text(fc.get("name")), render_args(fc.get("arguments")), dict(by)))
+                legacy = f"legacy-{i}"  # no id: the next function message answers the oldest open call
+                legacy_calls.append(legacy)
+                out.call(legacy, step("action", text(fc.get("name")), render_args(fc.get("arguments")), dict(by)))
         elif role in ("tool", "function"):
             cid = call_id(m.get("tool_call_id"))
-            key = cid
+            key: str | None = cid
             if cid is None and role == "function" and legacy_calls:
                 key = legacy_calls.pop(0)
             err = m.get("error")
             content = content_text(m.get("content"))
-            extra = dict(meta)
+            extra: dict[str, Any] = dict(meta)
             if m.get("name") or m.get("function"):
                 extra["tool_name"] = m.get("name") or m.get("function")
             if err:

@@ -78,9 +78,9 @@ def time_key(value: Any) -> int | None:
                 if dot == -1:
                     dot = s.find(",", 19)
                 if dot != -1:
-                    frac = _DIGITS.match(s, dot + 1)
-                    if frac is not None and len(frac.group()) > 6:  # digits past the microsecond: OTel's ns
-                        ns += int(frac.group()[6:9].ljust(3, "0"))
+                    digits = _DIGITS.match(s, dot + 1)
+                    if digits is not None and len(digits.group()) > 6:  # digits past the microsecond: OTel's ns
+                        ns += int(digits.group()[6:9].ljust(3, "0"))
                 return ns
             m = _ISO_FAST.fullmatch(s)  # what an older fromisoformat refuses ("Z", 9 digits)
             if m is not None:

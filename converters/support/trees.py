@@ -38,7 +38,7 @@ def tree_order(
     nodes caught in a parent cycle are appended as roots so none is lost.
     """
     if keys is None:  # each node's sort key once (it is a timestamp parse), not once per sort
-        keys = [sort_key(n) for n in nodes]
+        keys = [sort_key(n) for n in nodes] if sort_key is not None else [None] * len(nodes)
     # a hot path: one stable sort of every node; children gathered in that order come out sorted, with no
     # sort per parent (ties keep input order, as the index in the key did)
     if None in keys:
@@ -88,7 +88,7 @@ def tree_order(
     return out
 
 
-def tree_id(value: Any, where: str) -> Any:
+def tree_id(value: Any, where: str | None) -> Any:
     """A run or span id as given, when it can key a tree (a string or a number), else a BadRecord."""
     if value is None or isinstance(value, (str, int, float)):
         return value
@@ -302,8 +302,9 @@ def indexed(attrs: dict, prefix: str) -> list[dict]:
     return [groups[i] for i in sorted(groups)]
 
 
-def nest(flat: dict) -> dict:
-    """{"a.b": 1, "a.c.0.d": 2} -> {"a": {"b": 1, "c": [{"d": 2}]}}, for flattened message attributes."""
+def nest(flat: dict) -> Any:
+    """{"a.b": 1, "a.c.0.d": 2} -> {"a": {"b": 1, "c": [{"d": 2}]}}, for flattened message attributes (a list
+    when every key is an index)."""
     root: dict = {}
     if not any("." in k or v.__class__ is dict for k, v in flat.items()):  # the usual {role, content}
         root.update(flat)

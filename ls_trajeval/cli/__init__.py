@@ -1,11 +1,12 @@
 """The ``ls-trajeval`` command line: command definitions only, each a few lines over the Python API.
 
 One module per command family (``studio``: generate, import, layout, export, adjudicate, demo; ``convert``: convert,
-formats; ``analysis``: report, agreement, prm, align; ``ml``: the ML backend), one error handler and one exit-code
-contract (:mod:`.common`). May import everything in ``ls_trajeval``; nothing imports it. A command family's module is
-imported only when one of its commands runs (or help lists them), and the modules behind the commands only when a
-command runs, so ``convert`` starts without the studio, analysis and ML modules (with all four families imported up
-front, an empty convert takes 262 M instructions instead of 246 M; benchmarks/converter_instructions.py, start-up).
+formats; ``analysis``: report, agreement, prm, align; ``ml``: the ML backend; ``judge``: the LLM judge and its
+suggestions; ``tracing``: ingest, writeback), one error handler and one exit-code contract (:mod:`.common`). May
+import everything in ``ls_trajeval``; nothing imports it. A command family's module is imported only when one of its
+commands runs (or help lists them), and the modules behind the commands only when a command runs, so ``convert``
+starts without the studio, analysis and ML modules (with every family imported up front, an empty convert took
+262 M instructions instead of 246 M; benchmarks/converter_instructions.py, start-up).
 """
 from __future__ import annotations
 
@@ -32,6 +33,9 @@ COMMANDS = {
     "prm": ("analysis", "prm_command"),
     "align": ("analysis", "align_command"),
     "ml": ("ml", "ml_group"),
+    "judge": ("judge", "judge_group"),
+    "ingest": ("tracing", "ingest_group"),
+    "writeback": ("tracing", "writeback"),
 }
 
 

@@ -10,10 +10,11 @@ file, line and field, and goes on with the next line.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from operator import itemgetter, methodcaller
 from pathlib import Path
-from typing import Any, Iterator, Union
+from typing import Any
 
 from .jsonfiles import TraceError, iter_lines
 
@@ -30,7 +31,7 @@ STEP_TYPES = {
 }
 
 
-def _set_action_input(step: "Step", value: Any) -> None:
+def _set_action_input(step: Step, value: Any) -> None:
     if value is None:
         step.pop("action_input", None)
     else:
@@ -50,7 +51,7 @@ class Step(dict):
     action_input = property(methodcaller("get", "action_input"), _set_action_input)
 
     @classmethod
-    def of(cls, type: str, content: str, action_input: Any = None, extra: dict | None = None) -> "Step":
+    def of(cls, type: str, content: str, action_input: Any = None, extra: dict | None = None) -> Step:
         """A step of ``type`` and ``content``, its ``action_input`` when not None, then the keys of ``extra``."""
         s = cls(type=type, content=content)
         if action_input is not None:
@@ -60,6 +61,7 @@ class Step(dict):
         return s
 
     def to_json(self) -> dict:
+        """The step as a plain JSON object."""
         return dict(self)
 
     @property
@@ -70,6 +72,7 @@ class Step(dict):
 
 @dataclass
 class Trace:
+    """One agent trace: its id, the task it was given, its steps and its metadata."""
     trace_id: str
     task: str
     steps: list[Step]
@@ -79,14 +82,14 @@ class Trace:
 
     def to_json(self, id_key: str = "trace_id", text_key: str = "task", trace_key: str = "trace") -> dict:
         """The trace's JSON object; its steps are the trace's own step objects (not copies)."""
-        out = {id_key: self.trace_id, text_key: self.task, trace_key: list(self.steps)}
+        out: dict[str, Any] = {id_key: self.trace_id, text_key: self.task, trace_key: list(self.steps)}
         if self.metadata:
             out["metadata"] = self.metadata
         out.update(self.extra)
         return out
 
 
-ReadResult = Union[Trace, TraceError]
+ReadResult = Trace | TraceError
 
 
 def is_blank(s: Step) -> bool:
@@ -97,7 +100,7 @@ def is_blank(s: Step) -> bool:
     a = s.action_input
     if a is None or a == "":
         return True
-    return a.isspace() if a.__class__ is str else not a
+    return a.isspace() if isinstance(a, str) else not a
 
 
 def blank_steps(steps: list[Step]) -> int:
@@ -112,7 +115,8 @@ def all_blank(steps: list[Step]) -> bool:
 
 def blank_trace_error(steps: list[Step], source: str, line: int | None, field: str | None,
                       trace_id: str | None) -> TraceError | None:
-    """The refusal of a trace to import whose steps are all empty (nothing to annotate); None when some step has text."""
+    """The refusal of a trace to import whose steps are all empty (nothing to annotate); None when some step has
+    text."""
     if not all_blank(steps):
         return None
     return TraceError(source, line, field, f"all {len(steps)} step(s) are empty (no content, no action_input): "
@@ -120,6 +124,7 @@ def blank_trace_error(steps: list[Step], source: str, line: int | None, field: s
 
 
 def format_action_input(value: Any) -> str:
+    """An action's input as readable text: strings as they are, structured arguments as JSON."""
     if value is None:
         return ""
     if isinstance(value, str):

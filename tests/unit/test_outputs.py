@@ -6,15 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from click.testing import CliRunner
-
-from ls_trajeval.cli import main_group
+from commandline import invoke as run
 
 from .test_export import project
-
-
-def run(*args):
-    return CliRunner().invoke(main_group, [str(a) for a in args])
 
 
 def export_line() -> str:

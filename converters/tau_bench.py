@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ls_trajeval.core.jsonfiles import load_located
+from ls_trajeval.core.jsonfiles import load_located, open_bytes
 from ls_trajeval.core.trace import TraceError, describe
 
 from .base import Converter, Sample
@@ -177,7 +177,7 @@ def _read(path: Path, fmt: str) -> Iterator[tuple[Origin, Any]]:
     (``simulations[i]``, with the run's info and tasks); a file too big to parse whole is streamed with ijson."""
     source = str(path)
     if path.suffix != ".gz" and path.stat().st_size > STREAM_ABOVE:
-        with open(path, "rb") as fh:
+        with open_bytes(path) as fh:
             v1 = fh.read(1) == b"["  # results files are written by json.dump: no leading space
         if v1:
             for i, rec in iter_items(path, "item"):

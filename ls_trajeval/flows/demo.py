@@ -16,7 +16,8 @@ from pathlib import Path
 import platformdirs
 
 from ..core.config import Config
-from ..core.jsonfiles import atomic_output
+from ..core.errors import UserError
+from ..core.jsonfiles import TraceError, atomic_output, load_located
 from ..ml.connect import connect_backend
 from ..ml.serve import Backend, BackendError, stop
 from ..studio import client as studio
@@ -52,7 +53,10 @@ def _backend_state(data_dir: Path) -> dict:
     """Generated on the first run, the same on every rerun (the project's backend row and webhook carry them)."""
     path = data_dir / BACKEND_STATE
     if path.exists():
-        return json.loads(path.read_text())
+        state = load_located(path)
+        if isinstance(state, TraceError):
+            raise UserError(f"{state} (delete it to start the demo's ML backend afresh)")
+        return state
     state = {"user": "ls-trajeval-demo", "password": secrets.token_urlsafe(24), "port": 0}
     with atomic_output(path) as fh:
         fh.write(json.dumps(state))

@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 
 from ..core.errors import UserError
-from ..core.jsonfiles import atomic_output
+from ..core.jsonfiles import TraceError, atomic_output, load_located
 
 STATE_FILE = "ls-trajeval.json"
 
@@ -84,7 +84,10 @@ def ensure_initialized(data_dir: Path, email: str = "admin@example.com", log=Non
     data_dir.mkdir(parents=True, exist_ok=True)
     state = data_dir / STATE_FILE
     if state.exists():
-        return Credentials(**json.loads(state.read_text()))
+        saved = load_located(state)
+        if isinstance(saved, TraceError):
+            raise ServerError(f"{saved} (delete {data_dir} to initialise Label Studio afresh)")
+        return Credentials(**saved)
     creds = Credentials(email, secrets.token_urlsafe(12), secrets.token_hex(20))
     cmd = _label_studio_cmd() + init_args(creds)
     if log:

@@ -16,9 +16,11 @@ from .common import EXIT_REJECTED, Command, format_option, writing
 @click.command("convert", cls=Command)
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=True, allow_dash=False))
 @format_option("auto", "Source format, or auto to detect it per file (`ls-trajeval formats` lists them).")
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, allow_dash=True), help="Trace JSONL to write ('-' for stdout).")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, allow_dash=True),
+              help="Trace JSONL to write ('-' for stdout).")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the summary, not each error and warning.")
-@click.option("-j", "--jobs", type=click.IntRange(1), default=None, help="Processes converting files at once (default: the number of CPUs); the output is the same.")
+@click.option("-j", "--jobs", type=click.IntRange(1), default=None,
+              help="Processes converting files at once (default: the number of CPUs); the output is the same.")
 def convert_command(inputs: tuple[str, ...], fmt: str, output: str, quiet: bool, jobs: int | None) -> None:
     """Convert agent logs (files or directories; JSON, JSONL, .gz, .eval) to trace JSONL.
 
@@ -58,7 +60,8 @@ def convert_command(inputs: tuple[str, ...], fmt: str, output: str, quiet: bool,
             click.echo(f"warning: {w}", err=True)
     formats = ", ".join(f"{k} {v}" for k, v in sorted(stats.by_format.items()))
     click.echo(
-        f"{stats.files} file(s): {stats.converted} trace(s) converted, {stats.rejected} rejected, {stats.warnings} warning(s)"
+        f"{stats.files} file(s): {stats.converted} trace(s) converted, {stats.rejected} rejected, "
+        f"{stats.warnings} warning(s)"
         + (f" [{formats}]" if formats else ""),
         err=True,
     )

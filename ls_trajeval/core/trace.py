@@ -15,7 +15,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from operator import itemgetter, methodcaller
 from pathlib import Path
-from typing import Any
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gzip import GzipFile
 
 #: Step types the converters emit; the reader accepts any non-empty string.
 STEP_TYPES = {
@@ -251,6 +254,7 @@ READ_BUFFER = 1 << 16
 def open_text(path: str | Path) -> io.TextIOBase:
     """Open a possibly gzipped text file; undecodable bytes become U+FFFD so a bad line stays one bad line."""
     p = Path(path)
+    raw: GzipFile | IO[bytes]
     if p.suffix == ".gz":
         import gzip  # here: most inputs are not compressed, and every run's start-up would pay for it
 
@@ -305,7 +309,8 @@ def read_traces(
             if isinstance(result, Trace):
                 first = seen.get(result.trace_id)
                 if first is not None:
-                    yield TraceError(source, n, id_key, f"duplicate trace_id {result.trace_id!r} (first on line {first})", result.trace_id)
+                    yield TraceError(source, n, id_key,
+                                     f"duplicate trace_id {result.trace_id!r} (first on line {first})", result.trace_id)
                     continue
                 seen[result.trace_id] = n
             yield result

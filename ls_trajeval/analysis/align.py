@@ -252,7 +252,8 @@ def align(pred: Iterable[AnnotationRecord], gold: Iterable[AnnotationRecord], se
 def measure(paired: Pairing, settings: AnalysisSettings, *, within: int = 1, resamples: int = 2000,
             seed: int = 0) -> AlignResult:
     """Every figure of PRED against GOLD over the traces :func:`pair` paired."""
-    rows, per_trace, confusion, by_category = [], [], {}, []
+    confusion: dict[tuple[str, str], int] = {}  # (gold category, pred category) -> steps
+    rows, per_trace, by_category = [], [], []
     for p, g in paired.pairs:
         counts, row, cats = _trace_counts(p, g, settings, within, confusion)
         rows.append(counts)
@@ -271,9 +272,12 @@ def measure(paired: Pairing, settings: AnalysisSettings, *, within: int = 1, res
     metrics = {}
     for (name, value), lo, hi in zip(point.items(), low, high):
         unit, col = _UNITS.get(name, ("traces", "traces"))
-        size = {"steps PRED marks": total[_C["tp"]] + total[_C["fp"]],
-                "steps GOLD marks": total[_C["tp"]] + total[_C["fn"]]}.get(unit)
-        size = int(size if size is not None else total[_C[col]]) if n else 0
+        if col is None:  # a count of marked steps, not a column
+            size = {"steps PRED marks": total[_C["tp"]] + total[_C["fp"]],
+                    "steps GOLD marks": total[_C["tp"]] + total[_C["fn"]]}[unit]
+        else:
+            size = total[_C[col]]
+        size = int(size) if n else 0
         metrics[name] = Metric(float(value), float(lo), float(hi), size, unit)
     labels = sorted({k[0] for k in confusion} | {k[1] for k in confusion}, key=lambda c: (c == NO_ERROR, c))
     matrix = pd.DataFrame(0, index=pd.Index(labels, name="gold"), columns=pd.Index(labels, name="pred"), dtype=int)

@@ -32,8 +32,10 @@ def test_every_bad_line_is_reported_with_line_and_field_and_the_rest_is_read(tmp
         "",
         json.dumps({"trace_id": 10, "task": None, "trace": [{"type": "a", "content": "x"}]}),
         # steps without any text: nothing to annotate
-        json.dumps({"trace_id": "t11", "trace": [{"type": "a", "content": ""}, {"type": "action", "content": " ", "action_input": ""}]}),
-        json.dumps({"trace_id": "t12", "trace": [{"type": "a", "content": ""}, {"type": "action", "content": "", "action_input": "ls"}]}),
+        json.dumps({"trace_id": "t11", "trace": [{"type": "a", "content": ""},
+                                                 {"type": "action", "content": " ", "action_input": ""}]}),
+        json.dumps({"trace_id": "t12", "trace": [{"type": "a", "content": ""},
+                                                 {"type": "action", "content": "", "action_input": "ls"}]}),
     ]
     out = list(read_traces(write(tmp_path, lines)))
     bad_byte = lines[9].index(b"\xff")  # where line 10 stops being UTF-8

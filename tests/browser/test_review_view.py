@@ -8,6 +8,7 @@ import uuid
 
 import pytest
 from studio.uishapes import ui_marks
+from waiting import wait_for
 
 from ls_trajeval.analysis.disagreement import Thresholds
 from ls_trajeval.core import trace
@@ -71,10 +72,15 @@ def test_the_printed_address_lists_the_tasks_and_a_task_there_shows_every_annota
     assert heads["first_error_step"] == "num" and heads["steps_in_dispute"] == heads["first_errors"] == "str"
     assert "te_pages" not in heads and "Inner ID" not in page.locator(".lsf-th").all_inner_texts()  # hidden as usual
     page.locator(".lsf-table__cell").filter(has_text="rv-1").first.click()
-    page.wait_for_selector(".lsf-annotation-button")
-    tabs = page.locator(".lsf-annotation-button").all_inner_texts()
     # rev-a and rev-b marked #2 major (-5 of 100): 95 of 100 kept; rev-c marked nothing
     kept = {"rev-a@view.test": "95.00%", "rev-b@view.test": "95.00%", "rev-c@view.test": "100.00%"}
+
+    def tab_names() -> list[str]:
+        return page.locator(".lsf-annotation-button").all_inner_texts()
+
+    # the tabs come one by one as the task loads
+    assert wait_for(lambda: all(any(t.startswith(e) for t in tab_names()) for e in kept), 30), tab_names()
+    tabs = tab_names()
     for email, share in kept.items():
         (label,) = [t for t in tabs if t.startswith(email)]
         assert label.endswith(share), tabs

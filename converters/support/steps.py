@@ -288,6 +288,12 @@ def call_render(tool: Any, args: Any) -> dict | None:
         return TERMINAL
     if tool in PATCH_TOOLS or tool in SHELL_TOOLS:  # apply_patch, or Codex's shell running ["apply_patch", patch]
         patch = args if args.__class__ is str else args.get("input") if isinstance(args, dict) else None
+        if tool in SHELL_TOOLS and isinstance(patch, str) and patch[:1] == "{":
+            try:
+                command = orjson.loads(patch).get("command")
+            except (ValueError, AttributeError):
+                command = None
+            patch = command[1] if isinstance(command, list) and len(command) > 1 else None
         path = patch_path(patch) if isinstance(patch, str) else None
         return {"as": "diff", "path": path} if path else DIFF
     if args.__class__ is str and args[:1] == "{":

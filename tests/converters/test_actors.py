@@ -214,3 +214,20 @@ def test_every_actor_and_render_follows_the_convention():
                 if s.type == "system":
                     assert actor == {"kind": "system"} and s["render"].get("folded") is True
     assert set(seen) == ACTOR_KINDS  # each kind occurs in the real logs
+
+
+def test_patches_read_as_diffs_and_shell_output_as_a_terminal():
+    """No real log here calls apply_patch: Codex's two ways of writing one (its own tool, and its shell running
+    ``["apply_patch", patch]``) as Codex writes them, and a shell printing a unified diff (``git diff``)."""
+    from ls_trajeval.converters.support.steps import call_render, result_render
+
+    patch = "*** Begin Patch\n*** Update File: src/app.py\n@@\n-old\n+new\n*** End Patch\n"
+    assert call_render("apply_patch", patch) == {"as": "diff", "path": "src/app.py"}
+    shell = json.dumps({"command": ["apply_patch", patch], "workdir": "/repo"}, indent=2)
+    assert call_render("shell", shell) == {"as": "diff", "path": "src/app.py"}
+    assert call_render("shell", json.dumps({"command": ["bash", "-lc", "ls"]})) == {"as": "terminal"}
+    assert call_render("Edit", json.dumps({"file_path": "a/b.py", "old_string": "x", "new_string": "y"})) == {
+        "path": "a/b.py"}
+    assert call_render("Edit", "not JSON") is None
+    diff = "diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+b\n"
+    assert result_render("Bash", diff) == {"as": "diff"} and result_render("Bash", "total 0\n") == {"as": "terminal"}

@@ -179,8 +179,8 @@ _HINTED_TOOLS = SHELL_TOOLS | PATCH_TOOLS | FILE_TOOLS
 PATH_ARGS = ("file_path", "path", "absolute_path", "filename", "target_file", "notebook_path")
 
 
-#: the actor objects made so far, by kind and name: steps share them (a dict less per step, a tenth of a conversion's
-#: allocations), so an actor is replaced, never changed in place
+#: the actor objects made so far, by kind and name: steps share them (no dict made per step), so a converter replaces
+#: a step's actor, never changes one in place
 _ACTORS: dict[tuple[str, str | None], dict] = {}
 #: the render hints every step of a kind shares (as the actors: replaced, never changed)
 FOLDED = {"folded": True}
@@ -195,15 +195,16 @@ def actor(kind: str, name: str | None = None) -> dict:
         found = {"kind": kind, "name": name} if name else {"kind": kind}
         if len(_ACTORS) < 10_000:  # names come from the logs: a flood of distinct ones is not kept
             _ACTORS[(kind, name)] = found
-            if kind == "tool" and name:
-                _TOOL_ACTORS[name] = found
+            if name and (kind == "tool" or kind == "agent"):
+                (_TOOL_ACTORS if kind == "tool" else _AGENT_ACTORS)[name] = found
     return found
 
 
 for _kind in ACTOR_KINDS:  # the nameless ones, looked up directly by the step constructor
     actor(_kind)
-#: the named tools' actors (a result's actor is looked up by its call's name alone)
+#: the named tools' and agents' actors, by name alone (looked up once per result, once per agent step)
 _TOOL_ACTORS: dict[str, dict] = {}
+_AGENT_ACTORS: dict[str, dict] = {}
 #: the actor of a message by its source role
 _ROLE_ACTORS = {role: _ACTORS[kind, None] for role, kind in _ROLE_KIND.items()}
 
@@ -274,11 +275,13 @@ def step(type_: str, content: Any, action_input: str | None = None, metadata: di
 def name_agents(steps: list[Step], kind: str = "agent") -> None:
     """Each agent step (thought, action, code, message) without an actor gets its agent's: ``metadata.agent``, the
     agent of a multi-agent log (CrewAI, AutoGen, Who&When, OpenAI Agents, LangGraph), as ``kind``."""
+    named = _AGENT_ACTORS if kind == "agent" else {}
     for s in steps:
-        if "actor" not in s and s["type"] in AGENT_TYPES:
-            name = s.get("metadata", {}).get("agent")
-            if name.__class__ is str and name:
-                s["actor"] = actor(kind, name)
+        if s["type"] in AGENT_TYPES and "actor" not in s:
+            meta = s.get("metadata")
+            name = meta.get("agent") if meta is not None else None
+            if name is not None and name.__class__ is str and name:
+                s["actor"] = named.get(name) or actor(kind, name)
 
 
 def call_render(tool: Any, args: Any) -> dict | None:
@@ -356,9 +359,13 @@ class StepList:
     def call(self, key: Any, s: Step) -> None:
         tool = s["content"]
         if tool in _HINTED_TOOLS and "render" not in s:  # a shell, a patch, a file tool: how the call reads
-            hint = call_render(tool, s.get("action_input"))
-            if hint is not None:
-                s["render"] = hint
+            args = s.get("action_input")
+            if tool in SHELL_TOOLS and args.__class__ is str and '"apply_patch"' not in args:
+                s["render"] = TERMINAL  # the usual shell call, without the general function (a call per call)
+            else:
+                hint = call_render(tool, args)
+                if hint is not None:
+                    s["render"] = hint
         slot = [s]
         self._slots.append(slot)
         if key is not None and key != "":
@@ -388,7 +395,8 @@ class StepList:
         if "actor" not in s and call["type"] == "action":  # the tool that answered is the call's (not code's text)
             s["actor"] = _TOOL_ACTORS.get(tool) or actor("tool", tool)
         if tool in SHELL_TOOLS and "render" not in s:  # a shell's output, or the diff it printed
-            s["render"] = result_render(tool, s["content"])
+            body = s["content"]
+            s["render"] = TERMINAL if body[:4] != "diff" and body[:4] != "--- " else result_render(tool, body)
         return True
 
     def has_call(self, key: Any) -> bool:

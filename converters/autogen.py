@@ -24,7 +24,7 @@ from .multi_agent import message_list_trace
 from .support.chat import call_id, content_text, value_text
 from .support.errors import BadRecord, expect
 from .support.files import Origin, sample_objects
-from .support.steps import StepList, default_id, finish, render_args, step
+from .support.steps import StepList, default_id, finish, name_agents, render_args, step
 
 NAME = "autogen"
 _CORE_TYPES = frozenset({"SystemMessage", "UserMessage", "AssistantMessage", "FunctionExecutionResultMessage"})
@@ -103,6 +103,7 @@ def context_steps(msgs: list, where: str) -> tuple[list, str | None]:
 
 def _context_trace(msgs: list, origin: Origin, where: str, name: str | None = None) -> list:
     steps, task = context_steps(msgs, where)
+    name_agents(steps)
     agents = list(dict.fromkeys(a for m in msgs if isinstance(m, dict) and isinstance(a := m.get("source"), str)))
     return [finish(origin, default_id(origin, name) if name else default_id(origin), task, steps,
                    {"agents": agents or None, "agent_state": name}, where)]

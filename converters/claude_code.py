@@ -16,9 +16,10 @@ links into its parent session) continues the record before it in the file.
 
 Sidechains (``isSidechain: true``, the sub-agents run by the Task tool) are not mixed into the main
 trace: each sub-agent becomes its own trace ``<sessionId>/sidechain/<agent>`` with
-``metadata.parent_session``: ``<agent>`` is its ``agentId`` (2.x, also the name of its file), else
-(1.x, sub-agents inline in the main file) the uuid of the sub-agent's first record. The main trace
-counts them in ``metadata.sidechain_traces``; a Task call's result names its sub-agent's trace in
+``metadata.parent_session`` and ``parent_trace`` (the main trace's id, its session's): ``<agent>`` is its
+``agentId`` (2.x, also the name of its file), else (1.x, sub-agents inline in the main file) the uuid of the
+sub-agent's first record. Its turns' actor is ``subagent``, its prompt's the main ``agent``'s. The main trace
+counts them in ``metadata.sidechain_traces``; a Task call and its result name the sub-agent's trace in
 ``metadata.subagent_trace`` where the result says which (``toolUseResult.agentId``).
 
 The task is the user's first prompt; a slash command is the command line as typed (``/name args``),
@@ -46,7 +47,7 @@ from .base import Converter, Gather, Sample, Unit
 from .support.chat import anthropic_blocks
 from .support.errors import BadRecord, guarded, warning
 from .support.files import Origin, records
-from .support.steps import StepBatch, StepList, finish, step, text
+from .support.steps import AGENT_TYPES, FOLDED, StepBatch, StepList, actor, finish, step, text
 
 NAME = "claude_code"
 
@@ -285,6 +286,11 @@ def _steps(records: list[dict], source: str, tid: str, errors: list) -> tuple[St
             batch.discard()
             errors += [dataclasses.replace(e, trace_id=tid) for e in failed if isinstance(e, TraceError)]
             continue
+        if r.get("isMeta"):  # context Claude Code injected (a command's expansion, a reminder): the harness's
+            for s in batch.pending():
+                if s.type == "message":
+                    s["actor"] = actor("system")
+                    s["render"] = FOLDED
         batch.commit(out)
         if r.get("type") == "assistant":
             msg = r["message"]
@@ -354,7 +360,34 @@ def _session_trace(origin: Origin, tid: str, kept: list[dict], records: list[dic
         v = next((r.get(k) for r in kept if r.get(k)), None)
         if v is not None:
             meta[k] = v
-    return [finish(origin, tid, task, out.steps(), meta)]
+    steps = out.steps()
+    if meta.get("sidechain"):
+        _as_subagent(steps)
+    elif any(isinstance(r.get("toolUseResult"), dict) and "agentId" in r["toolUseResult"] for r in kept):
+        _link_subagents(steps)
+    return [finish(origin, tid, task, steps, meta)]
+
+
+def _as_subagent(steps: list) -> None:
+    """A sidechain's turns are the sub-agent's; its prompts are the main agent's (the Task call's prompt)."""
+    for s in steps:
+        was = s.get("actor")
+        if was is None:
+            if s.type in AGENT_TYPES:
+                s["actor"] = actor("subagent")
+        elif was["kind"] == "agent":
+            s["actor"] = actor("subagent", was.get("name"))
+        elif was["kind"] == "user":
+            s["actor"] = actor("agent")
+
+
+def _link_subagents(steps: list) -> None:
+    """The Task call whose result names a sub-agent's trace names it too (the result follows its call)."""
+    for call, result in zip(steps, steps[1:]):
+        trace = result.get("metadata", {}).get("subagent_trace")
+        if trace is not None and call.type == "action" \
+                and call.get("metadata", {}).get("tool_call_id") == result["metadata"].get("tool_call_id"):
+            call.setdefault("metadata", {})["subagent_trace"] = trace
 
 
 def _sidechains(records: list[dict], links: dict) -> dict[str, list[dict]]:
@@ -451,7 +484,8 @@ class _Sessions(Gather):
                 yield Unit(origin, (sid, main, links, meta))
             for agent, srecs in side.items():
                 yield Unit(origin, (f"{sid}/sidechain/{agent}", srecs, links,
-                                    {**base, "parent_session": sid, "agent_id": agent, "sidechain": True}))
+                                    {**base, "parent_session": sid, "parent_trace": sid, "agent_id": agent,
+                                     "sidechain": True}))
 
 
 CONVERTER = Converter(

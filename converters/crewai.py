@@ -22,7 +22,7 @@ from ls_trajeval.core.trace import TraceError, describe
 from .base import Converter, Gather, Sample, Unit
 from .support.errors import BadRecord, expect, guarded, record_error
 from .support.files import Origin, read_head
-from .support.steps import dumps, finish, stable_id, step
+from .support.steps import dumps, finish, name_agents, stable_id, step
 
 NAME = "crewai"
 ENTRY = re.compile(r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}): task_name=\"")
@@ -137,6 +137,7 @@ class _Kickoff:
 
     def trace(self, name: str) -> list:
         tid = stable_id(name, self.origin.position)
+        name_agents(self.steps)
         return [
             finish(
                 self.origin,

@@ -23,7 +23,7 @@ from .base import Converter, Gather, Sample, Unit
 from .support.chat import call_id, task_from_input, unwrap_message, value_text
 from .support.errors import BadRecord, join_field
 from .support.files import Origin, sample_objects
-from .support.steps import default_id, dumps, finish, step
+from .support.steps import default_id, dumps, finish, name_agents, step
 from .support.times import time_key
 from .support.trees import ToolEvent, assemble, llm_event_from_messages, tree_id
 
@@ -305,6 +305,7 @@ def runs_trace(runs: list, origin: Origin) -> Trace:
     tid = root.get("trace_id") or root.get("id")
     if tid is None or not str(tid).strip() or str(tid).startswith("["):
         tid = default_id(origin)
+    name_agents(steps)  # LangGraph's nodes
     return finish(origin, str(tid), task, steps, md)
 
 

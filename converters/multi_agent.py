@@ -19,7 +19,7 @@ from .base import Converter, Sample
 from .support.chat import call_id, message_parts, norm_role, tool_calls_of, value_text
 from .support.errors import BadRecord
 from .support.files import Origin, sample_objects
-from .support.steps import StepList, default_id, finish, render_args, step
+from .support.steps import StepList, default_id, finish, name_agents, render_args, step
 
 NAME = "multi_agent"
 _WW_KEYS = ("mistake_agent", "mistake_step", "mistake_reason", "ground_truth", "question")
@@ -178,6 +178,7 @@ def _who_when(rec: dict, origin: Origin) -> list:
     if task is None and hist and isinstance(hist[0], dict):
         task = value_text(hist[0].get("content"))
     tid = rec.get("trace_id") or rec.get("id") or default_id(origin)
+    name_agents(steps)
     return [finish(origin, str(tid), task, steps, md, "history")]
 
 
@@ -272,6 +273,7 @@ def message_list_trace(rec: dict, origin: Origin) -> list:
     steps = out.steps()
     md["agents"] = list(dict.fromkeys(a for s in steps if (a := s.get("metadata", {}).get("agent"))))
     tid = rec.get("trace_id") or rec.get("id") or rec.get("session_id") or default_id(origin)
+    name_agents(steps)
     return [finish(origin, str(tid), task, steps, md, key)]
 
 

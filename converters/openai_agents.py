@@ -32,7 +32,7 @@ from .base import Converter, Gather, Sample, Unit
 from .support.chat import task_from_input, value_text
 from .support.errors import BadRecord, expect, join_field, warning
 from .support.files import Origin, sample_objects
-from .support.steps import dumps, finish, step
+from .support.steps import actor, dumps, finish, name_agents, step
 from .support.times import time_key
 from .support.trees import ToolEvent, assemble, llm_event_from_messages, tree_order
 
@@ -139,8 +139,10 @@ def trace_steps(spans: list) -> tuple[list, str | None, dict]:
         elif kind == "response":
             rid = d.get("response_id")
             meta.update(_rest(d, "response_id"), response_id=rid)
+            by = meta["agent"]  # the model's answer, the agent's turn
             events.append(step("other", f"[model response {rid}: its input and output are not in the trace]"
-                               if rid else "[model response: its input and output are not in the trace]", None, meta))
+                               if rid else "[model response: its input and output are not in the trace]", None, meta,
+                               who=actor("agent", by)))
         elif kind == "function":
             if d.get("mcp_data") is not None:
                 meta["mcp_data"] = d["mcp_data"]
@@ -182,19 +184,29 @@ def trace_steps(spans: list) -> tuple[list, str | None, dict]:
                 events.append(failed)
     close(-1)
     ids = {s["id"] for s in spans}
+    agents_seen = list(dict.fromkeys(
+        s["data"].get("name") for s in spans if s["data"]["type"] == "agent" and s["data"].get("name")))
     info = {
         "span_count": len(spans),
         "root_spans": sum(1 for s in spans if s["parent_id"] is None) or None,
         "missing_parents": sorted({s["parent_id"] for s in spans if s["parent_id"] and s["parent_id"] not in ids})
         or None,
-        "agents": list(
-            dict.fromkeys(
-                s["data"].get("name") for s in spans if s["data"]["type"] == "agent" and s["data"].get("name")
-            )
-        )
-        or None,
+        "agents": agents_seen or None,
     }
-    return assemble(events), task, info
+    steps = assemble(events)
+    name_agents(steps)
+    if agents_seen:
+        handed_over(steps, agents_seen[0])
+    return steps, task, info
+
+
+def handed_over(steps: list, first: str) -> None:
+    """The run starts with its first agent; every other agent is one it handed over to (or ran as a tool):
+    their steps are a sub-agent's."""
+    for s in steps:
+        was = s.get("actor")
+        if was is not None and was["kind"] == "agent" and was.get("name", first) != first:
+            s["actor"] = actor("subagent", was["name"])
 
 
 def one(trace: tuple[str, list, dict | None], origin: Origin) -> list:

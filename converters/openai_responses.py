@@ -23,11 +23,13 @@ them, is the user's prompt step).
 """
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ls_trajeval.core.jsonfiles import loads
 from ls_trajeval.core.trace import describe
 
 from .base import Converter, Sample, Unit
@@ -214,7 +216,8 @@ class _Builder:
                 output = output.get("content", output)
             body = content_text(output, ("text", "output")) if not isinstance(output, str) else output
             cid = call_id(it.get("call_id"))
-            self.out.result(cid, step("error" if is_err else "observation", body, None,
+            code = exit_code(body)
+            self.out.result(cid, step("error" if is_err or code else "observation", body, None,
                                       {"item_id": ident, **meta, "tool_call_id": cid}))
         elif t == "ghost_snapshot":  # Codex's git snapshot for undo: bookkeeping, nothing the agent did
             self.ghost_snapshots += 1
@@ -228,6 +231,24 @@ class _Builder:
                                "search_action": action.get("type") if isinstance(action, dict) else None, **meta}))
         else:
             self.out.add(step("other", compact(it), None, {"item_type": t, "item_id": ident, **meta}))
+
+
+#: how Codex reports a shell command's exit status in the output text (``exec_command``, older ``shell``)
+_EXITED = re.compile(r"^(?:Process exited with code|Exit code:) (-?\d+)\s*$", re.M)
+
+
+def exit_code(output: str) -> int | None:
+    """A shell command's exit code as Codex writes it in the call's output: ``{"output", "metadata": {"exit_code"}}``
+    JSON, or a ``Process exited with code N`` / ``Exit code: N`` line in its head; None when it says none."""
+    if output.startswith('{"output"'):
+        try:
+            doc = loads(output)
+        except ValueError:
+            return None
+        code = doc.get("metadata", {}).get("exit_code") if isinstance(doc.get("metadata"), dict) else None
+        return code if isinstance(code, int) and not isinstance(code, bool) else None
+    found = _EXITED.search(output[:500])
+    return int(found.group(1)) if found else None
 
 
 def one(rec: Any, origin: Origin) -> Iterator:

@@ -191,7 +191,9 @@ class _History:
         }
         # a command with no output shows OpenHands' own line for it ("Command `…` executed with exit code 0.")
         body = value_text(e.get("content")) or text(e.get("message"))
-        s = step("error" if kind == "error" or _failed(exit_code) else "observation", body, None, meta)
+        # the file editor answers a refused edit or view with "ERROR:" and its reason, as an ordinary observation
+        failed = kind == "error" or _failed(exit_code) or body.startswith("ERROR:")
+        s = step("error" if failed else "observation", body, None, meta)
         cause = e.get("cause")
         if cause is not None:
             self.out.result(str(cause), s)

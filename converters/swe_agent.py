@@ -199,11 +199,11 @@ def _from_history(history: list, out: StepList, where: str = "history", mini: bo
         elif role == "tool":
             ids = m.get("tool_call_ids") or [m.get("tool_call_id")]
             cid = call_id(ids[0])
-            out.result(cid, step("observation", content, None, {**meta, "tool_call_id": cid}))
+            out.result(cid, step(_result_type(meta), content, None, {**meta, "tool_call_id": cid}))
             waiting = None
         elif role == "user":
             if pending is not None:
-                out.result(pending, step("observation", content, None, dict(meta)))
+                out.result(pending, step(_result_type(meta), content, None, dict(meta)))
                 pending = waiting = None
             else:
                 if first_user is None:
@@ -221,6 +221,11 @@ def _from_history(history: list, out: StepList, where: str = "history", mini: bo
         else:
             out.add(step("other", compact(m), None, {"role": role, **meta}))
     return first_user, demos
+
+
+def _result_type(meta: dict) -> str:
+    """A command that exited non-zero (mini-swe-agent's ``<returncode>``) failed: an error, as in the other formats."""
+    return "observation" if meta.get("returncode", 0) == 0 else "error"
 
 
 def _mini_task(first_user: str | None) -> str | None:

@@ -32,7 +32,7 @@ from .base import Converter, Sample
 from .support.chat import call_id, content_text, openai_messages, tool_call
 from .support.errors import BadRecord, expect, warning
 from .support.files import STREAM_ABOVE, Origin, first_item, iter_items
-from .support.steps import StepList, default_id, finish, render_args, step
+from .support.steps import StepList, actor, default_id, finish, render_args, step
 
 NAME = "tau_bench"
 
@@ -69,6 +69,19 @@ def detect(sample: Sample) -> float:
 
 # ---------------------------------------------------------------- tau-bench
 
+#: who a tau-bench user turn is
+SIMULATED_USER = actor("simulated_user")
+
+
+def simulated(steps: list) -> None:
+    """Every user turn in tau-bench and tau2-bench is the user simulator's (a model playing the customer), and so
+    are the tool calls it makes in tau2 (role user): an annotator judges the agent, not them."""
+    for s in steps:
+        was = s.get("actor")
+        if was is not None and was["kind"] == "user" or was is None and s.get("metadata", {}).get("role") == "user":
+            s["actor"] = SIMULATED_USER
+
+
 def _v1(rec: Any, origin: Origin) -> list:
     if not isinstance(rec, dict):
         expect(rec, dict, None)
@@ -84,6 +97,7 @@ def _v1(rec: Any, origin: Origin) -> list:
     for s in steps:  # tau-bench's tools answer an exception with "Error: ..."
         if s.type == "observation" and s.content.startswith("Error:"):
             s.type = "error"
+    simulated(steps)
     meta = {"task_id": rec.get("task_id"), "trial": rec.get("trial"), "reward": rec.get("reward"), "info": info}
     tid = default_id(origin)
     return [finish(origin, tid, task, steps, meta, field="traj"), *(warning(origin.source, tid, n) for n in notes)]
@@ -137,6 +151,8 @@ def _simulation(sim: Any, origin: Origin) -> list:
     messages = expect(sim.get("messages"), list, "messages")
     out = StepList()
     task = _tau2_steps(messages, out)
+    steps = out.steps()
+    simulated(steps)
     reward_info = sim.get("reward_info")
     meta = {k: sim.get(k) for k in ("task_id", "trial", "termination_reason", "start_time", "end_time", "duration",
                                      "agent_cost", "user_cost", "seed")}
@@ -147,7 +163,7 @@ def _simulation(sim: Any, origin: Origin) -> list:
     sid = sim.get("id")
     # a simulation without an id: its place in the file (simulations[3]) tells it from the others
     tid = sid if isinstance(sid, str) and sid else default_id(origin, origin.place)
-    return [finish(origin, tid, task, out.steps(), meta, field="messages")]
+    return [finish(origin, tid, task, steps, meta, field="messages")]
 
 
 def one(rec: Any, origin: Origin) -> list:

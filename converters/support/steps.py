@@ -146,13 +146,84 @@ NOT_AGENT_ROLES = frozenset({"user", "human", "system", "developer", "tool", "fu
                              "instructions", "compacted", "environment", "info"})
 
 
-def step(type_: str, content: Any, action_input: str | None = None, metadata: dict | None = None) -> Step:
+#: who produced a step: the kinds of ``actor`` (see the module docstring)
+ACTOR_KINDS = frozenset({"user", "simulated_user", "agent", "subagent", "tool", "system"})
+#: the source roles of a person's turn
+USER_ROLES = frozenset({"user", "human"})
+#: the source roles of what the harness put in front of the agent (a system prompt, a task or instructions given)
+HARNESS_ROLES = frozenset({"system", "developer", "task", "instructions", "hints", "compacted"})
+#: the types of step an agent produces when the source says no more (a result is a tool's or the environment's)
+AGENT_TYPES = frozenset({"thought", "action", "code", "message"})
+#: the source roles that say who spoke a message
+_ROLE_KIND = {**dict.fromkeys(USER_ROLES, "user"), **dict.fromkeys(HARNESS_ROLES, "system")}
+#: which types of step the constructor looks into for their actor: 1 a message (its role), 2 a result (its tool),
+#: 3 a system step
+_WHO_BY_TYPE = {"message": 1, "observation": 2, "error": 2, "system": 3}
+#: the keys ``render`` may hold, and the values of its ``as``
+RENDER_KEYS = frozenset({"as", "language", "path", "folded"})
+RENDER_AS = frozenset({"text", "code", "terminal", "diff"})
+#: tools that run a shell command (their call and its output read as a terminal), by the names the formats give
+SHELL_TOOLS = frozenset({"Bash", "bash", "shell", "local_shell", "exec_command", "execute_bash", "run_shell_command",
+                         "execute_command", "terminal", "cmd_run", "run_command", "container.exec", "shell_command"})
+#: tools whose arguments are a patch
+PATCH_TOOLS = frozenset({"apply_patch"})
+#: tools that read or write the file their arguments name (Claude Code, OpenHands, Gemini CLI, Cline, SWE-agent,
+#: Codex, Aider's and the generic names), whose calls carry its ``path``
+FILE_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "Read", "NotebookEdit", "str_replace_editor", "edit_file",
+                        "write_file", "read_file", "replace", "create_file", "view", "write_to_file", "apply_diff",
+                        "read_many_files", "insert_content", "search_and_replace", "str_replace", "edit", "open",
+                        "create", "text_editor", "str_replace_based_edit_tool"})
+#: the tools whose calls get a render hint: the others' are not looked into (a set lookup per call)
+_HINTED_TOOLS = SHELL_TOOLS | PATCH_TOOLS | FILE_TOOLS
+#: the argument that names the file a tool reads or writes, by the names the formats give it
+PATH_ARGS = ("file_path", "path", "absolute_path", "filename", "target_file", "notebook_path")
+
+
+#: the actor objects made so far, by kind and name: steps share them (no dict made per step), so a converter replaces
+#: a step's actor, never changes one in place
+_ACTORS: dict[tuple[str, str | None], dict] = {}
+#: the render hints every step of a kind shares (as the actors: replaced, never changed)
+FOLDED = {"folded": True}
+TERMINAL = {"as": "terminal"}
+DIFF = {"as": "diff"}
+
+
+def actor(kind: str, name: str | None = None) -> dict:
+    """The actor ``{"kind", "name"?}`` (one object per kind and name, shared by the steps that have it)."""
+    found = _ACTORS.get((kind, name))
+    if found is None:
+        found = {"kind": kind, "name": name} if name else {"kind": kind}
+        if len(_ACTORS) < 10_000:  # names come from the logs: a flood of distinct ones is not kept
+            _ACTORS[(kind, name)] = found
+            if name and (kind == "tool" or kind == "agent"):
+                (_TOOL_ACTORS if kind == "tool" else _AGENT_ACTORS)[name] = found
+    return found
+
+
+for _kind in ACTOR_KINDS:  # the nameless ones, looked up directly by the step constructor
+    actor(_kind)
+#: the named tools' and agents' actors, by name alone (looked up once per result, once per agent step)
+_TOOL_ACTORS: dict[str, dict] = {}
+_AGENT_ACTORS: dict[str, dict] = {}
+#: the actor of a message by its source role
+_ROLE_ACTORS = {role: _ACTORS[kind, None] for role, kind in _ROLE_KIND.items()}
+
+
+def step(type_: str, content: Any, action_input: str | None = None, metadata: dict | None = None,
+         who: dict | None = None, render: dict | None = None) -> Step:
     """The one way to make a step. ``metadata`` is a dict made for this step (it becomes the step's
     metadata, not a copy): its null values are dropped, so a key appears only where known, and its
     ``timestamp`` goes to the step's top level when it is text or a number. An agent's message or thought
     without any text (an empty generation: real data, something to judge) says so: content ``(empty response)``,
     ``empty_response: true`` in its metadata; other empty steps (a tool that returned nothing, an empty user
-    message) stay as they are."""
+    message) stay as they are.
+
+    ``who`` (the step's actor, from :func:`actor`), when the converter does not give it, is what the source role
+    says where it says more than the type: a person's turn (role user or human) the user's, what the harness set
+    (a system step, role system, developer, task, instructions) the system's, a result the named tool's
+    (``metadata.tool_name``, or the call's name once :class:`StepList` pairs it). A step left without one is the
+    agent's or a tool's by its type; multi-agent formats name their agents with :func:`name_agents`. A system
+    step starts folded unless ``render`` says otherwise."""
     # a hot path (every step of every converter, benchmarks/converter_instructions.py): the step object is built in
     # its output order, key by key, and an empty turn is found with the fewest tests of the usual step
     if content.__class__ is not str:
@@ -164,18 +235,99 @@ def step(type_: str, content: Any, action_input: str | None = None, metadata: di
     s = Step(type=type_, content=content)
     if action_input is not None:
         s["action_input"] = action_input
-    if not metadata:
-        return s
-    if None in metadata.values():  # most steps have no null: the dict is rebuilt only when one has
-        metadata = {k: v for k, v in metadata.items() if v is not None}
-    ts = metadata.get("timestamp")
-    if ts is not None and (ts.__class__ is str or ts.__class__ is int or ts.__class__ is float):
-        del metadata["timestamp"]
-        s["timestamp"] = ts
-    # else none, or not a time a reader can show (an object, a boolean): it stays in metadata
     if metadata:
-        s["metadata"] = metadata
+        if None in metadata.values():  # most steps have no null: the dict is rebuilt only when one has
+            metadata = {k: v for k, v in metadata.items() if v is not None}
+        ts = metadata.get("timestamp")
+        if ts is not None and (ts.__class__ is str or ts.__class__ is int or ts.__class__ is float):
+            del metadata["timestamp"]
+            s["timestamp"] = ts
+        # else none, or not a time a reader can show (an object, a boolean): it stays in metadata
+        if metadata:
+            s["metadata"] = metadata
+    if who is None:
+        # who spoke, where the source says more than the type (a person's or the harness's message, a named tool's
+        # result, a system step); the rest the labeling UI reads from the type and metadata. The tests are as few
+        # as the type allows: an actor on every step cost the chat formats a seventh of their conversion
+        # (benchmarks/converter_instructions.py). Multi-agent formats name their agents with :func:`name_agents`.
+        check = _WHO_BY_TYPE.get(type_)
+        if check is not None:
+            if check == 3:
+                s["actor"] = _ACTORS["system", None]
+                if render is None:
+                    render = FOLDED
+            elif metadata:
+                if check == 1:
+                    role = metadata.get("role")
+                    if role.__class__ is str and role in _ROLE_ACTORS:
+                        s["actor"] = _ROLE_ACTORS[role]
+                else:
+                    name = metadata.get("tool_name")
+                    if name.__class__ is str and name:
+                        s["actor"] = _TOOL_ACTORS.get(name) or actor("tool", name)
+    else:
+        s["actor"] = who
+    if render is not None:
+        s["render"] = render
     return s
+
+
+def name_agents(steps: list[Step], kind: str = "agent") -> None:
+    """Each agent step (thought, action, code, message) without an actor gets its agent's: ``metadata.agent``, the
+    agent of a multi-agent log (CrewAI, AutoGen, Who&When, OpenAI Agents, LangGraph), as ``kind``."""
+    named = _AGENT_ACTORS if kind == "agent" else {}
+    for s in steps:
+        if s["type"] in AGENT_TYPES and "actor" not in s:
+            meta = s.get("metadata")
+            name = meta.get("agent") if meta is not None else None
+            if name is not None and name.__class__ is str and name:
+                s["actor"] = named.get(name) or actor(kind, name)
+
+
+def call_render(tool: Any, args: Any) -> dict | None:
+    """How a tool call reads, where its tool says more than its text: a shell command as a terminal, a patch as a
+    diff, and the file the call reads or writes (``args``: the call's arguments, an object or JSON text)."""
+    if tool in SHELL_TOOLS and not (args.__class__ is str and '"apply_patch"' in args):
+        return TERMINAL
+    if tool in PATCH_TOOLS or tool in SHELL_TOOLS:  # apply_patch, or Codex's shell running ["apply_patch", patch]
+        patch = args if args.__class__ is str else args.get("input") if isinstance(args, dict) else None
+        if tool in SHELL_TOOLS and isinstance(patch, str) and patch[:1] == "{":
+            try:
+                command = orjson.loads(patch).get("command")
+            except (ValueError, AttributeError):
+                command = None
+            patch = command[1] if isinstance(command, list) and len(command) > 1 else None
+        path = patch_path(patch) if isinstance(patch, str) else None
+        return {"as": "diff", "path": path} if path else DIFF
+    if args.__class__ is str and args[:1] == "{":
+        try:
+            args = orjson.loads(args)
+        except ValueError:
+            return None
+    if isinstance(args, dict):
+        for k in PATH_ARGS:
+            v = args.get(k)
+            if v.__class__ is str and v:
+                return {"path": v}
+    return None
+
+
+def result_render(tool: Any, content: str) -> dict:
+    """How a shell command's output reads: the unified diff it printed (``git diff``) as a diff, else a terminal."""
+    if content.startswith("diff --git ") or content.startswith("--- ") and "\n+++ " in content[:2000]:
+        return DIFF
+    return TERMINAL
+
+
+def patch_path(patch: str) -> str | None:
+    """The first file a patch touches (``*** Update File: x`` of apply_patch, ``+++ b/x`` of a unified diff)."""
+    for line in patch.splitlines()[:50]:
+        for head in ("*** Update File: ", "*** Add File: ", "*** Delete File: ", "+++ b/", "+++ "):
+            if line.startswith(head):
+                path = line[len(head):].strip()
+                if path and path != "/dev/null":
+                    return path
+    return None
 
 
 def step_metadata(s: Step) -> dict:
@@ -205,6 +357,15 @@ class StepList:
         self._slots.append([s])
 
     def call(self, key: Any, s: Step) -> None:
+        tool = s["content"]
+        if tool in _HINTED_TOOLS and "render" not in s:  # a shell, a patch, a file tool: how the call reads
+            args = s.get("action_input")
+            if tool in SHELL_TOOLS and args.__class__ is str and '"apply_patch"' not in args:
+                s["render"] = TERMINAL  # the usual shell call, without the general function (a call per call)
+            else:
+                hint = call_render(tool, args)
+                if hint is not None:
+                    s["render"] = hint
         slot = [s]
         self._slots.append(slot)
         if key is not None and key != "":
@@ -229,6 +390,13 @@ class StepList:
             self._slots.append([s])
             return False
         slot.append(s)
+        call = slot[0]
+        tool = call["content"]
+        if "actor" not in s and call["type"] == "action":  # the tool that answered is the call's (not code's text)
+            s["actor"] = _TOOL_ACTORS.get(tool) or actor("tool", tool)
+        if tool in SHELL_TOOLS and "render" not in s:  # a shell's output, or the diff it printed
+            body = s["content"]
+            s["render"] = TERMINAL if body[:4] != "diff" and body[:4] != "--- " else result_render(tool, body)
         return True
 
     def has_call(self, key: Any) -> bool:
@@ -263,6 +431,10 @@ class StepBatch:
 
     def result(self, key: Any, s: Step) -> None:
         self._ops.append((key, s, 2))
+
+    def pending(self) -> list[Step]:
+        """The steps held back, in order."""
+        return [s for _, s, _ in self._ops]
 
     def commit(self, into: StepList) -> None:
         for key, s, op in self._ops:
@@ -347,6 +519,15 @@ def convention_problems(trace: Trace) -> list[str]:
             out.append(f"{where}: unknown type")
         if not isinstance(s.content, str):
             out.append(f"{where}: content is not text")
+        actor = s.get("actor")
+        if actor is not None and (not isinstance(actor, dict) or actor.get("kind") not in ACTOR_KINDS
+                                  or not set(actor) <= {"kind", "name"}
+                                  or "name" in actor and (not isinstance(actor["name"], str) or not actor["name"])):
+            out.append(f"{where}: actor {actor!r} is not {{kind, name?}} with a known kind")
+        hint = s.get("render")
+        if hint is not None and (not isinstance(hint, dict) or not hint or not set(hint) <= RENDER_KEYS
+                                 or "as" in hint and hint["as"] not in RENDER_AS):
+            out.append(f"{where}: render {hint!r} is not a known hint")
         if s.type == "action":
             if not isinstance(s.action_input, str):
                 out.append(f"{where}: action_input is not text")

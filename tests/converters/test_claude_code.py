@@ -211,6 +211,7 @@ def test_a_sub_agent_file_is_its_own_trace_linked_to_its_parent_session(path):
     (t,), errors, _ = run(path)
     assert not errors and t.trace_id == f"{sid}/sidechain/{agent}"
     assert t.metadata["parent_session"] == sid and t.metadata["agent_id"] == agent and t.metadata["sidechain"] is True
+    assert t.metadata["parent_trace"] == sid  # the main session's trace id is its sessionId
 
 
 def test_a_task_result_names_its_sub_agents_trace():
@@ -219,12 +220,12 @@ def test_a_task_result_names_its_sub_agents_trace():
     (ran,) = [(r["sessionId"], r["toolUseResult"]["agentId"]) for r in recs if isinstance(r.get("toolUseResult"), dict)
               and "agentId" in r["toolUseResult"]]
     t = run(path)[0][0]
-    (task_result,) = [s for s in t.steps if "subagent_trace" in meta(s)]
-    assert meta(task_result)["subagent_trace"] == f"{ran[0]}/sidechain/{ran[1]}"
-    i = t.steps.index(task_result)
-    assert (
-        t.steps[i - 1].content == "Task" and meta(t.steps[i - 1])["tool_call_id"] == meta(task_result)["tool_call_id"]
-    )
+    # the Task call and its result (the record with toolUseResult.agentId) both name it, and nothing else does
+    (task_call, task_result) = [s for s in t.steps if "subagent_trace" in meta(s)]
+    assert meta(task_result)["subagent_trace"] == meta(task_call)["subagent_trace"] == f"{ran[0]}/sidechain/{ran[1]}"
+    assert t.steps.index(task_result) == t.steps.index(task_call) + 1
+    assert task_call.type == "action" and task_call.content == "Task"
+    assert meta(task_call)["tool_call_id"] == meta(task_result)["tool_call_id"]
 
 
 def test_a_folder_finds_the_sub_agent_files():

@@ -89,7 +89,12 @@ def test_mini_swe_agent_bare_message_list():
     traces, errors, _ = run(MINI / "github_issue.traj.json")
     assert not errors and len(traces) == 1
     t = traces[0]
-    assert types(t) == ["system", "message"] + ["thought", "action", "observation"] * 10
+    # a command that exited non-zero is an error step: the 1st and 8th of the ten outputs say <returncode>1</returncode>
+    # (jq -r '.[] | select(.role=="user") | .content[0:30]' github_issue.traj.json | grep -n returncode)
+    failed = [bool(RC.match(o)) and RC.match(o).group(1) != "0" for o in outputs]
+    assert [i for i, f in enumerate(failed) if f] == [0, 7]
+    assert types(t) == ["system", "message"] + [x for f in failed for x in ("thought", "action",
+                                                                          "error" if f else "observation")]
     actions = [i for i, s in enumerate(t.steps) if s.type == "action"]
     assert [t.steps[i].content for i in actions] == ["bash"] * 10
     assert [t.steps[i].action_input for i in actions] == [c[0] for c in commands]
@@ -125,7 +130,9 @@ def test_mini_swe_agent_tool_calling_runs(name):
         cid = meta(t.steps[i])["tool_call_id"]
         nxt = t.steps[i + 1] if i + 1 < len(t.steps) else None
         if cid in outputs:
-            assert nxt.type == "observation" and nxt.content == outputs[cid]["content"]
+            # a command that exited non-zero is an error (sqlfluff: 5 of 40 calls, returncodes 1 and 4)
+            failed = outputs[cid]["extra"]["returncode"] != 0
+            assert nxt.type == ("error" if failed else "observation") and nxt.content == outputs[cid]["content"]
             assert meta(nxt)["returncode"] == outputs[cid]["extra"]["returncode"]
         else:  # the call the run submitted on: mini-swe-agent writes no tool message, its exit message answers it
             assert (
@@ -165,5 +172,5 @@ def test_mini_swe_agent_reply_with_two_blocks_runs_nothing(tmp_path):
     traces, errors, _ = run(p)
     assert not errors
     t = traces[0]
-    assert types(t) == ["system", "message", "thought", "message", "thought", "action", "observation"]
+    assert types(t) == ["system", "message", "thought", "message", "thought", "action", "error"]  # exited 2
     assert t.task == "fix <it> & more" and meta(t.steps[-1])["returncode"] == 2

@@ -36,6 +36,10 @@ RECORD_KEYS = frozenset({
     *HEAD_KEYS, "scheme", "running_score", "final_score", "n_steps", "n_errors", "first_error_step",
     "worst_severity", "severity_weights", "score_initial", "score_min", "model_version", "gold",
 })
+#: What :func:`build_record` reads of a Label Studio task, and of one of its annotations (or predictions): the export
+#: asks Label Studio for these fields only, so a key read there must be named here (a unit test checks it)
+TASK_FIELDS = ("id", "project", "data")
+ANNOTATION_FIELDS = ("id", "completed_by", "created_at", "updated_at", "lead_time", "result", "model_version")
 #: The keys of one per-step entry
 STEP_KEYS = ("step_index", "step_type", "step_text", "correctness", "error_category", "error_type", "severity",
              "rationale", "score")

@@ -4,19 +4,26 @@ predictions (``--predictions``: what a detector or judge said, for ``align``).""
 from __future__ import annotations
 
 import os
+import pickle
 import re
 import tempfile
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from ..core.config import Config
 from ..core.fields import review_mark
 from ..core.layouts import layout_of
-from ..core.records import AnnotationRecord, build_record, dumps, parse_record
+from ..core.records import ANNOTATION_FIELDS, TASK_FIELDS, AnnotationRecord, build_record, dumps, parse_record
 from ..core.trace import TraceError
 from ..studio import client as studio
 from .projects import project_config
+
+
+#: Where an export reads the project from: "auto" (an export snapshot where the API key may make one, else page by
+#: page), "snapshot" or "pages". Both give the same file.
+SOURCES = ("auto", "snapshot", "pages")
 
 
 @dataclass
@@ -24,10 +31,11 @@ class ExportSummary:
     written: int = 0
     tasks: int = 0
     cancelled: int = 0  # skipped or cancelled annotations, left out
-    drafts: int = 0  # unsubmitted drafts, left out
+    drafts: int = 0  # unsubmitted drafts (the API key's user's), left out
     unreadable: int = 0  # annotations whose result could not be decoded, left out with a warning
     warnings: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
+    source: str = ""  # "snapshot" or "pages": how the project was read
 
 
 def readable_record(task: dict, annotation: dict, config: Config, *, layout: str, users: dict,
@@ -53,27 +61,98 @@ def read_back(record: dict, config: Config) -> AnnotationRecord | TraceError:
 
 
 def iter_records(client, project_id: int, config: Config | None = None, page_size: int = 100,
-                 summary: ExportSummary | None = None) -> Iterator[dict]:
-    """Export records of a project, task by task (paged), annotations in id order; ``config`` defaults to the
-    project's own."""
+                 summary: ExportSummary | None = None, source: str = "auto") -> Iterator[dict]:
+    """Export records of a project in task id order, annotations in id order; ``config`` defaults to the
+    project's own, ``source`` is one of :data:`SOURCES`."""
     project = studio.get_project(client, project_id)
     return _records(client, project, project_config(project, config), page_size,
-                    summary if summary is not None else ExportSummary())
+                    summary if summary is not None else ExportSummary(), source)
 
 
-def _records(client, project: dict, config: Config, page_size: int, summary: ExportSummary) -> Iterator[dict]:
+def _records(client, project: dict, config: Config, page_size: int, summary: ExportSummary,
+             source: str = "auto") -> Iterator[dict]:
     layout = layout_of(project.get("label_config") or "")
     users = studio.users_by_id(client)
-    for task in studio.iter_tasks(client, project["id"], only_annotated=False, page_size=page_size):
-        summary.tasks += 1
-        summary.drafts += len(task.get("drafts") or [])
+
+    def records_of(task: dict, summary: ExportSummary) -> list[dict]:
+        out = []
         for annotation in sorted(task.get("annotations") or [], key=lambda a: a.get("id") or 0):
             if annotation.get("was_cancelled"):
                 summary.cancelled += 1
                 continue
             record = readable_record(task, annotation, config, layout=layout, users=users, summary=summary)
             if record is not None:
-                yield record
+                out.append(record)
+        return out
+
+    yield from _task_order_records(client, project["id"], "annotations", records_of, summary, page_size, source)
+    summary.drafts += studio.count_own_drafts(client, project["id"], page_size)
+
+
+def _task_order_records(client, project_id: int, what: str, records_of: Callable[[dict, ExportSummary], list[dict]],
+                        summary: ExportSummary, page_size: int, source: str) -> Iterator[dict]:
+    """What ``records_of`` makes of every task of the project (with its ``what``: annotations or predictions), in
+    task id order: read from an export snapshot (parsed as it downloads, put in order through a temporary file),
+    or where there can be none, page by page (in order as read, the next page read while this one is built)."""
+    if source not in SOURCES:
+        raise ValueError(f"source: expected one of {', '.join(SOURCES)}, got {source!r}")
+    if source != "pages":
+        scratch = ExportSummary()  # counts of a snapshot only count once it was read whole
+        spool = _TaskOrder()
+        try:
+            for task in studio.snapshot_tasks(client, project_id, predictions=what == "predictions"):
+                scratch.tasks += 1
+                seen = len(scratch.warnings)
+                spool.add(task.get("id") or 0, records_of(task, scratch), scratch.warnings[seen:])
+                del scratch.warnings[seen:]
+        except studio.SnapshotUnavailable as exc:
+            spool.close()
+            if source == "snapshot":
+                raise studio.StudioError(str(exc)) from None
+            if not exc.refused:
+                summary.warnings.append(f"read page by page instead: {exc}")
+        else:
+            summary.source = "snapshot"
+            summary.tasks += scratch.tasks
+            summary.cancelled += scratch.cancelled
+            summary.unreadable += scratch.unreadable
+            with closing(spool):
+                for records, warnings in spool:
+                    summary.warnings.extend(warnings)
+                    yield from records
+            return
+    summary.source = "pages"
+    fields = (*TASK_FIELDS, what, *ANNOTATION_FIELDS, "was_cancelled")
+    for task in studio.iter_tasks_with(client, project_id, fields, page_size=page_size):
+        summary.tasks += 1
+        yield from records_of(task, summary)
+
+
+class _TaskOrder:
+    """Records of tasks that come in any order (an export snapshot's), handed back in task id order: each task's
+    records are written to a temporary file as they come, and only (task id, offset, size) is kept per task."""
+
+    def __init__(self) -> None:
+        self.file = tempfile.TemporaryFile(prefix="ls-trajeval-export-")
+        self.index: list[tuple[int, int, int]] = []
+        self.size = 0
+
+    def add(self, task_id: int, records: list[dict], warnings: list[str]) -> None:
+        if not records and not warnings:
+            return
+        data = pickle.dumps((records, warnings), protocol=pickle.HIGHEST_PROTOCOL)
+        self.file.write(data)
+        self.index.append((task_id, self.size, len(data)))
+        self.size += len(data)
+
+    def __iter__(self) -> Iterator[tuple[list[dict], list[str]]]:
+        self.index.sort()
+        for _, offset, size in self.index:
+            self.file.seek(offset)
+            yield pickle.loads(self.file.read(size))
+
+    def close(self) -> None:
+        self.file.close()
 
 
 def _safe_name(text: str) -> str:
@@ -112,17 +191,17 @@ class _AtomicWriter:
 
 
 def export_project(client, project_id: int, out: str | Path | None = None, config: Config | None = None, *,
-                   per_annotator: bool = False, page_size: int = 100) -> ExportSummary:
+                   per_annotator: bool = False, page_size: int = 100, source: str = "auto") -> ExportSummary:
     """Write the project's annotations to ``out`` (a file), or with ``per_annotator`` one file per annotator in
     the directory ``out``. ``config`` defaults to the project's own; ``out`` to the config's ``output.path``
-    (plus ``annotations.jsonl`` for one file)."""
+    (plus ``annotations.jsonl`` for one file); ``source`` is one of :data:`SOURCES`."""
     summary = ExportSummary()
     project = studio.get_project(client, project_id)
     config = project_config(project, config)
     out = Path(out or (config.output_path if per_annotator else Path(config.output_path) / "annotations.jsonl"))
     writers: dict[str, _AtomicWriter] = {}
     try:
-        for record in _records(client, project, config, page_size, summary):
+        for record in _records(client, project, config, page_size, summary, source):
             key = _safe_name(record["annotator"] or f"user{record['annotator_id']}") if per_annotator else ""
             if key not in writers:
                 writers[key] = _AtomicWriter(out / f"{key}.jsonl" if per_annotator else out)
@@ -150,9 +229,9 @@ class GoldSummary:
 
 
 def _analysis_records(client, project: dict, config: Config, page_size: int, summary: ExportSummary,
-                      warnings: list) -> list[AnnotationRecord]:
+                      warnings: list, source: str) -> list[AnnotationRecord]:
     out = []
-    for record in _records(client, project, config, page_size, summary):
+    for record in _records(client, project, config, page_size, summary, source):
         rec = read_back(record, config)
         if isinstance(rec, TraceError):
             warnings.append(f"left out: {rec}")
@@ -162,7 +241,8 @@ def _analysis_records(client, project: dict, config: Config, page_size: int, sum
 
 
 def export_gold(client, project_id: int, out: str | Path | None = None, config: Config | None = None, *,
-                method: str = "majority", review: list[int] | None = None, page_size: int = 100) -> GoldSummary:
+                method: str = "majority", review: list[int] | None = None, page_size: int = 100,
+                source: str = "auto") -> GoldSummary:
     """One gold line per annotated trace of the project (see :mod:`ls_trajeval.analysis.gold`): the adjudicator's
     annotation from a review project where there is one, else the unanimous labels, else the ``method``'s
     aggregate. ``review`` lists the review projects; by default those ``ls-trajeval adjudicate`` made for this
@@ -176,12 +256,13 @@ def export_gold(client, project_id: int, out: str | Path | None = None, config: 
     config = project_config(project, config)
     settings = from_config(config)
     exported = ExportSummary()
-    groups = group_by_trace(_analysis_records(client, project, config, page_size, exported, gold.warnings))
+    groups = group_by_trace(_analysis_records(client, project, config, page_size, exported, gold.warnings, source))
     reviews = [studio.get_project(client, r) for r in review] if review is not None else \
         studio.projects_described(client, review_mark(project_id))
     for rp in reviews:
         gold.review_projects.append(rp["id"])
-        adjudicated = _analysis_records(client, rp, project_config(rp, config), page_size, exported, gold.warnings)
+        adjudicated = _analysis_records(client, rp, project_config(rp, config), page_size, exported, gold.warnings,
+                                        source)
         # the latest adjudication of a trace last: the gold takes it
         for tid, recs in group_by_trace(sorted(adjudicated, key=lambda r: r.annotation_id or 0)).items():
             groups.setdefault(tid, []).extend(recs)
@@ -199,7 +280,7 @@ def export_gold(client, project_id: int, out: str | Path | None = None, config: 
 
 
 def export_predictions(client, project_id: int, out: str | Path | None = None, config: Config | None = None, *,
-                       model_version: str | None = None, page_size: int = 100) -> ExportSummary:
+                       model_version: str | None = None, page_size: int = 100, source: str = "auto") -> ExportSummary:
     """The project's predictions as trajectory_eval lines, their ``annotator`` the model version: per task the
     latest prediction of each model version (of ``model_version`` only, when given)."""
     summary = ExportSummary()
@@ -207,18 +288,23 @@ def export_predictions(client, project_id: int, out: str | Path | None = None, c
     config = project_config(project, config)
     layout = layout_of(project.get("label_config") or "")
     out = Path(out or Path(config.output_path) / "predictions.jsonl")
+
+    def records_of(task: dict, summary: ExportSummary) -> list[dict]:
+        latest = {}
+        for p in sorted(task.get("predictions") or [], key=lambda p: p.get("id") or 0):
+            if model_version is None or p.get("model_version") == model_version:
+                latest[p.get("model_version")] = p
+        records = []
+        for version, p in latest.items():
+            record = readable_record(task, p, config, layout=layout, users={}, summary=summary,
+                                     annotator=str(version) if version else "prediction", what="prediction")
+            if record is not None:
+                records.append(record)
+        return records
+
     with _AtomicWriter(out) as writer:
-        for task in studio.iter_tasks(client, project_id, page_size=page_size):
-            summary.tasks += 1
-            latest = {}
-            for p in sorted(task.get("predictions") or [], key=lambda p: p.get("id") or 0):
-                if model_version is None or p.get("model_version") == model_version:
-                    latest[p.get("model_version")] = p
-            for version, p in latest.items():
-                record = readable_record(task, p, config, layout=layout, users={}, summary=summary,
-                                         annotator=str(version) if version else "prediction", what="prediction")
-                if record is not None:
-                    writer.write(record)
-                    summary.written += 1
+        for record in _task_order_records(client, project_id, "predictions", records_of, summary, page_size, source):
+            writer.write(record)
+            summary.written += 1
     summary.files.append(str(out))
     return summary

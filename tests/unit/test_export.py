@@ -1,15 +1,20 @@
 """The export flow's own logic against an in-memory client: which annotations are written, in what order, to which
-file, what is counted and left out. The results are written by hand in the shape the labeling UI saves."""
+file, what is counted and left out, read from an export snapshot or page by page. The results are written by hand
+in the shape the labeling UI saves."""
 from __future__ import annotations
 
 import json
+
+import pytest
 
 from ls_trajeval import label_configs
 from ls_trajeval.core import config as cfg
 from ls_trajeval.core.labelconfig import generate
 from ls_trajeval.core.tasks import task_data
 from ls_trajeval.core.trace import parse_trace
-from ls_trajeval.flows.export import export_project, iter_records
+from ls_trajeval.core.records import ANNOTATION_FIELDS, TASK_FIELDS, build_record
+from ls_trajeval.flows.export import export_predictions, export_project, iter_records
+from ls_trajeval.studio.client import StudioError
 
 from .fakestudio import FakeStudio
 
@@ -84,3 +89,107 @@ def test_an_empty_project_still_gives_a_file(tmp_path):
 def test_iter_records_streams_the_same_records(tmp_path):
     export_project(project(), 7, tmp_path / "x.jsonl")
     assert list(iter_records(project(), 7)) == lines(tmp_path / "x.jsonl")
+
+
+def many_tasks(n: int = 12, **fake_options) -> FakeStudio:
+    """``n`` traces, each annotated once or twice (one skip among them), some with a prediction and a draft."""
+    tasks = []
+    for i in range(n):
+        trace = {**TRACE, "trace_id": f"tr-{i}"}
+        data = task_data(parse_trace(trace), CONFIG)
+        text = data["te_transcript"][1]["text"]
+        annotations = [{"id": 100 + 2 * i, "completed_by": 1, "result": wrong_step(1, text, "minor"),
+                        "lead_time": 1.25 * i, "created_at": f"2026-12-05T10:00:{i:02d}.000100Z"}]
+        if i % 3 == 0:
+            annotations.insert(0, {"id": 101 + 2 * i, "completed_by": {"id": 2, "email": "b@example.com"},
+                                   "result": wrong_step(1, text, "critical"), "was_cancelled": i == 6})
+        tasks.append({"data": data, "annotations": annotations, "drafts": [{"id": i}] if i % 4 == 0 else [],
+                      "predictions": [{"id": 500 + i, "model_version": "judge-1", "score": 0.5,
+                                       "result": wrong_step(1, text, "major")}]})
+    return FakeStudio(label_config=generate(CONFIG, "transcript"), tasks=tasks, users=USERS, **fake_options)
+
+
+def test_a_snapshot_and_pages_give_the_same_file_and_counts(tmp_path):
+    fake = many_tasks()
+    snap = export_project(fake, 7, tmp_path / "snapshot.jsonl")
+    pages = export_project(many_tasks(snapshots=False), 7, tmp_path / "pages.jsonl")
+    assert (snap.source, pages.source) == ("snapshot", "pages")
+    assert (tmp_path / "snapshot.jsonl").read_bytes() == (tmp_path / "pages.jsonl").read_bytes()
+    # 12 tasks; tasks 0, 3, 6, 9 have a second annotation, task 6's skipped; drafts on tasks 0, 4, 8
+    for summary in (snap, pages):
+        assert (summary.written, summary.tasks, summary.cancelled, summary.drafts) == (15, 12, 1, 3)
+        assert summary.warnings == []
+    records = lines(tmp_path / "snapshot.jsonl")
+    # the snapshot shuffles the tasks: the file is still in task order, each task's annotations in id order
+    assert [(r["task_id"], r["annotation_id"]) for r in records] == sorted(
+        (r["task_id"], r["annotation_id"]) for r in records)
+    assert [r["trace_id"] for r in records[:3]] == ["tr-0", "tr-0", "tr-1"]
+    assert records[2]["lead_time"] == 1.25 and records[2]["created_at"] == "2026-12-05T10:00:01.000100Z"
+    assert fake.snapshots_made == 1 and fake.snapshots == {}  # the snapshot is deleted once read
+
+
+def test_predictions_from_a_snapshot_and_from_pages_are_the_same(tmp_path):
+    snap = export_predictions(many_tasks(), 7, tmp_path / "snapshot.jsonl")
+    pages = export_predictions(many_tasks(snapshots=False), 7, tmp_path / "pages.jsonl")
+    assert (snap.source, pages.source, snap.written, pages.written) == ("snapshot", "pages", 12, 12)
+    assert (tmp_path / "snapshot.jsonl").read_bytes() == (tmp_path / "pages.jsonl").read_bytes()
+    first = lines(tmp_path / "pages.jsonl")[0]
+    assert (first["annotator"], first["model_version"], first["worst_severity"]) == ("judge-1", "judge-1", "major")
+
+
+def test_a_refused_snapshot_falls_back_to_pages_without_a_word(tmp_path):
+    summary = export_project(many_tasks(snapshots=False), 7, tmp_path / "out.jsonl")
+    assert summary.source == "pages" and summary.warnings == [] and summary.written == 15
+    with pytest.raises(StudioError, match="refused to make an export snapshot: HTTP 403"):
+        export_project(many_tasks(snapshots=False), 7, tmp_path / "other.jsonl", source="snapshot")
+    assert not (tmp_path / "other.jsonl").exists()
+
+
+@pytest.mark.parametrize("damage, reason", [
+    (lambda snap: snap.update(status="failed"), "Label Studio did not make the export snapshot (status failed)"),
+    (lambda snap: snap.update(data=snap["data"][:-40]), "the export snapshot is not JSON that can be read"),
+])
+def test_a_failed_or_unreadable_snapshot_falls_back_to_pages_with_a_warning(tmp_path, damage, reason):
+    fake = many_tasks()
+    made = fake._create_snapshot
+
+    def create(**kwargs):
+        snap = made(**kwargs)
+        damage(fake.snapshots[snap["id"]])
+        return {k: v for k, v in fake.snapshots[snap["id"]].items() if k != "data"}
+
+    fake.projects.exports.create = create
+    summary = export_project(fake, 7, tmp_path / "out.jsonl")
+    assert summary.source == "pages" and len(summary.warnings) == 1
+    assert summary.warnings[0].startswith(f"read page by page instead: {reason}")
+    # counts are those of the pages alone, not doubled by what the snapshot had given before it broke
+    assert (summary.written, summary.tasks, summary.cancelled) == (15, 12, 1)
+    export_project(many_tasks(snapshots=False), 7, tmp_path / "pages.jsonl")
+    assert (tmp_path / "out.jsonl").read_bytes() == (tmp_path / "pages.jsonl").read_bytes()
+    assert fake.snapshots == {}
+
+
+def test_the_export_asks_only_for_the_fields_the_record_reads():
+    """build_record reads nothing of a task or an annotation but TASK_FIELDS and ANNOTATION_FIELDS (what the export
+    asks Label Studio for): a key read there must be named there too."""
+    class Reads(dict):
+        def __init__(self, data, seen):
+            super().__init__(data)
+            self.seen = seen
+
+        def get(self, key, default=None):
+            self.seen.add(key)
+            return super().get(key, default)
+
+        def __getitem__(self, key):
+            self.seen.add(key)
+            return super().__getitem__(key)
+
+    stored = many_tasks().stored
+    for task in (stored[0], stored[1]):
+        for annotation in task["annotations"] + task["predictions"]:
+            task_reads, annotation_reads = set(), set()
+            build_record(Reads(task, task_reads), Reads(annotation, annotation_reads), CONFIG, users={1: USERS[0]},
+                         annotator="judge-1" if "model_version" in annotation else None)
+            assert task_reads <= set(TASK_FIELDS) and annotation_reads <= set(ANNOTATION_FIELDS)
+            assert {"data", "id"} <= task_reads and {"result", "completed_by", "created_at"} <= annotation_reads

@@ -5,6 +5,7 @@ dicts (task and annotation JSON as Label Studio sends it), so the pure core neve
 """
 from __future__ import annotations
 
+import calendar
 import json
 import os
 import queue
@@ -308,6 +309,33 @@ SNAPSHOT_OPTIONS = {"drafts": {"only_id": True}, "annotations__completed_by": {"
                     "include_annotation_history": False, "interpolate_key_frames": False}
 
 
+#: Our snapshots' titles: this, the time made (UTC) and a random part
+SNAPSHOT_TITLE, SNAPSHOT_STAMP = "ls-trajeval export ", "%Y%m%dT%H%M%SZ"
+
+
+def _forget_stale_snapshots(client: LabelStudio, project_id: int) -> None:
+    """Delete the snapshots of earlier exports that were killed before they could delete their own (each is as
+    large as the project), once they are older than any export could still be using."""
+    try:
+        snaps = [_dump(s) for s in call(client.projects.exports.list, id=project_id, retries=0,
+                                         what=f"listing the exports of project {project_id}")]
+    except StudioError:
+        return
+    for snap in snaps:
+        title = snap.get("title") or ""
+        if not title.startswith(SNAPSHOT_TITLE):
+            continue
+        try:
+            made = calendar.timegm(time.strptime(title[len(SNAPSHOT_TITLE):].split(" ")[0], SNAPSHOT_STAMP))
+        except ValueError:
+            continue
+        if time.time() - made > SNAPSHOT_TIMEOUT:
+            try:
+                call(client.projects.exports.delete, id=project_id, export_pk=snap["id"], retries=0)
+            except StudioError:
+                pass
+
+
 class SnapshotUnavailable(Exception):
     """No export snapshot could be read (the token may not make one, Label Studio failed to, or what it sent is
     not JSON): the caller reads the project page by page instead. ``refused``: the token may not."""
@@ -366,9 +394,10 @@ def snapshot_tasks(client: LabelStudio, project_id: int, *, predictions: bool = 
     """
     import ijson
 
-    title = f"ls-trajeval export {time.strftime('%Y%m%dT%H%M%S')} {secrets.token_hex(4)}"
+    title = f"{SNAPSHOT_TITLE}{time.strftime(SNAPSHOT_STAMP, time.gmtime())} {secrets.token_hex(4)}"
     snap = _snapshot_request(client, project_id, title, predictions)
     try:
+        _forget_stale_snapshots(client, project_id)
         delay, deadline = 0.5, time.monotonic() + SNAPSHOT_TIMEOUT
         while snap.get("status") not in ("completed", "failed") and time.monotonic() < deadline:
             time.sleep(delay)

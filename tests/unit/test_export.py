@@ -193,3 +193,13 @@ def test_the_export_asks_only_for_the_fields_the_record_reads():
                          annotator="judge-1" if "model_version" in annotation else None)
             assert task_reads <= set(TASK_FIELDS) and annotation_reads <= set(ANNOTATION_FIELDS)
             assert {"data", "id"} <= task_reads and {"result", "completed_by", "created_at"} <= annotation_reads
+
+
+def test_snapshots_left_by_killed_exports_are_deleted_once_stale(tmp_path):
+    fake = many_tasks()
+    for pk, title in ((1, "ls-trajeval export 20200101T000000Z 0badcafe"),  # a killed export's, years ago
+                      (2, "ls-trajeval export 29991231T000000Z 00c0ffee"),  # one that may still be in use
+                      (3, "the team's own export")):
+        fake.snapshots[pk] = {"id": pk, "title": title, "status": "completed", "data": b"[]"}
+    export_project(fake, 7, tmp_path / "out.jsonl")
+    assert sorted(fake.snapshots) == [2, 3]

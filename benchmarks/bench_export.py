@@ -8,17 +8,20 @@
    annotator and a share of them by a second, in the shapes the labeling UI saves (tests/studio/uishapes.py), a
    few skipped; imported with their annotations in batches through the bare SDK (not timed). Later runs reuse it.
 2. Times, each in its own process, ``--repeats`` rounds (the order rotates every round):
-   - ``ls-trajeval export --project P -o FILE``
+   - ``ls-trajeval export --project P -o FILE`` (it reads an export snapshot)
    - ``ls-trajeval export --project P --gold -o FILE``
-   - Label Studio's synchronous JSON export, ``GET /api/projects/P/export?exportType=JSON``, streamed to a file
-   - Label Studio's export snapshot, as the Data Manager's Export button makes one: create
-     (``POST /api/projects/P/exports/``), wait until it is completed, download it as JSON to a file
+   - the same export page by page (``export_project(..., source="pages")``: what an API key that may not make
+     snapshots gets)
+   - Label Studio's synchronous JSON export, ``GET /api/projects/P/export?exportType=JSON`` (what the open-source
+     Data Manager's Export button calls), streamed to a file
+   - Label Studio's export snapshot (what Label Studio Enterprise's Export button makes): create
+     (``POST /api/projects/P/exports/``), wait until it is completed, download it as JSON to a file, delete it
+   - with ``--baseline SRC``, ``export`` as an earlier version (another source tree) does it
    Label Studio's two are called with plain httpx (the transport the SDK uses), the least a client can do.
-   For each: wall time, the client's peak RSS, and Label Studio's own peak RSS during it (the server process's
-   VmHWM, reset before each run).
+   For each: wall time, the client's peak RSS, and how far Label Studio's RSS rose during it.
 3. Checks every output: ours has one line per submitted annotation (count and sha256 of the sorted
-   (trace id, annotator) pairs against what was built), each round's file is byte for byte the first round's;
-   Label Studio's files hold N tasks.
+   (trace id, annotator) pairs against what was built), every round's file and the page-by-page one are byte for
+   byte the first; Label Studio's files hold N tasks.
 4. Prints the medians and the ratios ours / Label Studio's.
 """
 from __future__ import annotations
@@ -54,7 +57,12 @@ SECOND_ANNOTATOR = 0.3  # share of the tasks a second annotator labelled too
 SKIPPED = 0.02  # share of first annotations that are skips (was_cancelled, no result)
 MIN_STEPS = 10
 BATCH = 250
-METHODS = ("export", "export --gold", "Label Studio sync JSON", "Label Studio snapshot")
+OURS = ("export", "export --gold", "export (pages)")
+THEIRS = ("Label Studio sync JSON", "Label Studio snapshot")
+METHODS = OURS + THEIRS
+#: ``export`` as the Python API runs it when the API key may not make a snapshot (``source="pages"``)
+PAGES = ("import sys; from ls_trajeval.studio.client import connect; from ls_trajeval.flows.export import "
+         "export_project; print(export_project(connect(), int(sys.argv[1]), sys.argv[2], source='pages'))")
 
 
 # ---------------------------------------------------------------- building the project (once per size)
@@ -187,21 +195,19 @@ with httpx.Client(base_url=url, headers={"Authorization": "Token " + os.environ[
 
 
 # ---------------------------------------------------------------- measuring
-def _server_peak_reset(pid: int) -> None:
-    with open(f"/proc/{pid}/clear_refs", "w") as fh:  # "5": reset the peak RSS (VmHWM) to the current RSS
-        fh.write("5")
-
-
-def _server_peak(pid: int) -> float:
-    for line in open(f"/proc/{pid}/status"):
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+def _server_rss(pid: int) -> tuple[float, float]:
+    """The process's (current, peak) RSS in MB."""
+    fields = dict(line.split(":", 1) for line in open(f"/proc/{pid}/status"))
+    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
 
 
 def measured(cmd: list[str], env: dict, server_pid: int) -> dict:
-    """Wall time and peak RSS of ``cmd`` (its own, from wait4) and of the Label Studio process meanwhile."""
-    _server_peak_reset(server_pid)
+    """Wall time and peak RSS of ``cmd`` (its own, from wait4), and how far Label Studio's RSS rose above what it
+    held before (its peak, VmHWM, reset to the current RSS first: Python keeps what it once took, so the peak
+    alone would mostly say what earlier runs left behind)."""
+    with open(f"/proc/{server_pid}/clear_refs", "w") as fh:
+        fh.write("5")  # resets VmHWM to the current RSS
+    before, _ = _server_rss(server_pid)
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -210,7 +216,9 @@ def measured(cmd: list[str], env: dict, server_pid: int) -> dict:
     rc = os.waitstatus_to_exitcode(status)
     if rc:
         raise SystemExit(f"{' '.join(cmd)} exited {rc}:\n{out[-2000:]}\n{err[-4000:]}")
-    return {"wall": wall, "rss": usage.ru_maxrss / 1024, "server_rss": _server_peak(server_pid), "out": out}
+    _, peak = _server_rss(server_pid)
+    return {"wall": wall, "rss": usage.ru_maxrss / 1024, "server_rise": peak - before, "server_peak": peak,
+            "out": out}
 
 
 def sha256(path: Path) -> str:
@@ -254,6 +262,8 @@ def main() -> None:
     ap.add_argument("--root", default="/tmp/ls-trajeval-bench-export",
                     help="PostgreSQL, Label Studio and the outputs live here (reused when run again)")
     ap.add_argument("--methods", default=",".join(METHODS), help="a comma-separated subset of: " + ", ".join(METHODS))
+    ap.add_argument("--baseline", metavar="SRC", help="also time `export` from this ls-trajeval source tree (an "
+                    "earlier version, e.g. `git archive main | tar -x -C SRC`), as \"export (SRC)\"")
     args = ap.parse_args()
     methods = [m.strip() for m in args.methods.split(",")]
     unknown = set(methods) - set(METHODS)
@@ -272,17 +282,24 @@ def main() -> None:
         pid = known["project"]
         env = dict(os.environ, LABEL_STUDIO_URL=ls.url, LABEL_STUDIO_API_KEY=ls.credentials.token)
         theirs = [sys.executable, "-c", LS_CLIENT]
-        outs = {m: files / f"{args.n}-{i}.{'json' if 'Label' in m else 'jsonl'}" for i, m in enumerate(METHODS)}
+        ours = [sys.executable, "-m", "ls_trajeval", "export", "--project", str(pid), "-o"]
+        baseline = f"export ({args.baseline})" if args.baseline else None
+        if baseline:
+            methods.append(baseline)
+        outs = {m: files / f"{args.n}-{i}.{'json' if m in THEIRS else 'jsonl'}" for i, m in enumerate(methods)}
         cmds = {
-            "export": [sys.executable, "-m", "ls_trajeval", "export", "--project", str(pid), "-o",
-                       str(outs["export"])],
-            "export --gold": [sys.executable, "-m", "ls_trajeval", "export", "--project", str(pid), "--gold",
-                              "-o", str(outs["export --gold"])],
+            "export": ours + [str(outs["export"])],
+            "export --gold": ours + [str(outs["export --gold"]), "--gold"],
+            "export (pages)": [sys.executable, "-c", PAGES, str(pid), str(outs["export (pages)"])],
             "Label Studio sync JSON": theirs + ["sync", ls.url, str(pid), str(outs["Label Studio sync JSON"])],
             "Label Studio snapshot": theirs + ["snapshot", ls.url, str(pid), str(outs["Label Studio snapshot"])],
         }
-        checks = {"export": check_ours, "export --gold": check_gold, "Label Studio sync JSON": check_label_studio,
-                  "Label Studio snapshot": check_label_studio}
+        envs = {m: env for m in methods}
+        checks = {"export": check_ours, "export --gold": check_gold, "export (pages)": check_ours,
+                  "Label Studio sync JSON": check_label_studio, "Label Studio snapshot": check_label_studio}
+        if baseline:
+            cmds[baseline], checks[baseline] = ours + [str(outs[baseline])], check_ours
+            envs[baseline] = dict(env, PYTHONPATH=str(Path(args.baseline).resolve()))
         print(f"project {pid}: {known['tasks']} tasks, {known['annotations']} submitted annotations, "
               f"{known['skipped']} skipped; PostgreSQL, Label Studio {ls.url} (pid {ls.proc.pid})", flush=True)
         runs: dict = {m: [] for m in methods}
@@ -290,25 +307,27 @@ def main() -> None:
         for rnd in range(args.repeats):
             order = methods[rnd % len(methods):] + methods[:rnd % len(methods)]
             for m in order:
-                r = measured(cmds[m], env, ls.proc.pid)
+                r = measured(cmds[m], envs[m], ls.proc.pid)
                 checks[m](outs[m], known)
-                digest = sha256(outs[m])
-                if "Label" not in m:
-                    if first.setdefault(m, digest) != digest:
-                        raise SystemExit(f"{m}: round {rnd + 1}'s file differs from round 1's")
+                if m not in THEIRS:  # every round, and the pages and the snapshot, give the same file
+                    same = "export --gold" if m == "export --gold" else "export"
+                    digest = sha256(outs[m])
+                    if first.setdefault(same, digest) != digest:
+                        raise SystemExit(f"{m}: round {rnd + 1}'s file differs from the first {same}'s")
                 runs[m].append(r)
-                print(f"  round {rnd + 1} {m}: {r['wall']:.1f} s, peak RSS {r['rss']:.0f} MB, Label Studio peak "
-                      f"RSS {r['server_rss']:.0f} MB ({outs[m].stat().st_size / 1e6:.0f} MB)", flush=True)
+                print(f"  round {rnd + 1} {m}: {r['wall']:.1f} s, peak RSS {r['rss']:.0f} MB; Label Studio's RSS "
+                      f"+{r['server_rise']:.0f} MB (to {r['server_peak']:.0f}); {outs[m].stat().st_size / 1e6:.0f} MB",
+                      flush=True)
         print(f"\n{args.n} annotated tasks, medians of {args.repeats}:")
-        med = {m: {k: statistics.median(r[k] for r in rs) for k in ("wall", "rss", "server_rss")}
+        med = {m: {k: statistics.median(r[k] for r in rs) for k in ("wall", "rss", "server_rise")}
                for m, rs in runs.items()}
         for m in methods:
-            print(f"  {m:24s} {med[m]['wall']:8.1f} s  client peak RSS {med[m]['rss']:6.0f} MB  "
-                  f"Label Studio peak RSS {med[m]['server_rss']:6.0f} MB")
-        for ours in ("export", "export --gold"):
-            for theirs in ("Label Studio sync JSON", "Label Studio snapshot"):
-                if ours in med and theirs in med:
-                    print(f"  {ours} / {theirs}: {med[ours]['wall'] / med[theirs]['wall']:.2f}")
+            print(f"  {m:32s} {med[m]['wall']:8.1f} s  peak RSS {med[m]['rss']:6.0f} MB  Label Studio's RSS "
+                  f"+{med[m]['server_rise']:.0f} MB")
+        for mine in [m for m in methods if m not in THEIRS]:
+            for anchor in THEIRS:
+                if anchor in med:
+                    print(f"  {mine} / {anchor}: {med[mine]['wall'] / med[anchor]['wall']:.2f}")
     finally:
         ls.stop()
         pg.stop()

@@ -59,6 +59,24 @@ def _annotator(annotation: Mapping, users: Mapping[int, dict]) -> tuple[str | No
     return (user or {}).get("email"), who if isinstance(who, int) else None
 
 
+#: (data, config, task id, its trace, each step's (type, text)) of the last task read: an export builds the records
+#: of one task's annotations one after the other, and parsing the trace and writing out its steps' text (JSON of
+#: every action input) is most of a record's cost. One tuple, so a reader in another thread sees all or nothing.
+_last_trace: tuple = (None, None, None, None, ())
+
+
+def _trace_of(data: Mapping, config: Config, task_id: Any) -> tuple[Trace | TraceError, list[tuple[str, str]]]:
+    global _last_trace
+    last = _last_trace
+    if last[0] is data and last[1] is config and last[2] == task_id:
+        return last[3], last[4]
+    parsed = parse_trace(data, source=f"task {task_id}", id_key=config.id_key, text_key=config.text_key,
+                         trace_key=config.trace_key)
+    texts = [(step.type, step_text(step)) for step in parsed.steps] if isinstance(parsed, Trace) else []
+    _last_trace = (data, config, task_id, parsed, texts)
+    return parsed, texts
+
+
 def build_record(task: Mapping, annotation: Mapping, config: Config, *, layout: str = "",
                  users: Mapping[int, dict] | None = None, annotator: str | None = None) -> tuple[dict, list[str]]:
     """The record of one annotation of one task (Label Studio's JSON), and the decoder's located warnings.
@@ -66,15 +84,13 @@ def build_record(task: Mapping, annotation: Mapping, config: Config, *, layout: 
     A prediction is read the same way: ``annotator`` then names its author (no user completed it), and its
     ``model_version`` is kept."""
     data = task.get("data") or {}
-    parsed = parse_trace(data, source=f"task {task.get('id')}", id_key=config.id_key, text_key=config.text_key,
-                         trace_key=config.trace_key)
+    parsed, texts = _trace_of(data, config, task.get("id"))
     steps = parsed.steps if isinstance(parsed, Trace) else []
     n_steps = len(steps) if steps else task_n_steps(data)
     labels = decode(annotation.get("result") or [], config, n_steps)
     for label in labels.steps:
-        step = steps[label.step_index] if label.step_index < len(steps) else None
-        if step is not None:
-            label.step_type, label.step_text = step.type, step_text(step)
+        if label.step_index < len(steps):
+            label.step_type, label.step_text = texts[label.step_index]
     scheme = config.trajectory
     email, user_id = _annotator(annotation, users or {})
     head = {

@@ -69,18 +69,42 @@ def _step_range(value: Mapping) -> range | None:
     return range(start, end + 1)
 
 
+class _Decoder:
+    """What decoding needs to know of a config, worked out once per config (an export decodes every annotation of
+    a project with the same one)."""
+
+    def __init__(self, config: Config):
+        scheme = config.trajectory
+        self.config = config
+        self.names = Names(scheme.name)
+        self.vocab = _Vocab(config)
+        self.paged = re.compile(rf"^{re.escape(scheme.name)}_(correctness|type|severity|rationale)_(\d+)$")
+        self.per_region = {self.names.type: "type", self.names.severity: "severity",
+                           self.names.rationale: "rationale"}
+        self.rank = {s.name: s.deduction for s in scheme.severities}
+
+
+_last_decoder: _Decoder | None = None
+
+
+def _decoder(config: Config) -> _Decoder:
+    global _last_decoder
+    last = _last_decoder
+    if last is None or last.config is not config:
+        last = _last_decoder = _Decoder(config)
+    return last
+
+
 def decode(result: list[Mapping], config: Config, n_steps: int) -> TraceLabels:
     """Per-step labels (one per step, correct ones included) and whole-trace values of one annotation."""
     scheme = config.trajectory
-    names = Names(scheme.name)
-    vocab = _Vocab(config)
+    known = _decoder(config)
+    names, vocab, paged, per_region = known.names, known.vocab, known.paged, known.per_region
     warnings: list[str] = []
     correctness: dict[int, str] = {}
     details: dict[int, dict] = {}
     regions: dict[str, dict] = {}  # transcript: region id -> {"steps", "label", details}
     whole: dict[str, str | None] = {r.name: None for r in config.whole_trace}
-    paged = re.compile(rf"^{re.escape(scheme.name)}_(correctness|type|severity|rationale)_(\d+)$")
-    per_region = {names.type: "type", names.severity: "severity", names.rationale: "rationale"}
 
     def put(target: dict, kind: str, value: Mapping, where: str) -> None:
         if kind == "correctness":
@@ -153,7 +177,7 @@ def decode(result: list[Mapping], config: Config, n_steps: int) -> TraceLabels:
             whole[name] = choice if isinstance(choice, str) else None
 
     # a region marks every step it spans; where regions overlap, the more severe one wins
-    rank = {s.name: s.deduction for s in scheme.severities}
+    rank = known.rank
     for rid, region in regions.items():
         if region.pop("severity_label", False) and "correctness" not in region:
             region["correctness"] = scheme.error_labels[0]  # a mark made with a severity alone is still a mark

@@ -7,10 +7,9 @@ import os
 import pickle
 import re
 import tempfile
-from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from ..core.config import Config
 from ..core.fields import review_mark
@@ -98,12 +97,14 @@ def _task_order_records(client, project_id: int, what: str, records_of: Callable
         raise ValueError(f"source: expected one of {', '.join(SOURCES)}, got {source!r}")
     if source != "pages":
         scratch = ExportSummary()  # counts of a snapshot only count once it was read whole
-        spool = _TaskOrder()
+        spool = _Spool()  # the snapshot's tasks come in no particular order: put back in task id order
         try:
             for task in studio.snapshot_tasks(client, project_id, predictions=what == "predictions"):
                 scratch.tasks += 1
                 seen = len(scratch.warnings)
-                spool.add(task.get("id") or 0, records_of(task, scratch), scratch.warnings[seen:])
+                records = records_of(task, scratch)
+                if records or len(scratch.warnings) > seen:
+                    spool.add(task.get("id") or 0, (records, scratch.warnings[seen:]))
                 del scratch.warnings[seen:]
         except studio.SnapshotUnavailable as exc:
             spool.close()
@@ -116,8 +117,8 @@ def _task_order_records(client, project_id: int, what: str, records_of: Callable
             summary.tasks += scratch.tasks
             summary.cancelled += scratch.cancelled
             summary.unreadable += scratch.unreadable
-            with closing(spool):
-                for records, warnings in spool:
+            with spool:
+                for records, warnings in spool.by_key():
                     summary.warnings.extend(warnings)
                     yield from records
             return
@@ -128,31 +129,42 @@ def _task_order_records(client, project_id: int, what: str, records_of: Callable
         yield from records_of(task, summary)
 
 
-class _TaskOrder:
-    """Records of tasks that come in any order (an export snapshot's), handed back in task id order: each task's
-    records are written to a temporary file as they come, and only (task id, offset, size) is kept per task."""
+class _Spool:
+    """Objects put aside in a temporary file under a key, with only each key's (offset, size) list in memory: handed
+    back in key order (:meth:`by_key`) or grouped by key in the order the keys came (:meth:`groups`)."""
 
     def __init__(self) -> None:
         self.file = tempfile.TemporaryFile(prefix="ls-trajeval-export-")
-        self.index: list[tuple[int, int, int]] = []
+        self.index: dict[Any, list[tuple[int, int]]] = {}
         self.size = 0
 
-    def add(self, task_id: int, records: list[dict], warnings: list[str]) -> None:
-        if not records and not warnings:
-            return
-        data = pickle.dumps((records, warnings), protocol=pickle.HIGHEST_PROTOCOL)
+    def add(self, key: Any, obj: Any) -> None:
+        data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
         self.file.write(data)
-        self.index.append((task_id, self.size, len(data)))
+        self.index.setdefault(key, []).append((self.size, len(data)))
         self.size += len(data)
 
-    def __iter__(self) -> Iterator[tuple[list[dict], list[str]]]:
-        self.index.sort()
-        for _, offset, size in self.index:
-            self.file.seek(offset)
-            yield pickle.loads(self.file.read(size))
+    def _load(self, offset: int, size: int) -> Any:
+        self.file.seek(offset)
+        return pickle.loads(self.file.read(size))
+
+    def by_key(self) -> Iterator[Any]:
+        for key in sorted(self.index):
+            for place in self.index[key]:
+                yield self._load(*place)
+
+    def groups(self) -> Iterator[tuple[Any, list]]:
+        for key, places in self.index.items():
+            yield key, [self._load(*place) for place in places]
 
     def close(self) -> None:
         self.file.close()
+
+    def __enter__(self) -> "_Spool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def _safe_name(text: str) -> str:
@@ -229,15 +241,13 @@ class GoldSummary:
 
 
 def _analysis_records(client, project: dict, config: Config, page_size: int, summary: ExportSummary,
-                      warnings: list, source: str) -> list[AnnotationRecord]:
-    out = []
+                      warnings: list, source: str) -> Iterator[AnnotationRecord]:
     for record in _records(client, project, config, page_size, summary, source):
         rec = read_back(record, config)
         if isinstance(rec, TraceError):
             warnings.append(f"left out: {rec}")
         else:
-            out.append(rec)
-    return out
+            yield rec
 
 
 def export_gold(client, project_id: int, out: str | Path | None = None, config: Config | None = None, *,
@@ -246,35 +256,53 @@ def export_gold(client, project_id: int, out: str | Path | None = None, config: 
     """One gold line per annotated trace of the project (see :mod:`ls_trajeval.analysis.gold`): the adjudicator's
     annotation from a review project where there is one, else the unanimous labels, else the ``method``'s
     aggregate. ``review`` lists the review projects; by default those ``ls-trajeval adjudicate`` made for this
-    project (marked in their description). Traces are linked by trace id; each line points at its task here."""
+    project (marked in their description). Traces are linked by trace id; each line points at its task here.
+
+    The project's records wait in a temporary file, grouped by trace; the majority takes one trace at a time, so
+    memory stays flat in the size of the project (Dawid-Skene fits over every trace at once: it holds them all)."""
     from ..analysis.gold import Adjudicator, build_gold, gold_line
     from ..analysis.settings import from_config
-    from ..analysis.trace_groups import group_by_trace
+    from ..analysis.trace_groups import group_by_trace, latest_per_annotator
 
     gold = GoldSummary()
     project = studio.get_project(client, project_id)
     config = project_config(project, config)
     settings = from_config(config)
     exported = ExportSummary()
-    groups = group_by_trace(_analysis_records(client, project, config, page_size, exported, gold.warnings, source))
-    reviews = [studio.get_project(client, r) for r in review] if review is not None else \
-        studio.projects_described(client, review_mark(project_id))
-    for rp in reviews:
-        gold.review_projects.append(rp["id"])
-        adjudicated = _analysis_records(client, rp, project_config(rp, config), page_size, exported, gold.warnings,
-                                        source)
-        # the latest adjudication of a trace last: the gold takes it
-        for tid, recs in group_by_trace(sorted(adjudicated, key=lambda r: r.annotation_id or 0)).items():
-            groups.setdefault(tid, []).extend(recs)
-    gold.warnings.extend(exported.warnings)
-    out = Path(out or Path(config.output_path) / "gold.jsonl")
-    judged = build_gold(groups.items(), settings, method=method,
-                        adjudicator=Adjudicator(project_ids=frozenset(gold.review_projects)))
-    with _AtomicWriter(out) as writer:
-        for g in judged:
-            writer.write(gold_line(g, settings))
-            gold.written += 1
-            gold.methods[g.method] = gold.methods.get(g.method, 0) + 1
+    with _Spool() as annotated:
+        for rec in _analysis_records(client, project, config, page_size, exported, gold.warnings, source):
+            annotated.add(rec.trace_id, rec)
+        reviews = [studio.get_project(client, r) for r in review] if review is not None else \
+            studio.projects_described(client, review_mark(project_id))
+        adjudications: dict[str, list[AnnotationRecord]] = {}
+        for rp in reviews:
+            gold.review_projects.append(rp["id"])
+            adjudicated = _analysis_records(client, rp, project_config(rp, config), page_size, exported,
+                                            gold.warnings, source)
+            # the latest adjudication of a trace last: the gold takes it
+            for tid, recs in group_by_trace(sorted(adjudicated, key=lambda r: r.annotation_id or 0)).items():
+                adjudications.setdefault(tid, []).extend(recs)
+        gold.warnings.extend(exported.warnings)
+
+        def groups() -> Iterator[tuple[str, list[AnnotationRecord]]]:
+            """The traces in the order they first came (the project's, then those only a review project has)."""
+            for tid, recs in annotated.groups():
+                yield tid, latest_per_annotator(recs) + adjudications.pop(tid, [])
+            yield from adjudications.items()
+
+        out = Path(out or Path(config.output_path) / "gold.jsonl")
+        adjudicator = Adjudicator(project_ids=frozenset(gold.review_projects))
+        if method == "majority":
+            # trace by trace: the severity ranks it breaks ties with come from the config, the same for every trace
+            judged: Iterable = (g for group in groups()
+                                for g in build_gold([group], settings, method=method, adjudicator=adjudicator))
+        else:
+            judged = build_gold(groups(), settings, method=method, adjudicator=adjudicator)
+        with _AtomicWriter(out) as writer:
+            for g in judged:
+                writer.write(gold_line(g, settings))
+                gold.written += 1
+                gold.methods[g.method] = gold.methods.get(g.method, 0) + 1
     gold.files.append(str(out))
     return gold
 

@@ -203,3 +203,21 @@ def test_snapshots_left_by_killed_exports_are_deleted_once_stale(tmp_path):
         fake.snapshots[pk] = {"id": pk, "title": title, "status": "completed", "data": b"[]"}
     export_project(fake, 7, tmp_path / "out.jsonl")
     assert sorted(fake.snapshots) == [2, 3]
+
+
+def test_gold_taken_trace_by_trace_is_the_gold_of_all_traces_at_once(tmp_path):
+    """The export keeps only one trace's records in memory for the majority gold: the lines are what the analysis
+    makes of every record at once (group_by_trace + build_gold), from either way of reading the project."""
+    from ls_trajeval.analysis.gold import build_gold, gold_line
+    from ls_trajeval.analysis.settings import from_config
+    from ls_trajeval.analysis.trace_groups import group_by_trace
+    from ls_trajeval.flows.export import export_gold, read_back
+
+    settings = from_config(CONFIG)
+    records = [read_back(r, CONFIG) for r in iter_records(many_tasks(), 7)]
+    expected = [gold_line(g, settings) for g in build_gold(group_by_trace(records).items(), settings)]
+    assert {g["gold"]["method"] for g in expected} == {"single", "majority"}  # tasks 0, 3, 9: two annotators differ
+    for fake in (many_tasks(), many_tasks(snapshots=False)):
+        summary = export_gold(fake, 7, tmp_path / "gold.jsonl", review=[])
+        assert lines(tmp_path / "gold.jsonl") == expected
+        assert summary.written == 12 and summary.methods == {"single": 9, "majority": 3}

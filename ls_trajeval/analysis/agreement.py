@@ -338,7 +338,7 @@ def collect(inputs: Iterable[str], settings: Optional[AnalysisSettings] = None, 
 
 
 def assess(inputs: Sequence[str], settings: Optional[AnalysisSettings] = None, *, k: int = 2, top: int = 20,
-           on_error=None, collected: Optional[AgreementCollector] = None) -> AgreementResult:
+           on_error=None, collected: AgreementCollector | None = None) -> AgreementResult:
     """Everything ``agreement`` reports: the statistics (:func:`compute`) and the adjudication list, the ``top``
     traces the disagreement finder ranks most disputed (first errors more than ``k`` steps apart disputed).
     ``n_annotations`` is 0 when the inputs hold no valid line. ``collected``: the inputs' lines, already fed to a

@@ -15,7 +15,7 @@ the UI numbers it); each with a 95% percentile bootstrap interval. The resampled
 from __future__ import annotations
 
 import math
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 import pandas as pd
@@ -119,9 +119,9 @@ def trace_table(traces: pd.DataFrame, link: Optional[Callable[[int, int], str]] 
     rows = []
     for a, b in zip(bounds[:-1], bounds[1:]):
         pid, task = projects[a], tasks[a]
-        row = {"trace_id": str(names[codes[order[a]]])}
-        if has_group:
-            row[by] = ", ".join(sorted({str(g) for g in groups[a:b]}))
+        row: dict[str, Any] = {"trace_id": str(names[codes[order[a]]])}
+        if groups is not None:
+            row[str(by)] = ", ".join(sorted({str(g) for g in groups[a:b]}))
         row.update({"annotations": b - a, "mean_final_score": mean(final[a:b]),
                     "min_final_score": float(np.fmin.reduce(final[a:b])),
                     "errors_per_annotation": sum(n_errors[a:b]) / (b - a), "first_errors": ", ".join(firsts[a:b]),

@@ -280,7 +280,7 @@ def _ids(a: array) -> pd.array:
 
 
 def aggregate(inputs: Iterable[str], settings: Optional[AnalysisSettings] = None,
-              on_error=None, by: Optional[str] = None, agreement: Optional[AgreementCollector] = None) -> ReportData:
+              on_error=None, by: str | None = None, agreement: AgreementCollector | None = None) -> ReportData:
     """Everything the report shows, in one pass over the inputs; with ``by``, each annotation's group: the
     value of that trace-metadata key or record field (:meth:`AnnotationRecord.value`). ``agreement`` is fed the
     same lines (for :func:`.agreement.assess`), so the report's agreement takes no pass of its own."""

@@ -7,9 +7,10 @@ import os
 import pickle
 import re
 import tempfile
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 from ..core.config import Config
 from ..core.fields import review_mark
@@ -18,7 +19,6 @@ from ..core.records import ANNOTATION_FIELDS, TASK_FIELDS, AnnotationRecord, bui
 from ..core.trace import TraceError
 from ..studio import client as studio
 from .projects import project_config
-
 
 #: Where an export reads the project from: "auto" (an export snapshot where the API key may make one, else page by
 #: page), "snapshot" or "pages". Both give the same file.
@@ -160,7 +160,7 @@ class _Spool:
     def close(self) -> None:
         self.file.close()
 
-    def __enter__(self) -> "_Spool":
+    def __enter__(self) -> _Spool:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -13,10 +13,12 @@ import random
 import secrets
 import threading
 import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import httpx
+
 # The SDK's generated client. Its subclass ``label_studio_sdk.LabelStudio`` only adds client-side export helpers,
 # and importing it loads pandas, boto3, azure-storage and smart_open: about 170 MB of RSS in every command.
 from label_studio_sdk.base_client import LabelStudioBase as LabelStudio

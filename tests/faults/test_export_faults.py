@@ -14,14 +14,14 @@ from contextlib import nullcontext
 from pathlib import Path
 
 import pytest
-
 from faults.faultproxy import FaultProxy
+from pg import tracegen
+
 from ls_trajeval import label_configs
 from ls_trajeval.core import config as cfg
 from ls_trajeval.core.trace import parse_trace
 from ls_trajeval.flows.importer import import_traces
 from ls_trajeval.studio import client as studio
-from pg import tracegen
 
 pytestmark = pytest.mark.studio
 

@@ -11,8 +11,10 @@ import uuid
 import httpx
 import pytest
 from click.testing import CliRunner
-
 from faults.faultproxy import FaultProxy
+from pg import tracegen
+from studio.uishapes import NASTY, TRACES, ui_marks
+
 from ls_trajeval import label_configs
 from ls_trajeval.cli import main_group
 from ls_trajeval.core import config as cfg
@@ -20,8 +22,6 @@ from ls_trajeval.core.trace import parse_trace
 from ls_trajeval.flows.export import export_gold, export_predictions, export_project
 from ls_trajeval.flows.importer import import_traces
 from ls_trajeval.studio import client as studio
-from pg import tracegen
-from studio.uishapes import NASTY, TRACES, ui_marks
 
 pytestmark = pytest.mark.studio
 
@@ -46,8 +46,8 @@ and how many of each."""
     for i, task in enumerate(tasks):
         transcript = task["data"]["te_transcript"]
 
-        def marks():
-            steps = rng.sample(range(len(transcript)), min(len(transcript), rng.randint(0, 3)))
+        def marks(n_steps: int = len(transcript)) -> dict:
+            steps = rng.sample(range(n_steps), min(n_steps, rng.randint(0, 3)))
             return {s: (t.category, t.name, rng.choice(("minor", "major", "critical")), f"why {s} {NASTY}")
                     for s in steps for t in [rng.choice(types)]}
         if i == 5:

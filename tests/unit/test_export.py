@@ -10,9 +10,9 @@ import pytest
 from ls_trajeval import label_configs
 from ls_trajeval.core import config as cfg
 from ls_trajeval.core.labelconfig import generate
+from ls_trajeval.core.records import ANNOTATION_FIELDS, TASK_FIELDS, build_record
 from ls_trajeval.core.tasks import task_data
 from ls_trajeval.core.trace import parse_trace
-from ls_trajeval.core.records import ANNOTATION_FIELDS, TASK_FIELDS, build_record
 from ls_trajeval.flows.export import export_predictions, export_project, iter_records
 from ls_trajeval.studio.client import StudioError
 

@@ -38,6 +38,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+MEASURE = Path(__file__).resolve().parent / "measure.py"
 sys.path.insert(0, str(ROOT / "tests"))
 
 from pg import tracegen  # noqa: E402
@@ -202,23 +203,18 @@ def _server_rss(pid: int) -> tuple[float, float]:
 
 
 def measured(cmd: list[str], env: dict, server_pid: int) -> dict:
-    """Wall time and peak RSS of ``cmd`` (its own, from wait4), and how far Label Studio's RSS rose above what it
+    """Wall time and peak RSS of ``cmd`` (benchmarks/measure.py), and how far Label Studio's RSS rose above what it
     held before (its peak, VmHWM, reset to the current RSS first: Python keeps what it once took, so the peak
     alone would mostly say what earlier runs left behind)."""
     with open(f"/proc/{server_pid}/clear_refs", "w") as fh:
         fh.write("5")  # resets VmHWM to the current RSS
     before, _ = _server_rss(server_pid)
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    out, err = proc.stdout.read(), proc.stderr.read()
-    rc = os.waitstatus_to_exitcode(status)
-    if rc:
-        raise SystemExit(f"{' '.join(cmd)} exited {rc}:\n{out[-2000:]}\n{err[-4000:]}")
+    proc = subprocess.run([sys.executable, str(MEASURE), "--", *cmd], env=env, capture_output=True, text=True)
+    r = json.loads(proc.stdout.strip().splitlines()[-1])
+    if r["rc"]:
+        raise SystemExit(f"{' '.join(cmd)} exited {r['rc']}:\n{r['out'][-2000:]}\n{r['err']}")
     _, peak = _server_rss(server_pid)
-    return {"wall": wall, "rss": usage.ru_maxrss / 1024, "server_rise": peak - before, "server_peak": peak,
-            "out": out}
+    return {**r, "server_rise": peak - before, "server_peak": peak}
 
 
 def sha256(path: Path) -> str:
@@ -277,6 +273,10 @@ def main() -> None:
 
     pg, ls = start_label_studio_on_postgres(root / "server")
     try:
+        # Label Studio's synchronous export holds the whole project in memory: on a shared machine, should memory
+        # run out, this server is the process the kernel ends, not someone else's
+        with open(f"/proc/{ls.proc.pid}/oom_score_adj", "w") as fh:
+            fh.write("1000")
         client = studio.connect(ls.url, ls.credentials.token)
         known = build(client, pg, args.n, root / "projects.json")
         pid = known["project"]

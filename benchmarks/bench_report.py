@@ -7,21 +7,20 @@
 export is generated into ``--out``. Each command and the anchor, ``pandas.read_json(path, lines=True)`` (what a user
 would write to load the export into a table), run in processes of their own, ``--repeats`` rounds in rotating
 order; wall time and each process's peak RSS, medians and the ratio to pandas. ``--max-memory`` caps every
-process's address space (GB), so a run on a shared machine fails alone instead of pressing others out of memory.
+process's address space (GB); should memory run out all the same, the measured process is the one the kernel ends.
 """
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
-import resource
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+MEASURE = Path(__file__).resolve().parent / "measure.py"
 TAXONOMY = {
     "reasoning": ["logical_error", "incorrect_assumption", "over_generalization", "incorrect_calculation"],
     "perception": ["missed_element", "misidentified_element", "hallucinated_element"],
@@ -89,22 +88,15 @@ def generate(out: Path, traces: int, steps: int, annotators: int, seed: int = 0)
 
 
 def run(cmd: list, max_memory: float | None) -> tuple:
-    """Wall time, peak RSS (MiB) and exit code of ``cmd``, in its own process."""
-    def cap() -> None:
-        if max_memory:
-            limit = int(max_memory * 2**30)
-            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=cap)
-    # wait4 gives this child's own peak RSS (RUSAGE_CHILDREN would be the max over all children so far)
-    _, status, usage = os.wait4(proc.pid, 0)
-    dt = time.perf_counter() - t0
-    out, err = proc.stdout.read(), proc.stderr.read()
-    rc = os.waitstatus_to_exitcode(status)
-    if rc:
-        print(out[-2000:], err[-2000:], file=sys.stderr)
-    return dt, usage.ru_maxrss / 1024, rc
+    """Wall time, peak RSS (MiB) and exit code of ``cmd``, in its own process (benchmarks/measure.py), the first
+    the kernel ends should memory run out on a machine shared with other work."""
+    cap = ["--max-memory", str(max_memory)] if max_memory else []
+    proc = subprocess.run([sys.executable, str(MEASURE), "--oom-first", *cap, "--", *cmd], capture_output=True,
+                          text=True)
+    r = json.loads(proc.stdout.strip().splitlines()[-1])
+    if r["rc"]:
+        print(r["out"][-2000:], r["err"][-2000:], file=sys.stderr)
+    return r["wall"], r["rss"], r["rc"]
 
 
 def main() -> None:

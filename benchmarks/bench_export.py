@@ -18,7 +18,8 @@
      (``POST /api/projects/P/exports/``), wait until it is completed, download it as JSON to a file, delete it
    - with ``--baseline SRC``, ``export`` as an earlier version (another source tree) does it
    Label Studio's two are called with plain httpx (the transport the SDK uses), the least a client can do.
-   For each: wall time, the client's peak RSS, and how far Label Studio's RSS rose during it.
+   For each: wall time; the CPU seconds of the client, of Label Studio and of PostgreSQL (where the time goes); the
+   client's peak RSS, and how far Label Studio's RSS rose during it.
 3. Checks every output: ours has one line per submitted annotation (count and sha256 of the sorted
    (trace id, annotator) pairs against what was built), every round's file and the page-by-page one are byte for
    byte the first; Label Studio's files hold N tasks.
@@ -202,19 +203,40 @@ def _server_rss(pid: int) -> tuple[float, float]:
     return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
 
 
-def measured(cmd: list[str], env: dict, server_pid: int) -> dict:
-    """Wall time and peak RSS of ``cmd`` (benchmarks/measure.py), and how far Label Studio's RSS rose above what it
-    held before (its peak, VmHWM, reset to the current RSS first: Python keeps what it once took, so the peak
-    alone would mostly say what earlier runs left behind)."""
+def _cpu(pids: list[int], children: bool = False) -> float:
+    """CPU seconds these processes used (with ``children``, also their children that have exited)."""
+    total = 0
+    for pid in pids:
+        try:
+            stat = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        except FileNotFoundError:
+            continue  # a database connection that has ended since it was listed
+        total += sum(int(x) for x in stat[11:15 if children else 13])  # utime stime [cutime cstime]
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def _postgres_cpu(postmaster: int) -> float:
+    """CPU seconds of the whole PostgreSQL server: its processes and the connections that have ended."""
+    backends = [int(p) for p in open(f"/proc/{postmaster}/task/{postmaster}/children").read().split()]
+    return _cpu([postmaster], children=True) + _cpu(backends)
+
+
+def measured(cmd: list[str], env: dict, server_pid: int, postmaster: int) -> dict:
+    """Wall time, CPU time and peak RSS of ``cmd`` (benchmarks/measure.py); the CPU seconds Label Studio and
+    PostgreSQL spent meanwhile; and how far Label Studio's RSS rose above what it held before (its peak, VmHWM,
+    reset to the current RSS first: Python keeps what it once took, so the peak alone would mostly say what earlier
+    runs left behind)."""
     with open(f"/proc/{server_pid}/clear_refs", "w") as fh:
         fh.write("5")  # resets VmHWM to the current RSS
     before, _ = _server_rss(server_pid)
+    cpu = _cpu([server_pid]), _postgres_cpu(postmaster)
     proc = subprocess.run([sys.executable, str(MEASURE), "--", *cmd], env=env, capture_output=True, text=True)
     r = json.loads(proc.stdout.strip().splitlines()[-1])
     if r["rc"]:
         raise SystemExit(f"{' '.join(cmd)} exited {r['rc']}:\n{r['out'][-2000:]}\n{r['err']}")
     _, peak = _server_rss(server_pid)
-    return {**r, "server_rise": peak - before, "server_peak": peak}
+    return {**r, "server_rise": peak - before, "server_peak": peak, "server_cpu": _cpu([server_pid]) - cpu[0],
+            "pg_cpu": _postgres_cpu(postmaster) - cpu[1]}
 
 
 def sha256(path: Path) -> str:
@@ -302,12 +324,13 @@ def main() -> None:
             envs[baseline] = dict(env, PYTHONPATH=str(Path(args.baseline).resolve()))
         print(f"project {pid}: {known['tasks']} tasks, {known['annotations']} submitted annotations, "
               f"{known['skipped']} skipped; PostgreSQL, Label Studio {ls.url} (pid {ls.proc.pid})", flush=True)
+        postmaster = int((pg.data / "postmaster.pid").read_text().split()[0])
         runs: dict = {m: [] for m in methods}
         first: dict = {}
         for rnd in range(args.repeats):
             order = methods[rnd % len(methods):] + methods[:rnd % len(methods)]
             for m in order:
-                r = measured(cmds[m], envs[m], ls.proc.pid)
+                r = measured(cmds[m], envs[m], ls.proc.pid, postmaster)
                 checks[m](outs[m], known)
                 if m not in THEIRS:  # every round, and the pages and the snapshot, give the same file
                     same = "export --gold" if m == "export --gold" else "export"
@@ -315,15 +338,18 @@ def main() -> None:
                     if first.setdefault(same, digest) != digest:
                         raise SystemExit(f"{m}: round {rnd + 1}'s file differs from the first {same}'s")
                 runs[m].append(r)
-                print(f"  round {rnd + 1} {m}: {r['wall']:.1f} s, peak RSS {r['rss']:.0f} MB; Label Studio's RSS "
-                      f"+{r['server_rise']:.0f} MB (to {r['server_peak']:.0f}); {outs[m].stat().st_size / 1e6:.0f} MB",
-                      flush=True)
+                print(f"  round {rnd + 1} {m}: {r['wall']:.1f} s; CPU s: client {r['cpu']:.1f}, Label Studio "
+                      f"{r['server_cpu']:.1f}, PostgreSQL {r['pg_cpu']:.1f}; peak RSS {r['rss']:.0f} MB; Label "
+                      f"Studio's RSS +{r['server_rise']:.0f} MB (to {r['server_peak']:.0f}); "
+                      f"{outs[m].stat().st_size / 1e6:.0f} MB", flush=True)
         print(f"\n{args.n} annotated tasks, medians of {args.repeats}:")
-        med = {m: {k: statistics.median(r[k] for r in rs) for k in ("wall", "rss", "server_rise")}
-               for m, rs in runs.items()}
+        keys = ("wall", "cpu", "server_cpu", "pg_cpu", "rss", "server_rise")
+        med = {m: {k: statistics.median(r[k] for r in rs) for k in keys} for m, rs in runs.items()}
         for m in methods:
-            print(f"  {m:32s} {med[m]['wall']:8.1f} s  peak RSS {med[m]['rss']:6.0f} MB  Label Studio's RSS "
-                  f"+{med[m]['server_rise']:.0f} MB")
+            x = med[m]
+            print(f"  {m:32s} {x['wall']:8.1f} s  CPU s: client {x['cpu']:6.1f}, Label Studio {x['server_cpu']:6.1f}"
+                  f", PostgreSQL {x['pg_cpu']:5.1f}  peak RSS {x['rss']:6.0f} MB  Label Studio's RSS "
+                  f"+{x['server_rise']:.0f} MB")
         for mine in [m for m in methods if m not in THEIRS]:
             for anchor in THEIRS:
                 if anchor in med:

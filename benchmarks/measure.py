@@ -1,4 +1,4 @@
-"""Run one command; print its wall time, its own peak RSS and its exit code as JSON (the last line of stdout).
+"""Run one command; print its wall time, CPU time, own peak RSS and exit code as JSON (the last line of stdout).
 
     python benchmarks/measure.py [--max-memory GB] [--oom-first] -- CMD [ARG...]
 
@@ -45,7 +45,8 @@ def main() -> None:
         wall = time.perf_counter() - t0
         out.seek(0)
         err.seek(0)
-        result = {"wall": wall, "rss": usage.ru_maxrss / 1024, "rc": os.waitstatus_to_exitcode(status),
+        result = {"wall": wall, "rss": usage.ru_maxrss / 1024, "cpu": usage.ru_utime + usage.ru_stime,
+                  "rc": os.waitstatus_to_exitcode(status),
                   **{name: f.read().decode(errors="replace")[-4000:] for name, f in (("out", out), ("err", err))}}
     sys.stdout.write(json.dumps(result) + "\n")
 

@@ -8,10 +8,8 @@
    annotator and a share of them by a second, in the shapes the labeling UI saves (tests/studio/uishapes.py), a
    few skipped; imported with their annotations in batches through the bare SDK (not timed). Later runs reuse it.
 2. Times, each in its own process, ``--repeats`` rounds (the order rotates every round):
-   - ``ls-trajeval export --project P -o FILE`` (it reads an export snapshot)
+   - ``ls-trajeval export --project P -o FILE``
    - ``ls-trajeval export --project P --gold -o FILE``
-   - the same export page by page (``export_project(..., source="pages")``: what an API key that may not make
-     snapshots gets)
    - Label Studio's synchronous JSON export, ``GET /api/projects/P/export?exportType=JSON`` (what the open-source
      Data Manager's Export button calls), streamed to a file
    - Label Studio's export snapshot (what Label Studio Enterprise's Export button makes): create
@@ -21,7 +19,7 @@
    For each: wall time; the CPU seconds of the client, of Label Studio and of PostgreSQL (where the time goes); the
    client's peak RSS, and how far Label Studio's RSS rose during it.
 3. Checks every output: ours has one line per submitted annotation (count and sha256 of the sorted
-   (trace id, annotator) pairs against what was built), every round's file and the page-by-page one are byte for
+   (trace id, annotator) pairs against what was built), every round's file (and the earlier version's) is byte for
    byte the first; Label Studio's files hold N tasks.
 4. Prints the medians and the ratios ours / Label Studio's.
 """
@@ -59,12 +57,9 @@ SECOND_ANNOTATOR = 0.3  # share of the tasks a second annotator labelled too
 SKIPPED = 0.02  # share of first annotations that are skips (was_cancelled, no result)
 MIN_STEPS = 10
 BATCH = 250
-OURS = ("export", "export --gold", "export (pages)")
+OURS = ("export", "export --gold")
 THEIRS = ("Label Studio sync JSON", "Label Studio snapshot")
 METHODS = OURS + THEIRS
-#: ``export`` as the Python API runs it when the API key may not make a snapshot (``source="pages"``)
-PAGES = ("import sys; from ls_trajeval.studio.client import connect; from ls_trajeval.flows.export import "
-         "export_project; print(export_project(connect(), int(sys.argv[1]), sys.argv[2], source='pages'))")
 
 
 # ---------------------------------------------------------------- building the project (once per size)
@@ -312,13 +307,12 @@ def main() -> None:
         cmds = {
             "export": ours + [str(outs["export"])],
             "export --gold": ours + [str(outs["export --gold"]), "--gold"],
-            "export (pages)": [sys.executable, "-c", PAGES, str(pid), str(outs["export (pages)"])],
             "Label Studio sync JSON": theirs + ["sync", ls.url, str(pid), str(outs["Label Studio sync JSON"])],
             "Label Studio snapshot": theirs + ["snapshot", ls.url, str(pid), str(outs["Label Studio snapshot"])],
         }
         envs = {m: env for m in methods}
-        checks = {"export": check_ours, "export --gold": check_gold, "export (pages)": check_ours,
-                  "Label Studio sync JSON": check_label_studio, "Label Studio snapshot": check_label_studio}
+        checks = {"export": check_ours, "export --gold": check_gold, "Label Studio sync JSON": check_label_studio,
+                  "Label Studio snapshot": check_label_studio}
         if baseline:
             cmds[baseline], checks[baseline] = ours + [str(outs[baseline])], check_ours
             envs[baseline] = dict(env, PYTHONPATH=str(Path(args.baseline).resolve()))
@@ -332,7 +326,7 @@ def main() -> None:
             for m in order:
                 r = measured(cmds[m], envs[m], ls.proc.pid, postmaster)
                 checks[m](outs[m], known)
-                if m not in THEIRS:  # every round, and the pages and the snapshot, give the same file
+                if m not in THEIRS:  # every round gives the same file, and the earlier version the same as ours
                     same = "export --gold" if m == "export --gold" else "export"
                     digest = sha256(outs[m])
                     if first.setdefault(same, digest) != digest:

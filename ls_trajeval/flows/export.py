@@ -7,7 +7,7 @@ import os
 import pickle
 import re
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,10 +20,6 @@ from ..core.trace import TraceError
 from ..studio import client as studio
 from .projects import project_config
 
-#: Where an export reads the project from: "auto" (an export snapshot where the API key may make one, else page by
-#: page), "snapshot" or "pages". Both give the same file.
-SOURCES = ("auto", "snapshot", "pages")
-
 
 @dataclass
 class ExportSummary:
@@ -34,7 +30,6 @@ class ExportSummary:
     unreadable: int = 0  # annotations whose result could not be decoded, left out with a warning
     warnings: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
-    source: str = ""  # "snapshot" or "pages": how the project was read
 
 
 def readable_record(task: dict, annotation: dict, config: Config, *, layout: str, users: dict,
@@ -59,79 +54,37 @@ def read_back(record: dict, config: Config) -> AnnotationRecord | TraceError:
                         scheme=config.trajectory.name, default_correctness=config.trajectory.correctness_default)
 
 
-def iter_records(client, project_id: int, config: Config | None = None, page_size: int = 100,
-                 summary: ExportSummary | None = None, source: str = "auto") -> Iterator[dict]:
-    """Export records of a project in task id order, annotations in id order; ``config`` defaults to the
-    project's own, ``source`` is one of :data:`SOURCES`."""
+def iter_records(client, project_id: int, config: Config | None = None, page_size: int = studio.PAGE_SIZE,
+                 summary: ExportSummary | None = None) -> Iterator[dict]:
+    """Export records of a project, task by task (paged), annotations in id order; ``config`` defaults to the
+    project's own."""
     project = studio.get_project(client, project_id)
     return _records(client, project, project_config(project, config), page_size,
-                    summary if summary is not None else ExportSummary(), source)
+                    summary if summary is not None else ExportSummary())
 
 
-def _records(client, project: dict, config: Config, page_size: int, summary: ExportSummary,
-             source: str = "auto") -> Iterator[dict]:
+#: What the export asks Label Studio for: what the record is built from, and whether an annotation was skipped
+EXPORT_FIELDS = (*TASK_FIELDS, "annotations", *ANNOTATION_FIELDS, "was_cancelled")
+
+
+def _records(client, project: dict, config: Config, page_size: int, summary: ExportSummary) -> Iterator[dict]:
     layout = layout_of(project.get("label_config") or "")
     users = studio.users_by_id(client)
-
-    def records_of(task: dict, summary: ExportSummary) -> list[dict]:
-        out = []
+    for task in studio.iter_tasks_with(client, project["id"], EXPORT_FIELDS, page_size=page_size):
+        summary.tasks += 1
         for annotation in sorted(task.get("annotations") or [], key=lambda a: a.get("id") or 0):
             if annotation.get("was_cancelled"):
                 summary.cancelled += 1
                 continue
             record = readable_record(task, annotation, config, layout=layout, users=users, summary=summary)
             if record is not None:
-                out.append(record)
-        return out
-
-    yield from _task_order_records(client, project["id"], "annotations", records_of, summary, page_size, source)
+                yield record
     summary.drafts += studio.count_own_drafts(client, project["id"], page_size)
 
 
-def _task_order_records(client, project_id: int, what: str, records_of: Callable[[dict, ExportSummary], list[dict]],
-                        summary: ExportSummary, page_size: int, source: str) -> Iterator[dict]:
-    """What ``records_of`` makes of every task of the project (with its ``what``: annotations or predictions), in
-    task id order: read from an export snapshot (parsed as it downloads, put in order through a temporary file),
-    or where there can be none, page by page (in order as read, the next page read while this one is built)."""
-    if source not in SOURCES:
-        raise ValueError(f"source: expected one of {', '.join(SOURCES)}, got {source!r}")
-    if source != "pages":
-        scratch = ExportSummary()  # counts of a snapshot only count once it was read whole
-        spool = _Spool()  # the snapshot's tasks come in no particular order: put back in task id order
-        try:
-            for task in studio.snapshot_tasks(client, project_id, predictions=what == "predictions"):
-                scratch.tasks += 1
-                seen = len(scratch.warnings)
-                records = records_of(task, scratch)
-                if records or len(scratch.warnings) > seen:
-                    spool.add(task.get("id") or 0, (records, scratch.warnings[seen:]))
-                del scratch.warnings[seen:]
-        except studio.SnapshotUnavailable as exc:
-            spool.close()
-            if source == "snapshot":
-                raise studio.StudioError(str(exc)) from None
-            if not exc.refused:
-                summary.warnings.append(f"read page by page instead: {exc}")
-        else:
-            summary.source = "snapshot"
-            summary.tasks += scratch.tasks
-            summary.cancelled += scratch.cancelled
-            summary.unreadable += scratch.unreadable
-            with spool:
-                for records, warnings in spool.by_key():
-                    summary.warnings.extend(warnings)
-                    yield from records
-            return
-    summary.source = "pages"
-    fields = (*TASK_FIELDS, what, *ANNOTATION_FIELDS, "was_cancelled")
-    for task in studio.iter_tasks_with(client, project_id, fields, page_size=page_size):
-        summary.tasks += 1
-        yield from records_of(task, summary)
-
-
 class _Spool:
-    """Objects put aside in a temporary file under a key, with only each key's (offset, size) list in memory: handed
-    back in key order (:meth:`by_key`) or grouped by key in the order the keys came (:meth:`groups`)."""
+    """Objects put aside in a temporary file under a key, with only each key's (offset, size) list in memory, and
+    handed back grouped by key in the order the keys came."""
 
     def __init__(self) -> None:
         self.file = tempfile.TemporaryFile(prefix="ls-trajeval-export-")
@@ -147,11 +100,6 @@ class _Spool:
     def _load(self, offset: int, size: int) -> Any:
         self.file.seek(offset)
         return pickle.loads(self.file.read(size))
-
-    def by_key(self) -> Iterator[Any]:
-        for key in sorted(self.index):
-            for place in self.index[key]:
-                yield self._load(*place)
 
     def groups(self) -> Iterator[tuple[Any, list]]:
         for key, places in self.index.items():
@@ -203,17 +151,17 @@ class _AtomicWriter:
 
 
 def export_project(client, project_id: int, out: str | Path | None = None, config: Config | None = None, *,
-                   per_annotator: bool = False, page_size: int = 100, source: str = "auto") -> ExportSummary:
+                   per_annotator: bool = False, page_size: int = studio.PAGE_SIZE) -> ExportSummary:
     """Write the project's annotations to ``out`` (a file), or with ``per_annotator`` one file per annotator in
     the directory ``out``. ``config`` defaults to the project's own; ``out`` to the config's ``output.path``
-    (plus ``annotations.jsonl`` for one file); ``source`` is one of :data:`SOURCES`."""
+    (plus ``annotations.jsonl`` for one file)."""
     summary = ExportSummary()
     project = studio.get_project(client, project_id)
     config = project_config(project, config)
     out = Path(out or (config.output_path if per_annotator else Path(config.output_path) / "annotations.jsonl"))
     writers: dict[str, _AtomicWriter] = {}
     try:
-        for record in _records(client, project, config, page_size, summary, source):
+        for record in _records(client, project, config, page_size, summary):
             key = _safe_name(record["annotator"] or f"user{record['annotator_id']}") if per_annotator else ""
             if key not in writers:
                 writers[key] = _AtomicWriter(out / f"{key}.jsonl" if per_annotator else out)
@@ -241,8 +189,8 @@ class GoldSummary:
 
 
 def _analysis_records(client, project: dict, config: Config, page_size: int, summary: ExportSummary,
-                      warnings: list, source: str) -> Iterator[AnnotationRecord]:
-    for record in _records(client, project, config, page_size, summary, source):
+                      warnings: list) -> Iterator[AnnotationRecord]:
+    for record in _records(client, project, config, page_size, summary):
         rec = read_back(record, config)
         if isinstance(rec, TraceError):
             warnings.append(f"left out: {rec}")
@@ -251,8 +199,8 @@ def _analysis_records(client, project: dict, config: Config, page_size: int, sum
 
 
 def export_gold(client, project_id: int, out: str | Path | None = None, config: Config | None = None, *,
-                method: str = "majority", review: list[int] | None = None, page_size: int = 100,
-                source: str = "auto") -> GoldSummary:
+                method: str = "majority", review: list[int] | None = None,
+                page_size: int = studio.PAGE_SIZE) -> GoldSummary:
     """One gold line per annotated trace of the project (see :mod:`ls_trajeval.analysis.gold`): the adjudicator's
     annotation from a review project where there is one, else the unanimous labels, else the ``method``'s
     aggregate. ``review`` lists the review projects; by default those ``ls-trajeval adjudicate`` made for this
@@ -270,7 +218,7 @@ def export_gold(client, project_id: int, out: str | Path | None = None, config: 
     settings = from_config(config)
     exported = ExportSummary()
     with _Spool() as annotated:
-        for rec in _analysis_records(client, project, config, page_size, exported, gold.warnings, source):
+        for rec in _analysis_records(client, project, config, page_size, exported, gold.warnings):
             annotated.add(rec.trace_id, rec)
         reviews = [studio.get_project(client, r) for r in review] if review is not None else \
             studio.projects_described(client, review_mark(project_id))
@@ -278,7 +226,7 @@ def export_gold(client, project_id: int, out: str | Path | None = None, config: 
         for rp in reviews:
             gold.review_projects.append(rp["id"])
             adjudicated = _analysis_records(client, rp, project_config(rp, config), page_size, exported,
-                                            gold.warnings, source)
+                                            gold.warnings)
             # the latest adjudication of a trace last: the gold takes it
             for tid, recs in group_by_trace(sorted(adjudicated, key=lambda r: r.annotation_id or 0)).items():
                 adjudications.setdefault(tid, []).extend(recs)
@@ -308,7 +256,7 @@ def export_gold(client, project_id: int, out: str | Path | None = None, config: 
 
 
 def export_predictions(client, project_id: int, out: str | Path | None = None, config: Config | None = None, *,
-                       model_version: str | None = None, page_size: int = 100, source: str = "auto") -> ExportSummary:
+                       model_version: str | None = None, page_size: int = studio.PAGE_SIZE) -> ExportSummary:
     """The project's predictions as trajectory_eval lines, their ``annotator`` the model version: per task the
     latest prediction of each model version (of ``model_version`` only, when given)."""
     summary = ExportSummary()
@@ -316,23 +264,19 @@ def export_predictions(client, project_id: int, out: str | Path | None = None, c
     config = project_config(project, config)
     layout = layout_of(project.get("label_config") or "")
     out = Path(out or Path(config.output_path) / "predictions.jsonl")
-
-    def records_of(task: dict, summary: ExportSummary) -> list[dict]:
-        latest = {}
-        for p in sorted(task.get("predictions") or [], key=lambda p: p.get("id") or 0):
-            if model_version is None or p.get("model_version") == model_version:
-                latest[p.get("model_version")] = p
-        records = []
-        for version, p in latest.items():
-            record = readable_record(task, p, config, layout=layout, users={}, summary=summary,
-                                     annotator=str(version) if version else "prediction", what="prediction")
-            if record is not None:
-                records.append(record)
-        return records
-
     with _AtomicWriter(out) as writer:
-        for record in _task_order_records(client, project_id, "predictions", records_of, summary, page_size, source):
-            writer.write(record)
-            summary.written += 1
+        fields = (*TASK_FIELDS, "predictions", *ANNOTATION_FIELDS)
+        for task in studio.iter_tasks_with(client, project_id, fields, page_size=page_size):
+            summary.tasks += 1
+            latest = {}
+            for p in sorted(task.get("predictions") or [], key=lambda p: p.get("id") or 0):
+                if model_version is None or p.get("model_version") == model_version:
+                    latest[p.get("model_version")] = p
+            for version, p in latest.items():
+                record = readable_record(task, p, config, layout=layout, users={}, summary=summary,
+                                         annotator=str(version) if version else "prediction", what="prediction")
+                if record is not None:
+                    writer.write(record)
+                    summary.written += 1
     summary.files.append(str(out))
     return summary

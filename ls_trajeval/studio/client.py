@@ -5,12 +5,10 @@ dicts (task and annotation JSON as Label Studio sends it), so the pure core neve
 """
 from __future__ import annotations
 
-import calendar
 import json
 import os
 import queue
 import random
-import secrets
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -247,7 +245,7 @@ def _keyed_pages(client: LabelStudio, project_id: int, params: dict, page_size: 
         last = tasks[-1]["id"]
 
 
-def _read_ahead(pages: Iterator[list[dict]], depth: int = 2) -> Iterator[list[dict]]:
+def _read_ahead(pages: Iterator[list[dict]], depth: int = 1) -> Iterator[list[dict]]:
     """``pages`` fetched by a background thread up to ``depth`` ahead, so the caller's work on one page overlaps
     Label Studio's on the next. An error in the thread is raised here, in order; closing the generator stops it."""
     done = object()
@@ -286,10 +284,17 @@ def _read_ahead(pages: Iterator[list[dict]], depth: int = 2) -> Iterator[list[di
         stop.set()
 
 
+#: Tasks a page when reading a whole project. Each page costs Label Studio a count of the tasks left and the Data
+#: Manager's set-up besides its tasks (about a tenth of a second here): 500 a page spent a fifth less of its CPU
+#: than 100, 1,000 little less than 500 for half as much memory again (10,000 tasks, benchmarks/bench_export.py).
+PAGE_SIZE = 500
+
+
 def iter_tasks_with(client: LabelStudio, project_id: int, fields: Sequence[str], *,
-                    page_size: int = 100) -> Iterator[dict]:
-    """Every task of a project in id order, with only ``fields`` (of the task and of its annotations, predictions
-    and drafts alike: Label Studio's ``include`` reaches into them), read ahead a page at a time.
+                    page_size: int = PAGE_SIZE) -> Iterator[dict]:
+    """Every task of a project in id order, with only ``fields`` (of the task and of its annotations and
+    predictions alike: Label Studio's ``include`` reaches into them), the next page read while the caller works
+    on this one.
 
     Label Studio lists annotations and predictions only with ``fields=all``; ``include`` then keeps it from
     serialising what the caller never reads (the Data Manager's columns; the user's drafts, one query per task).
@@ -299,134 +304,7 @@ def iter_tasks_with(client: LabelStudio, project_id: int, fields: Sequence[str],
         yield from page
 
 
-# ---------------------------------------------------------------- export snapshots
-#: Answers to creating an export snapshot that mean this token may not make one here: Label Studio Enterprise
-#: refuses roles without the export permission (403); a server without the snapshot API answers 404 or 405.
-SNAPSHOT_REFUSED = {403, 404, 405, 501}
-#: How long a snapshot may take to make. The open-source edition makes it inside the create request; Label
-#: Studio's own background job gives up after 3 hours.
-SNAPSHOT_TIMEOUT = 3 * 3600
-#: The snapshot holds what the export reads and nothing more: no annotation history, ids for drafts
-SNAPSHOT_OPTIONS = {"drafts": {"only_id": True}, "annotations__completed_by": {"only_id": True},
-                    "include_annotation_history": False, "interpolate_key_frames": False}
-
-
-#: Our snapshots' titles: this, the time made (UTC) and a random part
-SNAPSHOT_TITLE, SNAPSHOT_STAMP = "ls-trajeval export ", "%Y%m%dT%H%M%SZ"
-
-
-def _forget_stale_snapshots(client: LabelStudio, project_id: int) -> None:
-    """Delete the snapshots of earlier exports that were killed before they could delete their own (each is as
-    large as the project), once they are older than any export could still be using."""
-    try:
-        snaps = [_dump(s) for s in call(client.projects.exports.list, id=project_id, retries=0,
-                                         what=f"listing the exports of project {project_id}")]
-    except StudioError:
-        return
-    for snap in snaps:
-        title = snap.get("title") or ""
-        if not title.startswith(SNAPSHOT_TITLE):
-            continue
-        try:
-            made = calendar.timegm(time.strptime(title[len(SNAPSHOT_TITLE):].split(" ")[0], SNAPSHOT_STAMP))
-        except ValueError:
-            continue
-        if time.time() - made > SNAPSHOT_TIMEOUT:
-            try:
-                call(client.projects.exports.delete, id=project_id, export_pk=snap["id"], retries=0)
-            except StudioError:
-                pass
-
-
-class SnapshotUnavailable(Exception):
-    """No export snapshot could be read (the token may not make one, Label Studio failed to, or what it sent is
-    not JSON): the caller reads the project page by page instead. ``refused``: the token may not."""
-
-    def __init__(self, message: str, refused: bool = False):
-        super().__init__(message)
-        self.refused = refused
-
-
-class _Chunks:
-    """The ``read`` that ijson wants, over the SDK's iterator of downloaded chunks."""
-
-    def __init__(self, chunks: Iterator[bytes]):
-        self.chunks = chunks
-
-    def read(self, size: int = -1) -> bytes:
-        # ijson reads 0 bytes first to learn whether the file gives bytes or text: no chunk may go to that
-        return next(self.chunks, b"") if size else b""
-
-
-def _snapshot_request(client: LabelStudio, project_id: int, title: str, predictions: bool) -> dict:
-    from label_studio_sdk.types.serialization_options_request import SerializationOptionsRequest
-
-    options = SerializationOptionsRequest.model_validate(
-        {**SNAPSHOT_OPTIONS, "predictions": {"only_id": not predictions}})
-    try:
-        return _dump(client.projects.exports.create(
-            id=project_id, title=title, serialization_options=options,
-            # made inside this request by the open-source edition: a long wait, and never sent twice
-            request_options={"timeout_in_seconds": SNAPSHOT_TIMEOUT, "max_retries": 0}))
-    except ApiError as exc:
-        if exc.status_code in SNAPSHOT_REFUSED:
-            raise SnapshotUnavailable(f"Label Studio refused to make an export snapshot: "
-                                      f"{_describe_api_error(exc)}", refused=True) from None
-        if exc.status_code == 401:
-            raise StudioError("making an export snapshot: the API key was refused (HTTP 401)") from None
-        if exc.status_code not in TRANSIENT_STATUS:
-            raise SnapshotUnavailable(f"making an export snapshot failed: {_describe_api_error(exc)}") from None
-    except (httpx.TransportError, ConnectionError):
-        pass
-    # no answer (a proxy's timeout, a lost connection): Label Studio may still be making it
-    for snap in call(client.projects.exports.list, id=project_id, what=f"listing the exports of project {project_id}"):
-        if _dump(snap).get("title") == title:
-            return _dump(snap)
-    raise SnapshotUnavailable("making an export snapshot: no answer, and no snapshot was made")
-
-
-def snapshot_tasks(client: LabelStudio, project_id: int, *, predictions: bool = False,
-                   chunk_size: int = 1 << 20) -> Iterator[dict]:
-    """Every task of a project (with its annotations; with ``predictions``, its predictions too) from an export
-    snapshot: the one the Data Manager's Export makes, made through the SDK, downloaded and parsed as a stream
-    (ijson: one task in memory at a time), deleted at the end. Tasks come in the snapshot's order, not by id.
-
-    Raises :class:`SnapshotUnavailable` when this token may not make one, when Label Studio could not, or when
-    the download is cut or not JSON; :class:`StudioError` when Label Studio cannot be reached at all.
-    """
-    import ijson
-
-    title = f"{SNAPSHOT_TITLE}{time.strftime(SNAPSHOT_STAMP, time.gmtime())} {secrets.token_hex(4)}"
-    snap = _snapshot_request(client, project_id, title, predictions)
-    try:
-        _forget_stale_snapshots(client, project_id)
-        delay, deadline = 0.5, time.monotonic() + SNAPSHOT_TIMEOUT
-        while snap.get("status") not in ("completed", "failed") and time.monotonic() < deadline:
-            time.sleep(delay)
-            delay = min(delay * 2, 10)
-            snap = _dump(call(client.projects.exports.get, id=project_id, export_pk=snap["id"],
-                              what=f"waiting for the export snapshot of project {project_id}"))
-        if snap.get("status") != "completed":
-            raise SnapshotUnavailable(f"Label Studio did not make the export snapshot (status {snap.get('status')})")
-        # no export type: the snapshot's own JSON file, not a conversion of it
-        chunks = client.projects.exports.download(id=project_id, export_pk=snap["id"],
-                                                  request_options={"chunk_size": chunk_size})
-        try:
-            yield from ijson.items(_Chunks(iter(chunks)), "item", use_float=True)
-        except ijson.JSONError as exc:
-            raise SnapshotUnavailable(f"the export snapshot is not JSON that can be read: {exc}") from None
-        except ApiError as exc:
-            raise SnapshotUnavailable(f"downloading the export snapshot failed: {_describe_api_error(exc)}") from None
-        except (httpx.TransportError, ConnectionError) as exc:
-            raise SnapshotUnavailable(f"downloading the export snapshot was cut ({type(exc).__name__})") from None
-    finally:
-        try:  # the snapshot is a file on Label Studio's disk as large as the project
-            call(client.projects.exports.delete, id=project_id, export_pk=snap["id"], retries=0)
-        except StudioError:
-            pass
-
-
-def count_own_drafts(client: LabelStudio, project_id: int, page_size: int = 100) -> int:
+def count_own_drafts(client: LabelStudio, project_id: int, page_size: int = PAGE_SIZE) -> int:
     """How many drafts the API key's user has in a project (the drafts Label Studio's task list shows), reading
     only the tasks that have a draft at all."""
     has_draft = {"filter": "filter:tasks:draft_exists", "operator": "equal", "type": "Boolean", "value": True}

@@ -3,16 +3,12 @@
 Faults, chosen per request by ``plan(method, path, n)``:
 - ``"503"`` / ``"502"`` / ``"500"``: answer that status without forwarding;
 - ``"reset"``: read the request, then close the connection with no answer (never forwarded);
-- ``"lost"``: forward the request, let Label Studio store it, then drop the answer (the client cannot know);
-- ``"403"``: refuse as Label Studio Enterprise refuses a role without the permission (never forwarded);
-- ``"cut"``: forward, then send the answer's headers and half its body, and close (a download cut short);
-- ``"slow"``: forward, then send the body a little at a time (``slow_started`` is set once the first bit went).
+- ``"lost"``: forward the request, let Label Studio store it, then drop the answer (the client cannot know).
 """
 from __future__ import annotations
 
 import socket
 import threading
-import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
@@ -31,7 +27,6 @@ class FaultProxy:
         self.port = free_port()
         self.counts: Counter = Counter()
         self.requests: Counter = Counter()
-        self.slow_started = threading.Event()
         self._lock = threading.Lock()
         proxy = self
 
@@ -49,9 +44,8 @@ class FaultProxy:
                     fault = proxy.plan(self.command, self.path, proxy.requests[key])
                     if fault:
                         proxy.counts[fault] += 1
-                if fault in ("403", "500", "502", "503"):
-                    payload = b'{"detail": "You do not have permission to perform this action."}' \
-                        if fault == "403" else b'{"detail": "injected"}'
+                if fault in ("500", "502", "503"):
+                    payload = b'{"detail": "injected"}'
                     self.send_response(int(fault))
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(payload)))
@@ -73,24 +67,7 @@ class FaultProxy:
                         self.send_header(k, v)
                 self.send_header("Content-Length", str(len(resp.content)))
                 self.end_headers()
-                if fault == "cut":
-                    self.wfile.write(resp.content[:len(resp.content) // 2])
-                    self.wfile.flush()
-                    self._drop()
-                elif fault == "slow":
-                    self._trickle(resp.content)
-                else:
-                    self.wfile.write(resp.content)
-
-            def _trickle(self, content: bytes, piece: int = 4096, pause: float = 0.1):
-                try:
-                    for i in range(0, len(content), piece):
-                        self.wfile.write(content[i:i + piece])
-                        self.wfile.flush()
-                        proxy.slow_started.set()
-                        time.sleep(pause)
-                except OSError:  # the client went away
-                    self.close_connection = True
+                self.wfile.write(resp.content)
 
             def _drop(self):
                 self.close_connection = True

@@ -1,7 +1,7 @@
-"""The export reads the same files from Label Studio's export snapshot as page by page, on a PostgreSQL-backed
-Label Studio (whose snapshots list tasks in no particular order): hostile text, two annotators in the shapes the
-labeling UI saves, a skip, a draft, predictions, gold labels; and an API key that may not make snapshots (refused
-by a proxy, as Label Studio Enterprise refuses a role without the export permission) gets the same file."""
+"""The export on a PostgreSQL-backed Label Studio asks for only the fields the record is built from, as plain JSON,
+pages read ahead: its files are byte for byte what reading every field of every task through the SDK's models gives
+(the way it read before), for annotations, predictions and gold labels; with hostile text, two annotators in the
+shapes the labeling UI saves, a skip, drafts and predictions."""
 from __future__ import annotations
 
 import json
@@ -10,16 +10,18 @@ import uuid
 
 import httpx
 import pytest
-from click.testing import CliRunner
-from faults.faultproxy import FaultProxy
 from pg import tracegen
 from studio.uishapes import NASTY, TRACES, ui_marks
 
 from ls_trajeval import label_configs
-from ls_trajeval.cli import main_group
+from ls_trajeval.analysis.gold import build_gold, gold_line
+from ls_trajeval.analysis.settings import from_config
+from ls_trajeval.analysis.trace_groups import group_by_trace
 from ls_trajeval.core import config as cfg
+from ls_trajeval.core.layouts import layout_of
+from ls_trajeval.core.records import build_record, dumps
 from ls_trajeval.core.trace import parse_trace
-from ls_trajeval.flows.export import export_gold, export_predictions, export_project
+from ls_trajeval.flows.export import export_gold, export_predictions, export_project, read_back
 from ls_trajeval.flows.importer import import_traces
 from ls_trajeval.studio import client as studio
 
@@ -30,10 +32,9 @@ CONFIG = cfg.load(label_configs.path("trajectory_eval"))
 
 @pytest.fixture(scope="module")
 def project(pg_label_studio, pg_client):
-    """40 generated traces and the hostile ones; annotator A on all, B on every third, A's skip on one, a draft by
-    the API key's user on two, a judge's prediction on every other (task 5 has the skip alone). Returns the project
-and how many of each."""
-    pid = studio.create_project(pg_client, CONFIG, "transcript", "export: snapshot and pages")["id"]
+    """40 generated traces and the hostile ones; annotator A on all, B on every third, A's skip alone on task 5, a
+    draft by the API key's user on two, a judge's prediction on every other. Returns the project and its counts."""
+    pid = studio.create_project(pg_client, CONFIG, "transcript", "export: fields and pages")["id"]
     traces = [*TRACES, *tracegen.traces(40, seed=5)]
     assert import_traces(pg_client, pid, (parse_trace(t) for t in traces), CONFIG, progress=False).imported == 42
     run = uuid.uuid4().hex[:8]  # a kept test database ($LS_TRAJEVAL_TEST_PG_DIR) has the users of earlier runs
@@ -69,46 +70,47 @@ and how many of each."""
     return {"id": pid, "tasks": len(tasks), "submitted": submitted}
 
 
-@pytest.mark.parametrize("export", [export_project, export_predictions, export_gold])
-def test_a_snapshot_and_pages_give_the_same_file(pg_client, project, tmp_path, export):
-    snap = export(pg_client, project["id"], tmp_path / "snapshot.jsonl", source="snapshot")
-    pages = export(pg_client, project["id"], tmp_path / "pages.jsonl", source="pages")
-    assert (tmp_path / "snapshot.jsonl").read_bytes() == (tmp_path / "pages.jsonl").read_bytes()
-    assert snap.warnings == pages.warnings
-    if export is not export_gold:
-        assert (snap.source, pages.source) == ("snapshot", "pages")
-        assert (snap.written, snap.tasks, snap.cancelled, snap.drafts) == \
-            (pages.written, pages.tasks, pages.cancelled, pages.drafts)
-    records = [json.loads(line) for line in (tmp_path / "pages.jsonl").read_text(encoding="utf-8").splitlines()]
-    assert [r["task_id"] for r in records] == sorted(r["task_id"] for r in records)
-    if export is export_project:
-        assert (snap.written, snap.tasks, snap.cancelled, snap.drafts) == (project["submitted"], 42, 1, 2)
-        rt1 = next(r for r in records if r["trace_id"] == "rt-1")
-        assert rt1["task"] == TRACES[0]["task"] and rt1["metadata"] == TRACES[0]["metadata"]
-    elif export is export_predictions:
-        assert snap.written == 21 and {r["annotator"] for r in records} == {"judge-1"}
-    else:
-        assert snap.written == len(records) == 41  # every trace but the one with only a skip
-    # the snapshot is gone from Label Studio once read
-    assert not [e for e in pg_client.projects.exports.list(id=project["id"]) if (e.title or "").startswith("ls-")]
+def every_field_records(client, pid: int, what: str = "annotations") -> list[dict]:
+    """The records of every task read whole through the SDK's models (``studio.iter_tasks``): how the export read a
+    project before it asked for fields."""
+    project = studio.get_project(client, pid)
+    layout, users = layout_of(project["label_config"]), studio.users_by_id(client)
+    out = []
+    for task in studio.iter_tasks(client, pid):
+        items = sorted(task[what], key=lambda a: a["id"])
+        if what == "predictions":  # per task the latest prediction of each model version
+            items = list({p["model_version"]: p for p in items}.values())
+        for item in items:
+            if not item.get("was_cancelled"):
+                who = item["model_version"] if what == "predictions" else None
+                out.append(build_record(task, item, CONFIG, layout=layout, users=users, annotator=who)[0])
+    return out
 
 
-def test_the_command_reads_a_snapshot_or_where_refused_pages(pg_label_studio, pg_client, project, tmp_path):
-    ls, pid = pg_label_studio, project["id"]
-    direct = tmp_path / "direct.jsonl"
-    r = CliRunner(env={"LABEL_STUDIO_URL": ls.url, "LABEL_STUDIO_API_KEY": ls.credentials.token}).invoke(
-        main_group, ["export", "--project", str(pid), "-o", str(direct)], catch_exceptions=False)
-    assert r.exit_code == 0, r.output
-    assert f"wrote {project['submitted']} annotations of 42 tasks" in r.stdout
+def test_the_export_is_what_reading_every_field_gives(pg_client, project, tmp_path):
+    expected = every_field_records(pg_client, project["id"])
+    summary = export_project(pg_client, project["id"], tmp_path / "out.jsonl", page_size=7)  # 6 full pages, 1 short
+    assert (tmp_path / "out.jsonl").read_text(encoding="utf-8") == "".join(dumps(r) for r in expected)
+    assert (summary.written, summary.tasks, summary.cancelled, summary.drafts) == (project["submitted"], 42, 1, 2)
+    rt1 = next(r for r in expected if r["trace_id"] == "rt-1")
+    assert rt1["task"] == TRACES[0]["task"] and rt1["metadata"] == TRACES[0]["metadata"]  # hostile text intact
+    # and whatever the page size
+    export_project(pg_client, project["id"], tmp_path / "one-page.jsonl")
+    assert (tmp_path / "one-page.jsonl").read_bytes() == (tmp_path / "out.jsonl").read_bytes()
 
-    def plan(method, path, n):
-        return "403" if method == "POST" and path.startswith(f"/api/projects/{pid}/exports") else None
 
-    refused = tmp_path / "refused.jsonl"
-    with FaultProxy(ls.url, plan) as proxy:
-        r2 = CliRunner(env={"LABEL_STUDIO_URL": proxy.url, "LABEL_STUDIO_API_KEY": ls.credentials.token}).invoke(
-            main_group, ["export", "--project", str(pid), "-o", str(refused)], catch_exceptions=False)
-    assert r2.exit_code == 0 and "warning" not in r2.output, r2.output  # a refusal is no news: pages are read
-    assert proxy.counts["403"] == 1 and proxy.requests[("GET", "/api/tasks")] >= 1
-    assert r2.stdout == r.stdout.replace(str(direct), str(refused))
-    assert refused.read_bytes() == direct.read_bytes()
+def test_predictions_are_what_reading_every_field_gives(pg_client, project, tmp_path):
+    expected = every_field_records(pg_client, project["id"], "predictions")
+    summary = export_predictions(pg_client, project["id"], tmp_path / "predictions.jsonl", page_size=7)
+    assert summary.written == len(expected) == 21
+    assert (tmp_path / "predictions.jsonl").read_text(encoding="utf-8") == "".join(dumps(r) for r in expected)
+
+
+def test_gold_trace_by_trace_is_the_gold_of_every_record_at_once(pg_client, project, tmp_path):
+    settings = from_config(CONFIG)
+    records = [read_back(r, CONFIG) for r in every_field_records(pg_client, project["id"])]
+    expected = [gold_line(g, settings) for g in build_gold(group_by_trace(records).items(), settings)]
+    summary = export_gold(pg_client, project["id"], tmp_path / "gold.jsonl", review=[], page_size=7)
+    lines = [json.loads(x) for x in (tmp_path / "gold.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert lines == expected and summary.written == 41  # every trace but the one with only a skip
+    assert {"single", "majority"} <= set(summary.methods)

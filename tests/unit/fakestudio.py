@@ -1,17 +1,13 @@
 """An in-memory stand-in for the few label_studio_sdk calls the import and export flows make, for unit tests of
 their own logic (batching, skipping, counting, file writing). Everything Label Studio itself does is tested against
 the real server in tests/studio/ and tests/pg/; this fake only keeps tasks in a list and answers as the SDK's client
-would: the generated task list, the raw ``GET /api/tasks`` the export pages with (``include`` reaching into the
-annotations, as Label Studio's flex fields do), and export snapshots (tasks in no particular order, as PostgreSQL
-hands them out), or a 403 for them with ``snapshots=False``."""
+would: the generated task list, and the raw ``GET /api/tasks`` the export pages with (``include`` reaching into the
+annotations, as Label Studio's flex fields do)."""
 from __future__ import annotations
 
 import itertools
 import json
-import random
 from types import SimpleNamespace
-
-from label_studio_sdk.core.api_error import ApiError
 
 NESTED = ("annotations", "predictions", "drafts")
 
@@ -25,22 +21,15 @@ class FakeResponse:
 
 
 class FakeStudio:
-    def __init__(self, label_config: str = "", tasks: list[dict] | None = None, users: list[dict] = (),
-                 snapshots: bool = True, chunk: int = 97):
-        self.projects = SimpleNamespace(get=self._get, create=self._create, import_tasks=self._import_tasks,
-                                        exports=SimpleNamespace(create=self._create_snapshot, get=self._get_snapshot,
-                                                                list=self._list_snapshots,
-                                                                download=self._download_snapshot,
-                                                                delete=self._delete_snapshot))
+    def __init__(self, label_config: str = "", tasks: list[dict] | None = None, users: list[dict] = ()):
+        self.projects = SimpleNamespace(get=self._get, create=self._create, import_tasks=self._import_tasks)
         self.tasks = SimpleNamespace(list=self._list_tasks)
         self.users = SimpleNamespace(list=lambda: list(users))
         self._client_wrapper = SimpleNamespace(httpx_client=SimpleNamespace(request=self._request))
         self.project = {"id": 7, "title": "fake", "label_config": label_config, "task_number": 0}
         self.stored: list[dict] = []
         self.batches: list[int] = []  # the size of every import request
-        self.snapshots_allowed, self.chunk = snapshots, chunk
-        self.snapshots: dict[int, dict] = {}  # the ones not deleted yet
-        self.snapshots_made = 0
+        self.pages: list[int] = []  # the size of every page the export asked for
         self._ids = itertools.count(1)
         for task in tasks or []:
             self._store(task)
@@ -92,36 +81,5 @@ class FakeStudio:
         def only(obj: dict) -> dict:
             return {k: [only(x) if isinstance(x, dict) else x for x in v] if k in NESTED else v
                     for k, v in obj.items() if k in keep}
+        self.pages.append(params["page_size"])
         return FakeResponse(200, {"tasks": [only(t) for t in tasks[:params["page_size"]]], "total": len(tasks)})
-
-    # export snapshots
-    def _create_snapshot(self, id, title, serialization_options, request_options):
-        assert id == self.project["id"]
-        if not self.snapshots_allowed:
-            raise ApiError(status_code=403, body={"detail": "You do not have permission to perform this action."})
-        self.snapshots_made += 1
-        with_predictions = not serialization_options.predictions.only_id
-        tasks = []
-        for t in self.stored:
-            task = {**t, "drafts": [d.get("id") for d in t.get("drafts") or []]}
-            if not with_predictions:
-                task["predictions"] = [p.get("id") for p in t.get("predictions") or []]
-            tasks.append(task)
-        random.Random(self.snapshots_made).shuffle(tasks)
-        snap = {"id": 100 + self.snapshots_made, "title": title, "status": "completed",
-                "data": json.dumps(tasks, ensure_ascii=False).encode()}
-        self.snapshots[snap["id"]] = snap
-        return {k: v for k, v in snap.items() if k != "data"}
-
-    def _get_snapshot(self, id, export_pk):
-        return {k: v for k, v in self.snapshots[export_pk].items() if k != "data"}
-
-    def _list_snapshots(self, id):
-        return [self._get_snapshot(id, pk) for pk in self.snapshots]
-
-    def _download_snapshot(self, id, export_pk, request_options):
-        data = self.snapshots[export_pk]["data"]
-        yield from (data[i:i + self.chunk] for i in range(0, len(data), self.chunk))
-
-    def _delete_snapshot(self, id, export_pk):
-        del self.snapshots[export_pk]

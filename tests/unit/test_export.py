@@ -1,10 +1,11 @@
 """The export flow's own logic against an in-memory client: which annotations are written, in what order, to which
-file, what is counted and left out, read from an export snapshot or page by page. The results are written by hand
-in the shape the labeling UI saves."""
+file, what is counted and left out, what is asked of Label Studio. The results are written by hand in the shape the
+labeling UI saves."""
 from __future__ import annotations
 
 import json
 
+import httpx
 import pytest
 
 from ls_trajeval import label_configs
@@ -91,7 +92,7 @@ def test_iter_records_streams_the_same_records(tmp_path):
     assert list(iter_records(project(), 7)) == lines(tmp_path / "x.jsonl")
 
 
-def many_tasks(n: int = 12, **fake_options) -> FakeStudio:
+def many_tasks(n: int = 12) -> FakeStudio:
     """``n`` traces, each annotated once or twice (one skip among them), some with a prediction and a draft."""
     tasks = []
     for i in range(n):
@@ -106,67 +107,52 @@ def many_tasks(n: int = 12, **fake_options) -> FakeStudio:
         tasks.append({"data": data, "annotations": annotations, "drafts": [{"id": i}] if i % 4 == 0 else [],
                       "predictions": [{"id": 500 + i, "model_version": "judge-1", "score": 0.5,
                                        "result": wrong_step(1, text, "major")}]})
-    return FakeStudio(label_config=generate(CONFIG, "transcript"), tasks=tasks, users=USERS, **fake_options)
+    return FakeStudio(label_config=generate(CONFIG, "transcript"), tasks=tasks, users=USERS)
 
 
-def test_a_snapshot_and_pages_give_the_same_file_and_counts(tmp_path):
+def test_pages_read_ahead_give_every_task_once_in_order_and_the_counts(tmp_path):
     fake = many_tasks()
-    snap = export_project(fake, 7, tmp_path / "snapshot.jsonl")
-    pages = export_project(many_tasks(snapshots=False), 7, tmp_path / "pages.jsonl")
-    assert (snap.source, pages.source) == ("snapshot", "pages")
-    assert (tmp_path / "snapshot.jsonl").read_bytes() == (tmp_path / "pages.jsonl").read_bytes()
+    summary = export_project(fake, 7, tmp_path / "out.jsonl", page_size=5)
     # 12 tasks; tasks 0, 3, 6, 9 have a second annotation, task 6's skipped; drafts on tasks 0, 4, 8
-    for summary in (snap, pages):
-        assert (summary.written, summary.tasks, summary.cancelled, summary.drafts) == (15, 12, 1, 3)
-        assert summary.warnings == []
-    records = lines(tmp_path / "snapshot.jsonl")
-    # the snapshot shuffles the tasks: the file is still in task order, each task's annotations in id order
+    assert (summary.written, summary.tasks, summary.cancelled, summary.drafts) == (15, 12, 1, 3)
+    assert summary.warnings == []
+    records = lines(tmp_path / "out.jsonl")
     assert [(r["task_id"], r["annotation_id"]) for r in records] == sorted(
         (r["task_id"], r["annotation_id"]) for r in records)
     assert [r["trace_id"] for r in records[:3]] == ["tr-0", "tr-0", "tr-1"]
     assert records[2]["lead_time"] == 1.25 and records[2]["created_at"] == "2026-12-05T10:00:01.000100Z"
-    assert fake.snapshots_made == 1 and fake.snapshots == {}  # the snapshot is deleted once read
+    # 12 tasks in pages of 5 (the last one short), then the tasks with a draft (3: one page)
+    assert fake.pages == [5, 5, 5, 5]
+    # the same file as one page, and as the default page size
+    export_project(many_tasks(), 7, tmp_path / "one-page.jsonl", page_size=100)
+    export_project(many_tasks(), 7, tmp_path / "default.jsonl")
+    assert (tmp_path / "out.jsonl").read_bytes() == (tmp_path / "one-page.jsonl").read_bytes() == \
+        (tmp_path / "default.jsonl").read_bytes()
 
 
-def test_predictions_from_a_snapshot_and_from_pages_are_the_same(tmp_path):
-    snap = export_predictions(many_tasks(), 7, tmp_path / "snapshot.jsonl")
-    pages = export_predictions(many_tasks(snapshots=False), 7, tmp_path / "pages.jsonl")
-    assert (snap.source, pages.source, snap.written, pages.written) == ("snapshot", "pages", 12, 12)
-    assert (tmp_path / "snapshot.jsonl").read_bytes() == (tmp_path / "pages.jsonl").read_bytes()
-    first = lines(tmp_path / "pages.jsonl")[0]
+def test_predictions_are_read_with_their_fields(tmp_path):
+    summary = export_predictions(many_tasks(), 7, tmp_path / "predictions.jsonl", page_size=5)
+    assert (summary.written, summary.tasks) == (12, 12)
+    first = lines(tmp_path / "predictions.jsonl")[0]
     assert (first["annotator"], first["model_version"], first["worst_severity"]) == ("judge-1", "judge-1", "major")
 
 
-def test_a_refused_snapshot_falls_back_to_pages_without_a_word(tmp_path):
-    summary = export_project(many_tasks(snapshots=False), 7, tmp_path / "out.jsonl")
-    assert summary.source == "pages" and summary.warnings == [] and summary.written == 15
-    with pytest.raises(StudioError, match="refused to make an export snapshot: HTTP 403"):
-        export_project(many_tasks(snapshots=False), 7, tmp_path / "other.jsonl", source="snapshot")
-    assert not (tmp_path / "other.jsonl").exists()
-
-
-@pytest.mark.parametrize("damage, reason", [
-    (lambda snap: snap.update(status="failed"), "Label Studio did not make the export snapshot (status failed)"),
-    (lambda snap: snap.update(data=snap["data"][:-40]), "the export snapshot is not JSON that can be read"),
-])
-def test_a_failed_or_unreadable_snapshot_falls_back_to_pages_with_a_warning(tmp_path, damage, reason):
+def test_an_error_while_reading_ahead_ends_the_export_and_leaves_no_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("LS_TRAJEVAL_RETRIES", "0")  # the page fails for good: no backoff to wait through
     fake = many_tasks()
-    made = fake._create_snapshot
+    answer = fake._request
 
-    def create(**kwargs):
-        snap = made(**kwargs)
-        damage(fake.snapshots[snap["id"]])
-        return {k: v for k, v in fake.snapshots[snap["id"]].items() if k != "data"}
+    def fail_on_the_third_page(path, method, params):
+        if len(fake.pages) == 2:
+            raise httpx.ConnectError("refused")
+        return answer(path, method, params)
 
-    fake.projects.exports.create = create
-    summary = export_project(fake, 7, tmp_path / "out.jsonl")
-    assert summary.source == "pages" and len(summary.warnings) == 1
-    assert summary.warnings[0].startswith(f"read page by page instead: {reason}")
-    # counts are those of the pages alone, not doubled by what the snapshot had given before it broke
-    assert (summary.written, summary.tasks, summary.cancelled) == (15, 12, 1)
-    export_project(many_tasks(snapshots=False), 7, tmp_path / "pages.jsonl")
-    assert (tmp_path / "out.jsonl").read_bytes() == (tmp_path / "pages.jsonl").read_bytes()
-    assert fake.snapshots == {}
+    fake._client_wrapper.httpx_client.request = fail_on_the_third_page
+    out = tmp_path / "out.jsonl"
+    out.write_text("an earlier export\n")
+    with pytest.raises(StudioError, match="cannot reach Label Studio"):
+        export_project(fake, 7, out, page_size=5)
+    assert out.read_text() == "an earlier export\n" and [p.name for p in tmp_path.iterdir()] == ["out.jsonl"]
 
 
 def test_the_export_asks_only_for_the_fields_the_record_reads():
@@ -195,19 +181,9 @@ def test_the_export_asks_only_for_the_fields_the_record_reads():
             assert {"data", "id"} <= task_reads and {"result", "completed_by", "created_at"} <= annotation_reads
 
 
-def test_snapshots_left_by_killed_exports_are_deleted_once_stale(tmp_path):
-    fake = many_tasks()
-    for pk, title in ((1, "ls-trajeval export 20200101T000000Z 0badcafe"),  # a killed export's, years ago
-                      (2, "ls-trajeval export 29991231T000000Z 00c0ffee"),  # one that may still be in use
-                      (3, "the team's own export")):
-        fake.snapshots[pk] = {"id": pk, "title": title, "status": "completed", "data": b"[]"}
-    export_project(fake, 7, tmp_path / "out.jsonl")
-    assert sorted(fake.snapshots) == [2, 3]
-
-
 def test_gold_taken_trace_by_trace_is_the_gold_of_all_traces_at_once(tmp_path):
     """The export keeps only one trace's records in memory for the majority gold: the lines are what the analysis
-    makes of every record at once (group_by_trace + build_gold), from either way of reading the project."""
+    makes of every record at once (group_by_trace + build_gold)."""
     from ls_trajeval.analysis.gold import build_gold, gold_line
     from ls_trajeval.analysis.settings import from_config
     from ls_trajeval.analysis.trace_groups import group_by_trace
@@ -217,7 +193,6 @@ def test_gold_taken_trace_by_trace_is_the_gold_of_all_traces_at_once(tmp_path):
     records = [read_back(r, CONFIG) for r in iter_records(many_tasks(), 7)]
     expected = [gold_line(g, settings) for g in build_gold(group_by_trace(records).items(), settings)]
     assert {g["gold"]["method"] for g in expected} == {"single", "majority"}  # tasks 0, 3, 9: two annotators differ
-    for fake in (many_tasks(), many_tasks(snapshots=False)):
-        summary = export_gold(fake, 7, tmp_path / "gold.jsonl", review=[])
-        assert lines(tmp_path / "gold.jsonl") == expected
-        assert summary.written == 12 and summary.methods == {"single": 9, "majority": 3}
+    summary = export_gold(many_tasks(), 7, tmp_path / "gold.jsonl", review=[], page_size=5)
+    assert lines(tmp_path / "gold.jsonl") == expected
+    assert summary.written == 12 and summary.methods == {"single": 9, "majority": 3}

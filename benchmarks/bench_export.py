@@ -120,13 +120,7 @@ def pairs_checksum(pairs) -> str:
 
 
 def ensure_users(client) -> dict:
-    have = {u["email"]: u["id"] for u in studio.users_by_id(client).values()}
-    for email in ANNOTATORS:
-        if email not in have:
-            user = studio.call(client.users.create, email=email, username=email.split("@")[0],
-                               what=f"creating {email}")
-            have[email] = studio._dump(user)["id"]
-    return {e: have[e] for e in ANNOTATORS}
+    return {email: studio.ensure_user(client, email)["id"] for email in ANNOTATORS}
 
 
 def build(client, pg, n: int, state_file: Path) -> dict:

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .config import Config
-from .fields import N_STEPS, PAGES, TRANSCRIPT, initial_scores
+from .fields import N_STEPS, PAGES, SUGGESTED, TRANSCRIPT, initial_scores
 from .labelconfig import _env
-from .labels import step_number
+from .labels import TraceLabels, step_number
+from .suggestions import beside
 from .trace import Step, Trace
 
 #: Lines shown before a long block is folded behind "show N more lines".
@@ -39,6 +40,7 @@ _FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.M | re.S)
 
 @dataclass
 class Block:
+    """A piece of a step's content as the paged layout shows it: text, code, terminal output or a diff."""
     kind: str  # text | code | terminal | diff
     head: list
     rest: list
@@ -46,6 +48,7 @@ class Block:
 
 
 def is_diff(text: str) -> bool:
+    """Whether ``text`` reads as a unified diff (a diff header and two or more +/-/@ lines)."""
     lines = text.splitlines()
     return bool(_DIFF_START.search(text)) and sum(1 for ln in lines if ln[:1] in "+-@") >= 2
 
@@ -63,7 +66,7 @@ def _diff_kind(line: str) -> str:
 
 
 def _block(kind: str, text: str, title: str = "") -> Block:
-    lines = text.split("\n")
+    lines: list = text.split("\n")
     if kind == "diff":
         lines = [{"kind": _diff_kind(ln), "text": ln} for ln in lines]
     head, rest = (lines, []) if len(lines) <= FOLD_AFTER + 5 else (lines[:FOLD_AFTER], lines[FOLD_AFTER:])
@@ -97,7 +100,7 @@ def _kind_for(step: Step) -> str:
 
 
 def _path_of(step: Step) -> str:
-    for holder in (step, step.get("metadata") if isinstance(step.get("metadata"), dict) else {}):
+    for holder in (step, step["metadata"] if isinstance(step.get("metadata"), dict) else {}):
         for key in ("path", "file_path", "file"):
             value = holder.get(key)
             if isinstance(value, str) and value:
@@ -123,6 +126,7 @@ def step_text(step: Step) -> str:
 
 
 def transcript_entry(step: Step, index: int, config: Config) -> dict:
+    """A step as one utterance of the transcript layout's Paragraphs: its type's label and its numbered text."""
     prefix = []
     if config.show_step_numbers:
         prefix.append(step_number(index))
@@ -140,6 +144,7 @@ def _step_template():
 
 
 def page_html(step: Step, index: int, total: int, config: Config) -> str:
+    """A step as the paged layout's card: escaped HTML from ``templates/step.html.j2``."""
     style = config.step_style(step.type)
     kind = _kind_for(step)
     if step.type == "action":
@@ -186,5 +191,7 @@ def task_data(trace: Trace, config: Config, layout: str = "transcript") -> dict:
         data[PAGES] = pages(trace, config)
     data[N_STEPS] = len(trace.steps)
     data.update(initial_scores(config, len(trace.steps)))
+    if not config.suggestions.prelabel:  # the workbench shows suggestions beside the steps, from this field
+        data[SUGGESTED] = beside(TraceLabels([]), config, "")
     return data
 

@@ -7,15 +7,26 @@ import os
 import pickle
 import re
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..analysis.gold import Adjudicator, build_gold, gold_line
+from ..analysis.settings import AnalysisSettings, from_config
+from ..analysis.trace_groups import group_by_trace, latest_per_annotator
 from ..core.config import Config
 from ..core.fields import review_mark
 from ..core.layouts import layout_of
-from ..core.records import ANNOTATION_FIELDS, TASK_FIELDS, AnnotationRecord, build_record, dumps, parse_record
+from ..core.records import (
+    ANNOTATION_FIELDS,
+    PREDICTION_FIELDS,
+    TASK_FIELDS,
+    AnnotationRecord,
+    build_record,
+    dumps,
+    parse_record,
+)
 from ..core.trace import TraceError
 from ..studio import client as studio
 from .projects import project_config
@@ -33,12 +44,14 @@ class ExportSummary:
 
 
 def readable_record(task: dict, annotation: dict, config: Config, *, layout: str, users: dict,
-                    summary: ExportSummary, annotator: str | None = None, what: str = "annotation") -> dict | None:
+                    summary: ExportSummary, annotator: str | None = None, what: str = "annotation",
+                    model_version: str | None = None) -> dict | None:
     """The annotation's record, or None and a located warning when its result cannot be decoded (a result
     written through the API by another tool): it costs that one annotation, not the whole export. A prediction
-    is read the same way (``what``), its ``annotator`` given."""
+    is read the same way (``what``), its ``annotator`` given. ``model_version`` is the project's (provenance)."""
     try:
-        record, warnings = build_record(task, annotation, config, layout=layout, users=users, annotator=annotator)
+        record, warnings = build_record(task, annotation, config, layout=layout, users=users, annotator=annotator,
+                                        prediction=what == "prediction", model_version=model_version)
     except (TypeError, ValueError, AttributeError, KeyError, IndexError, RecursionError) as exc:
         summary.unreadable += 1
         summary.warnings.append(f"task {task.get('id')} {what} {annotation.get('id')}: left out, its result "
@@ -55,28 +68,33 @@ def read_back(record: dict, config: Config) -> AnnotationRecord | TraceError:
 
 
 def iter_records(client, project_id: int, config: Config | None = None, page_size: int = studio.PAGE_SIZE,
-                 summary: ExportSummary | None = None) -> Iterator[dict]:
+                 summary: ExportSummary | None = None, on_task: Callable[[dict], None] | None = None) -> Iterator[dict]:
     """Export records of a project, task by task (paged), annotations in id order; ``config`` defaults to the
-    project's own."""
+    project's own. ``on_task`` sees each task (its data) before its records come."""
     project = studio.get_project(client, project_id)
     return _records(client, project, project_config(project, config), page_size,
-                    summary if summary is not None else ExportSummary())
+                    summary if summary is not None else ExportSummary(), on_task)
 
 
-#: What the export asks Label Studio for: what the record is built from, and whether an annotation was skipped
-EXPORT_FIELDS = (*TASK_FIELDS, "annotations", *ANNOTATION_FIELDS, "was_cancelled")
+#: What the export asks Label Studio for: what the record is built from (the task's predictions for provenance), and
+#: whether an annotation was skipped
+EXPORT_FIELDS = (*TASK_FIELDS, "annotations", *ANNOTATION_FIELDS, *PREDICTION_FIELDS, "was_cancelled")
 
 
-def _records(client, project: dict, config: Config, page_size: int, summary: ExportSummary) -> Iterator[dict]:
+def _records(client, project: dict, config: Config, page_size: int, summary: ExportSummary,
+             on_task: Callable[[dict], None] | None = None) -> Iterator[dict]:
     layout = layout_of(project.get("label_config") or "")
     users = studio.users_by_id(client)
     for task in studio.iter_tasks_with(client, project["id"], EXPORT_FIELDS, page_size=page_size):
+        if on_task is not None:
+            on_task(task)
         summary.tasks += 1
         for annotation in sorted(task.get("annotations") or [], key=lambda a: a.get("id") or 0):
             if annotation.get("was_cancelled"):
                 summary.cancelled += 1
                 continue
-            record = readable_record(task, annotation, config, layout=layout, users=users, summary=summary)
+            record = readable_record(task, annotation, config, layout=layout, users=users, summary=summary,
+                                     model_version=project.get("model_version"))
             if record is not None:
                 yield record
     summary.drafts += studio.count_own_drafts(client, project["id"], page_size)
@@ -140,7 +158,7 @@ class _AtomicWriter:
         self.fh.close()
         self.tmp.unlink(missing_ok=True)
 
-    def __enter__(self) -> "_AtomicWriter":
+    def __enter__(self) -> _AtomicWriter:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -189,13 +207,70 @@ class GoldSummary:
 
 
 def _analysis_records(client, project: dict, config: Config, page_size: int, summary: ExportSummary,
-                      warnings: list) -> Iterator[AnnotationRecord]:
-    for record in _records(client, project, config, page_size, summary):
+                      warnings: list, on_task: Callable[[dict], None] | None = None) -> Iterator[AnnotationRecord]:
+    for record in _records(client, project, config, page_size, summary, on_task):
         rec = read_back(record, config)
         if isinstance(rec, TraceError):
             warnings.append(f"left out: {rec}")
         else:
             yield rec
+
+
+@dataclass
+class ProjectGold:
+    """A project's gold labels in memory: the config, the analysis settings, each trace's annotator records (latest
+    per annotator, adjudications included) and its :class:`~ls_trajeval.analysis.gold.Gold`."""
+
+    config: Config
+    settings: AnalysisSettings
+    groups: dict
+    judged: list
+    summary: GoldSummary
+
+
+def _gold_groups(client, project: dict, config: Config, annotated: _Spool, gold: GoldSummary, *,
+                 review: list[int] | None, page_size: int,
+                 on_task: Callable[[dict], None] | None = None) -> Iterator[tuple[str, list[AnnotationRecord]]]:
+    """Reads the project and its review projects (``gold.review_projects``), and returns each annotated trace's
+    records (latest per annotator, then its adjudications) in the order the traces first came: the project's, then
+    those only a review project has. The project's records wait in ``annotated``, a temporary file, so only one
+    trace's are in memory at a time; the review projects' are held (they are few)."""
+    exported = ExportSummary()
+    for rec in _analysis_records(client, project, config, page_size, exported, gold.warnings, on_task):
+        annotated.add(rec.trace_id, rec)
+    reviews = [studio.get_project(client, r) for r in review] if review is not None else \
+        studio.projects_described(client, review_mark(project["id"]))
+    adjudications: dict[str, list[AnnotationRecord]] = {}
+    for rp in reviews:
+        gold.review_projects.append(rp["id"])
+        adjudicated = _analysis_records(client, rp, project_config(rp, config), page_size, exported, gold.warnings)
+        # the latest adjudication of a trace last: the gold takes it
+        for tid, recs in group_by_trace(sorted(adjudicated, key=lambda r: r.annotation_id or 0)).items():
+            adjudications.setdefault(tid, []).extend(recs)
+    gold.warnings.extend(exported.warnings)
+
+    def groups() -> Iterator[tuple[str, list[AnnotationRecord]]]:
+        for tid, recs in annotated.groups():
+            yield tid, latest_per_annotator(recs) + adjudications.pop(tid, [])
+        yield from adjudications.items()
+    return groups()
+
+
+def project_gold(client, project_id: int, config: Config | None = None, *, method: str = "majority",
+                 review: list[int] | None = None, page_size: int = studio.PAGE_SIZE,
+                 on_task: Callable[[dict], None] | None = None) -> ProjectGold:
+    """The gold labels of every annotated trace of the project (see :func:`export_gold`), without writing them and
+    all in memory; ``on_task`` sees each task of the project."""
+    gold = GoldSummary()
+    project = studio.get_project(client, project_id)
+    config = project_config(project, config)
+    settings = from_config(config)
+    with _Spool() as annotated:
+        groups = dict(_gold_groups(client, project, config, annotated, gold, review=review, page_size=page_size,
+                                   on_task=on_task))
+    judged = build_gold(groups.items(), settings, method=method,
+                        adjudicator=Adjudicator(project_ids=frozenset(gold.review_projects)))
+    return ProjectGold(config, settings, groups, judged, gold)
 
 
 def export_gold(client, project_id: int, out: str | Path | None = None, config: Config | None = None, *,
@@ -208,44 +283,20 @@ def export_gold(client, project_id: int, out: str | Path | None = None, config: 
 
     The project's records wait in a temporary file, grouped by trace; the majority takes one trace at a time, so
     memory stays flat in the size of the project (Dawid-Skene fits over every trace at once: it holds them all)."""
-    from ..analysis.gold import Adjudicator, build_gold, gold_line
-    from ..analysis.settings import from_config
-    from ..analysis.trace_groups import group_by_trace, latest_per_annotator
-
     gold = GoldSummary()
     project = studio.get_project(client, project_id)
     config = project_config(project, config)
     settings = from_config(config)
-    exported = ExportSummary()
+    out = Path(out or Path(config.output_path) / "gold.jsonl")
     with _Spool() as annotated:
-        for rec in _analysis_records(client, project, config, page_size, exported, gold.warnings):
-            annotated.add(rec.trace_id, rec)
-        reviews = [studio.get_project(client, r) for r in review] if review is not None else \
-            studio.projects_described(client, review_mark(project_id))
-        adjudications: dict[str, list[AnnotationRecord]] = {}
-        for rp in reviews:
-            gold.review_projects.append(rp["id"])
-            adjudicated = _analysis_records(client, rp, project_config(rp, config), page_size, exported,
-                                            gold.warnings)
-            # the latest adjudication of a trace last: the gold takes it
-            for tid, recs in group_by_trace(sorted(adjudicated, key=lambda r: r.annotation_id or 0)).items():
-                adjudications.setdefault(tid, []).extend(recs)
-        gold.warnings.extend(exported.warnings)
-
-        def groups() -> Iterator[tuple[str, list[AnnotationRecord]]]:
-            """The traces in the order they first came (the project's, then those only a review project has)."""
-            for tid, recs in annotated.groups():
-                yield tid, latest_per_annotator(recs) + adjudications.pop(tid, [])
-            yield from adjudications.items()
-
-        out = Path(out or Path(config.output_path) / "gold.jsonl")
+        groups = _gold_groups(client, project, config, annotated, gold, review=review, page_size=page_size)
         adjudicator = Adjudicator(project_ids=frozenset(gold.review_projects))
         if method == "majority":
             # trace by trace: the severity ranks it breaks ties with come from the config, the same for every trace
-            judged: Iterable = (g for group in groups()
+            judged: Iterable = (g for group in groups
                                 for g in build_gold([group], settings, method=method, adjudicator=adjudicator))
         else:
-            judged = build_gold(groups(), settings, method=method, adjudicator=adjudicator)
+            judged = build_gold(groups, settings, method=method, adjudicator=adjudicator)
         with _AtomicWriter(out) as writer:
             for g in judged:
                 writer.write(gold_line(g, settings))
@@ -265,7 +316,7 @@ def export_predictions(client, project_id: int, out: str | Path | None = None, c
     layout = layout_of(project.get("label_config") or "")
     out = Path(out or Path(config.output_path) / "predictions.jsonl")
     with _AtomicWriter(out) as writer:
-        fields = (*TASK_FIELDS, "predictions", *ANNOTATION_FIELDS)
+        fields = (*TASK_FIELDS, *ANNOTATION_FIELDS)
         for task in studio.iter_tasks_with(client, project_id, fields, page_size=page_size):
             summary.tasks += 1
             latest = {}

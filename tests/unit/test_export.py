@@ -11,10 +11,10 @@ import pytest
 from ls_trajeval import label_configs
 from ls_trajeval.core import config as cfg
 from ls_trajeval.core.labelconfig import generate
-from ls_trajeval.core.records import ANNOTATION_FIELDS, TASK_FIELDS, build_record
+from ls_trajeval.core.records import ANNOTATION_FIELDS, PREDICTION_FIELDS, TASK_FIELDS, build_record
 from ls_trajeval.core.tasks import task_data
 from ls_trajeval.core.trace import parse_trace
-from ls_trajeval.flows.export import export_predictions, export_project, iter_records
+from ls_trajeval.flows.export import export_gold, export_predictions, export_project, iter_records
 from ls_trajeval.studio.client import StudioError
 
 from .fakestudio import FakeStudio
@@ -137,7 +137,8 @@ def test_predictions_are_read_with_their_fields(tmp_path):
     assert (first["annotator"], first["model_version"], first["worst_severity"]) == ("judge-1", "judge-1", "major")
 
 
-def test_an_error_while_reading_ahead_ends_the_export_and_leaves_no_file(tmp_path, monkeypatch):
+@pytest.mark.parametrize("export", [export_project, export_gold, export_predictions])
+def test_an_error_while_reading_ahead_ends_the_export_and_leaves_no_file(tmp_path, monkeypatch, export):
     monkeypatch.setenv("LS_TRAJEVAL_RETRIES", "0")  # the page fails for good: no backoff to wait through
     fake = many_tasks()
     answer = fake._request
@@ -151,13 +152,14 @@ def test_an_error_while_reading_ahead_ends_the_export_and_leaves_no_file(tmp_pat
     out = tmp_path / "out.jsonl"
     out.write_text("an earlier export\n")
     with pytest.raises(StudioError, match="cannot reach Label Studio"):
-        export_project(fake, 7, out, page_size=5)
+        export(fake, 7, out, page_size=5)
     assert out.read_text() == "an earlier export\n" and [p.name for p in tmp_path.iterdir()] == ["out.jsonl"]
 
 
 def test_the_export_asks_only_for_the_fields_the_record_reads():
-    """build_record reads nothing of a task or an annotation but TASK_FIELDS and ANNOTATION_FIELDS (what the export
-    asks Label Studio for): a key read there must be named there too."""
+    """build_record reads nothing of a task, an annotation or the predictions it compares the annotation with
+    (provenance) but TASK_FIELDS, ANNOTATION_FIELDS and PREDICTION_FIELDS (what the export asks Label Studio for):
+    a key read there must be named there too."""
     class Reads(dict):
         def __init__(self, data, seen):
             super().__init__(data)
@@ -173,12 +175,20 @@ def test_the_export_asks_only_for_the_fields_the_record_reads():
 
     stored = many_tasks().stored
     for task in (stored[0], stored[1]):
-        for annotation in task["annotations"] + task["predictions"]:
-            task_reads, annotation_reads = set(), set()
-            build_record(Reads(task, task_reads), Reads(annotation, annotation_reads), CONFIG, users={1: USERS[0]},
-                         annotator="judge-1" if "model_version" in annotation else None)
-            assert task_reads <= set(TASK_FIELDS) and annotation_reads <= set(ANNOTATION_FIELDS)
-            assert {"data", "id"} <= task_reads and {"result", "completed_by", "created_at"} <= annotation_reads
+        for item in task["annotations"] + task["predictions"]:
+            is_prediction = item in task["predictions"]
+            task_reads, item_reads, prediction_reads = set(), set(), set()
+            read = Reads({**task, "predictions": [Reads(p, prediction_reads) for p in task["predictions"]]},
+                         task_reads)
+            record, _ = build_record(read, Reads(item, item_reads), CONFIG, users={1: USERS[0]},
+                                     annotator="judge-1" if is_prediction else None, prediction=is_prediction,
+                                     model_version="judge-1")
+            assert task_reads <= set(TASK_FIELDS) and item_reads <= set(ANNOTATION_FIELDS)
+            assert prediction_reads <= set(PREDICTION_FIELDS)
+            assert {"data", "id"} <= task_reads and {"result", "completed_by", "created_at"} <= item_reads
+            if not is_prediction:  # the annotation's provenance: its parent, the judge's prediction, was read
+                assert {"predictions"} <= task_reads and {"id", "result", "model_version"} <= prediction_reads
+                assert record["error_localization"][1]["suggested_by"] == "judge-1"
 
 
 def test_gold_taken_trace_by_trace_is_the_gold_of_all_traces_at_once(tmp_path):

@@ -12,7 +12,9 @@ A step's top level holds only these keys:
     one of :data:`ls_trajeval.core.trace.STEP_TYPES` (thought, action, observation, code, message, error,
     system, other).
 ``content``
-    text, ``""`` where the source has none, never null. For an action: the tool's (or command's) name.
+    text, ``""`` where the source has none, never null. For an action: the tool's (or command's) name. An agent's
+    message or thought that was empty in the source (an empty generation) reads ``(empty response)``, with
+    ``empty_response: true`` in its metadata.
 ``action_input``
     on actions only, always there: the call's arguments as text (:func:`render_args`), ``""`` when none.
 ``timestamp``
@@ -21,6 +23,20 @@ A step's top level holds only these keys:
     "timestamp" that is neither text nor a number, goes to metadata.
 ``metadata``
     optional: an object, never empty, without null values, holding everything else about the step.
+``actor``
+    optional: who produced the step, ``{"kind": K, "name": N}``. ``kind`` is one of ``user`` (a person),
+    ``simulated_user`` (a model playing the user: tau-bench, tau2-bench; its tool calls are its own, not the
+    agent's), ``agent`` (the agent under evaluation), ``subagent`` (an agent it started or handed over to),
+    ``tool`` (a tool or the environment answering a call) and ``system`` (the harness: system prompts,
+    injected context); ``name``, optional, the agent's, model's or tool's own name ("Researcher", "Bash").
+    Set it where the source says who spoke; without it the labeling UI infers the actor from the type and
+    ``metadata.role`` / ``agent`` / ``tool_name`` (:mod:`ls_trajeval.core.render`).
+``render``
+    optional, a hint for how the labeling UI shows the step; it never changes ``content``:
+    ``{"as": "text" | "code" | "terminal" | "diff", "language": "python", "path": "src/app.py", "folded": true}``,
+    every key optional: ``as`` how the body reads (shell output as terminal, a patch as diff), ``language``
+    of the code, ``path`` the file the step reads or writes, ``folded`` to start the card folded (injected
+    context, boilerplate). Without it the UI decides from the step itself.
 
 Inside a step's ``metadata``:
 
@@ -29,6 +45,7 @@ Inside a step's ``metadata``:
 - ``tool_name`` on a result: the tool that produced it. ``unpaired: true`` on a result whose call
   the trace does not hold.
 - ``role`` (the source's role: user, assistant, ...) and ``agent`` (the agent or model that spoke).
+- ``subagent_trace`` on a call that starts a sub-agent, or on its result: the sub-agent's trace id.
 - the source's own ids for the record a step came from, under the source's name for them
   (``span_id``, ``run_id``, ``observation_id``, ``message_id``, ``item_id``, ``uuid``, ``step_id``),
   and its place in the tree as ``depth``; ``message_index`` is the position in a message list.
@@ -39,7 +56,8 @@ A trace's ``metadata`` starts with its provenance, written by :func:`finish` fro
 :class:`~.files.Origin` and nowhere else: ``source_format`` (the converter's name), ``source_file``
 (the path as given; ``archive!member`` inside an archive), ``source_line`` (the JSONL line of the
 record the trace came from) and ``source_record`` (its index in a JSON list), the last two only where
-they apply. The format's own trace-level facts follow. No null values.
+they apply. The format's own trace-level facts follow; a sub-agent's trace names its parent's trace id as
+``parent_trace``. No null values.
 
 The trace id is the source's own id where it has one, else :func:`stable_id` of the file name and the
 record's position, so converting the same file again gives the same ids (re-import is idempotent).
@@ -51,7 +69,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -62,7 +79,7 @@ from .errors import BadRecord
 from .files import Origin
 
 #: the keys a step may have at its top level (see the module docstring)
-STEP_KEYS = frozenset({"type", "content", "action_input", "timestamp", "metadata"})
+STEP_KEYS = frozenset({"type", "content", "action_input", "timestamp", "metadata", "actor", "render"})
 
 
 # ---------------------------------------------------------------- text
@@ -122,12 +139,29 @@ def split_call(written: str) -> tuple[str, str] | None:
 
 # ---------------------------------------------------------------- steps
 
+#: the content of an agent's turn that was empty in the source
+EMPTY_RESPONSE = "(empty response)"
+#: the roles of messages that are not the agent's own turn (the user's, the system's, a tool's, a task given)
+NOT_AGENT_ROLES = frozenset({"user", "human", "system", "developer", "tool", "function", "task", "hints",
+                             "instructions", "compacted", "environment", "info"})
+
+
 def step(type_: str, content: Any, action_input: str | None = None, metadata: dict | None = None) -> Step:
     """The one way to make a step. ``metadata`` is a dict made for this step (it becomes the step's
     metadata, not a copy): its null values are dropped, so a key appears only where known, and its
-    ``timestamp`` goes to the step's top level when it is text or a number."""
-    # a hot path (every step of every converter): the step object is built in its output order, key by key
-    s = Step(type=type_, content=content if content.__class__ is str else text(content))
+    ``timestamp`` goes to the step's top level when it is text or a number. An agent's message or thought
+    without any text (an empty generation: real data, something to judge) says so: content ``(empty response)``,
+    ``empty_response: true`` in its metadata; other empty steps (a tool that returned nothing, an empty user
+    message) stay as they are."""
+    # a hot path (every step of every converter, benchmarks/converter_instructions.py): the step object is built in
+    # its output order, key by key, and an empty turn is found with the fewest tests of the usual step
+    if content.__class__ is not str:
+        content = text(content)
+    if (type_ == "message" or type_ == "thought") and (not content or content.isspace()) and action_input is None \
+            and (metadata is None or metadata.get("role") not in NOT_AGENT_ROLES):
+        content = EMPTY_RESPONSE
+        metadata = {**(metadata or {}), "empty_response": True}
+    s = Step(type=type_, content=content)
     if action_input is not None:
         s["action_input"] = action_input
     if not metadata:
@@ -252,14 +286,25 @@ _ID_JSON = json.JSONEncoder(sort_keys=True, default=str)
 
 def stable_id(*parts: Any) -> str:
     """A trace id that is the same on every run for the same source (so re-import is idempotent)."""
-    import hashlib  # here: loading OpenSSL is a tenth of the start-up, and most records carry their own id
+    # imported here: most records carry their own id, and loading OpenSSL costs an empty convert 11 M instructions,
+    # a twentieth (benchmarks/converter_instructions.py, start-up)
+    import hashlib
 
     return hashlib.sha1(_ID_JSON.encode(parts).encode()).hexdigest()[:16]
 
 
 def default_id(origin: Origin, *more: Any) -> str:
-    """The id of a record that has none of its own: stable for the same file name and position."""
-    return stable_id(Path(origin.source).name, origin.position, *more)
+    """The id of a record that has none of its own: stable for the same file name and position (a JSONL line that
+    holds several records: the line and the record's index in it)."""
+    if origin.line is not None and origin.index is not None:
+        return stable_id(origin.file_name, origin.line, origin.index, *more)
+    return stable_id(origin.file_name, origin.position, *more)
+
+
+def numbered_id(origin: Origin) -> str:
+    """The id of a record that has none of its own, in the formats that number a file's records as they come
+    (:attr:`~.files.Origin.ordinal`): stable for the same file name and number."""
+    return stable_id(origin.file_name, origin.ordinal)
 
 
 def finish(origin: Origin, trace_id: Any, task: str | None, steps: list[Step], metadata: dict | None = None,

@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..core.jsonfiles import atomic_output
 from ..core.labels import step_number
 from ..core.records import AnnotationRecord
 from .figures import figure, png
@@ -312,16 +313,19 @@ def write_outputs(result: AlignResult, out_dir: str | Path, doc: dict | None = N
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     files = [out / "confusion_categories.csv", out / "per_trace.csv", out / "align.json"]
-    result.confusion.to_csv(files[0], index_label="gold \\ pred")
-    pd.DataFrame(result.per_trace, columns=["trace_id", "steps", "gold_errors", "pred_errors", "gold_first_error",
-                                            "pred_first_error", "first_error_distance", "tp", "fp", "fn",
-                                            "gold_root_cause", "pred_root_cause"]
-                 ).to_csv(files[1], index=False)
-    files[2].write_text(json.dumps(doc if doc is not None else result.to_json(), indent=2, ensure_ascii=False) + "\n",
-                        encoding="utf-8")
+    with atomic_output(files[0]) as fh:
+        result.confusion.to_csv(fh, index_label="gold \\ pred")
+    with atomic_output(files[1]) as fh:
+        pd.DataFrame(result.per_trace, columns=["trace_id", "steps", "gold_errors", "pred_errors", "gold_first_error",
+                                                "pred_first_error", "first_error_distance", "tp", "fp", "fn",
+                                                "gold_root_cause", "pred_root_cause"]
+                     ).to_csv(fh, index=False)
+    with atomic_output(files[2]) as fh:
+        fh.write(json.dumps(doc if doc is not None else result.to_json(), indent=2, ensure_ascii=False) + "\n")
     if plots:
         files.append(out / "confusion_categories.png")
-        files[-1].write_bytes(plot_confusion(result))
+        with atomic_output(files[-1], "wb") as fh:
+            fh.write(plot_confusion(result))
     return files
 
 

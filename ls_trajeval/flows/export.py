@@ -3,20 +3,21 @@ trace of gold labels (``--gold``: the adjudication, else the unanimous labels, e
 predictions (``--predictions``: what a detector or judge said, for ``align``)."""
 from __future__ import annotations
 
-import os
 import pickle
 import re
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from ..analysis.gold import Adjudicator, build_gold, gold_line
 from ..analysis.settings import AnalysisSettings, from_config
 from ..analysis.trace_groups import group_by_trace, latest_per_annotator
 from ..core.config import Config
 from ..core.fields import review_mark
+from ..core.jsonfiles import atomic_output
 from ..core.layouts import layout_of
 from ..core.records import (
     ANNOTATION_FIELDS,
@@ -137,37 +138,6 @@ def _safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9@._-]+", "_", text).strip("._") or "unknown"
 
 
-class _AtomicWriter:
-    """Write beside the target and rename at the end, so a rerun after an interruption gives the same file."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        self.tmp = Path(tmp)
-        self.fh = os.fdopen(fd, "w", encoding="utf-8", newline="\n")
-
-    def write(self, record: dict) -> None:
-        self.fh.write(dumps(record))
-
-    def commit(self) -> None:
-        self.fh.close()
-        os.replace(self.tmp, self.path)
-
-    def abort(self) -> None:
-        self.fh.close()
-        self.tmp.unlink(missing_ok=True)
-
-    def __enter__(self) -> _AtomicWriter:
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        if exc_type is None:
-            self.commit()
-        else:
-            self.abort()
-
-
 def export_project(client, project_id: int, out: str | Path | None = None, config: Config | None = None, *,
                    per_annotator: bool = False, page_size: int = studio.PAGE_SIZE) -> ExportSummary:
     """Write the project's annotations to ``out`` (a file), or with ``per_annotator`` one file per annotator in
@@ -177,23 +147,21 @@ def export_project(client, project_id: int, out: str | Path | None = None, confi
     project = studio.get_project(client, project_id)
     config = project_config(project, config)
     out = Path(out or (config.output_path if per_annotator else Path(config.output_path) / "annotations.jsonl"))
-    writers: dict[str, _AtomicWriter] = {}
-    try:
+    paths: dict[str, Path] = {}
+    # every file written beside its target and renamed at the end, all of them or (on an error) none
+    with ExitStack() as files:
+        writers: dict[str, IO[str]] = {}
         for record in _records(client, project, config, page_size, summary):
             key = _safe_name(record["annotator"] or f"user{record['annotator_id']}") if per_annotator else ""
             if key not in writers:
-                writers[key] = _AtomicWriter(out / f"{key}.jsonl" if per_annotator else out)
-            writers[key].write(record)
+                paths[key] = out / f"{key}.jsonl" if per_annotator else out
+                writers[key] = files.enter_context(atomic_output(paths[key], make_folder=True))
+            writers[key].write(dumps(record))
             summary.written += 1
         if not per_annotator and "" not in writers:
-            writers[""] = _AtomicWriter(out)  # an empty project still gives a (empty) file
-        for w in writers.values():
-            w.commit()
-            summary.files.append(str(w.path))
-    except BaseException:
-        for w in writers.values():
-            w.abort()
-        raise
+            paths[""] = out
+            files.enter_context(atomic_output(out, make_folder=True))  # an empty project still gives a (empty) file
+    summary.files.extend(str(p) for p in paths.values())
     return summary
 
 
@@ -297,9 +265,9 @@ def export_gold(client, project_id: int, out: str | Path | None = None, config: 
                                 for g in build_gold([group], settings, method=method, adjudicator=adjudicator))
         else:
             judged = build_gold(groups, settings, method=method, adjudicator=adjudicator)
-        with _AtomicWriter(out) as writer:
+        with atomic_output(out, make_folder=True) as writer:
             for g in judged:
-                writer.write(gold_line(g, settings))
+                writer.write(dumps(gold_line(g, settings)))
                 gold.written += 1
                 gold.methods[g.method] = gold.methods.get(g.method, 0) + 1
     gold.files.append(str(out))
@@ -315,7 +283,7 @@ def export_predictions(client, project_id: int, out: str | Path | None = None, c
     config = project_config(project, config)
     layout = layout_of(project.get("label_config") or "")
     out = Path(out or Path(config.output_path) / "predictions.jsonl")
-    with _AtomicWriter(out) as writer:
+    with atomic_output(out, make_folder=True) as writer:
         fields = (*TASK_FIELDS, *ANNOTATION_FIELDS)
         for task in studio.iter_tasks_with(client, project_id, fields, page_size=page_size):
             summary.tasks += 1
@@ -327,7 +295,7 @@ def export_predictions(client, project_id: int, out: str | Path | None = None, c
                 record = readable_record(task, p, config, layout=layout, users={}, summary=summary,
                                          annotator=str(version) if version else "prediction", what="prediction")
                 if record is not None:
-                    writer.write(record)
+                    writer.write(dumps(record))
                     summary.written += 1
     summary.files.append(str(out))
     return summary

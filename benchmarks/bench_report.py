@@ -1,20 +1,26 @@
-"""Generate a synthetic trajectory_eval export and time/measure the analysis commands on it.
+"""The analysis commands on an export, beside plain pandas reading the same file, in one run.
 
+    python benchmarks/bench_report.py --input /tmp/ls-trajeval-bench-export/files/100000-0.jsonl
     python benchmarks/bench_report.py --traces 100000 --steps 20 --annotators 1 --out /tmp/bench
 
-Each command runs in its own process; peak memory is that process's max RSS.
+``--input`` times the commands on an export you have (the file ``bench_export.py`` writes); without it a synthetic
+export is generated into ``--out``. Each command and the anchor, ``pandas.read_json(path, lines=True)`` (what a user
+would write to load the export into a table), run in processes of their own, ``--repeats`` rounds in rotating
+order; wall time and each process's peak RSS, medians and the ratio to pandas. ``--max-memory`` caps every
+process's address space (GB); should memory run out all the same, the measured process is the one the kernel ends.
 """
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
+import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+MEASURE = Path(__file__).resolve().parent / "measure.py"
 TAXONOMY = {
     "reasoning": ["logical_error", "incorrect_assumption", "over_generalization", "incorrect_calculation"],
     "perception": ["missed_element", "misidentified_element", "hallucinated_element"],
@@ -81,40 +87,65 @@ def generate(out: Path, traces: int, steps: int, annotators: int, seed: int = 0)
     return files
 
 
-def run(cmd: list) -> tuple:
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    # wait4 gives this child's own peak RSS (RUSAGE_CHILDREN would be the max over all children so far)
-    _, status, usage = os.wait4(proc.pid, 0)
-    dt = time.perf_counter() - t0
-    out, err = proc.stdout.read(), proc.stderr.read()
-    rc = os.waitstatus_to_exitcode(status)
-    if rc:
-        print(out[-2000:], err[-2000:], file=sys.stderr)
-    return dt, usage.ru_maxrss / 1024, rc
+def run(cmd: list, max_memory: float | None) -> tuple:
+    """Wall time, peak RSS (MiB) and exit code of ``cmd``, in its own process (benchmarks/measure.py), the first
+    the kernel ends should memory run out on a machine shared with other work."""
+    cap = ["--max-memory", str(max_memory)] if max_memory else []
+    proc = subprocess.run([sys.executable, str(MEASURE), "--oom-first", *cap, "--", *cmd], capture_output=True,
+                          text=True)
+    r = json.loads(proc.stdout.strip().splitlines()[-1])
+    if r["rc"]:
+        print(r["out"][-2000:], r["err"][-2000:], file=sys.stderr)
+    return r["wall"], r["rss"], r["rc"]
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--traces", type=int, default=100_000)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--input", help="an export (a file or a directory of them) to time the commands on")
+    ap.add_argument("--traces", type=int, default=100_000, help="without --input: traces to generate")
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--annotators", type=int, default=1)
     ap.add_argument("--out", default="/tmp/ls_trajeval_bench")
     ap.add_argument("--commands", default="report")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--max-memory", type=float, metavar="GB")
     args = ap.parse_args()
     out = Path(args.out)
-    t0 = time.perf_counter()
-    files = generate(out / "export", args.traces, args.steps, args.annotators)
-    size = sum(f.stat().st_size for f in files) / 2**20
-    print(f"generated {args.traces} traces x {args.annotators} annotators ({size:.0f} MiB) "
-          f"in {time.perf_counter() - t0:.1f}s")
+    out.mkdir(parents=True, exist_ok=True)
+    if args.input:
+        inputs = [Path(args.input)]
+    else:
+        t0 = time.perf_counter()
+        inputs = generate(out / "export", args.traces, args.steps, args.annotators)
+        print(f"generated {args.traces} traces x {args.annotators} annotators in {time.perf_counter() - t0:.1f}s")
+    files = [f for p in inputs for f in (sorted(p.glob("*.jsonl")) if p.is_dir() else [p])]
+    print(f"input: {sum(f.stat().st_size for f in files) / 2**20:.0f} MiB in {len(files)} file(s)", flush=True)
     code = ("import sys; from ls_trajeval.cli.analysis import {0}_command as c; "
             "c.main(sys.argv[1:], standalone_mode=True)")
+    cmds = {}
     for name in args.commands.split(","):
-        extra = {"report": ["-o", str(out / "report")], "agreement": ["-o", str(out / "agreement.json")],
+        extra = {"report": ["-o", str(out / "report"), "--quiet"], "agreement": ["-o", str(out / "agreement.json")],
                  "prm": ["-o", str(out / "prm.jsonl")]}[name]
-        dt, peak, rc = run([sys.executable, "-c", code.format(name), str(out / "export"), *extra])
-        print(f"{name}: {dt:.1f}s, peak RSS {peak:.0f} MiB, exit {rc}")
+        cmds[name] = [sys.executable, "-c", code.format(name), *map(str, inputs), *extra]
+    # the anchor reads one file: a directory's files are read one after the other, as pandas users would
+    cmds["pandas.read_json(lines=True)"] = [sys.executable, "-c", "import sys, pandas; [print(pandas.read_json(p, "
+                                            "lines=True).shape) for p in sys.argv[1:]]", *map(str, files)]
+    names = list(cmds)
+    runs: dict = {n: [] for n in names}
+    for rnd in range(args.repeats):
+        for name in names[rnd % len(names):] + names[:rnd % len(names)]:
+            dt, peak, rc = run(cmds[name], args.max_memory)
+            runs[name].append((dt, peak, rc))
+            print(f"  round {rnd + 1} {name}: {dt:.1f} s, peak RSS {peak:.0f} MiB, exit {rc}", flush=True)
+    print(f"medians of {args.repeats}:")
+    med = {n: (statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs), max(r[2] for r in rs))
+           for n, rs in runs.items()}
+    anchor = med["pandas.read_json(lines=True)"]
+    for name in names:
+        dt, peak, rc = med[name]
+        ratio = "" if name.startswith("pandas") or anchor[2] else f"  {dt / anchor[0]:.2f}x pandas' time, " \
+            f"{peak / anchor[1]:.2f}x its memory"
+        print(f"  {name}: {dt:.1f} s, peak RSS {peak:.0f} MiB{'' if rc == 0 else f', exit {rc}'}{ratio}")
 
 
 if __name__ == "__main__":

@@ -354,11 +354,12 @@ def collect(inputs: Iterable[str], settings: AnalysisSettings | None = None, on_
 
 
 def assess(inputs: Sequence[str], settings: AnalysisSettings | None = None, *, k: int = 2, top: int = 20,
-           on_error=None) -> AgreementResult:
+           on_error=None, collected: AgreementCollector | None = None) -> AgreementResult:
     """Everything ``agreement`` reports: the statistics (:func:`compute`) and the adjudication list, the ``top``
     traces the disagreement finder ranks most disputed (first errors more than ``k`` steps apart disputed).
-    ``n_annotations`` is 0 when the inputs hold no valid line."""
-    col = collect(inputs, settings, on_error=on_error)
+    ``n_annotations`` is 0 when the inputs hold no valid line. ``collected``: the inputs' lines, already fed to a
+    collector (by :func:`.report.aggregate`'s pass), so they are not read once more for the statistics."""
+    col = collected if collected is not None else collect(inputs, settings, on_error=on_error)
     result = compute(col, k=k)
     if col.multi_annotator_traces():
         result.disagreements = [d.to_json() for d in disagreements_in(

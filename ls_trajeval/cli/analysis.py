@@ -97,7 +97,7 @@ def report_command(inputs, config, correct_label, outcome_key, output, top, curv
                    seed, judge_align, quiet):
     """Error report (tables, plots, HTML) from trajectory_eval JSONL files or directories."""
     need_extra("analysis", *REPORT_NEEDS)
-    from ..analysis.agreement import assess
+    from ..analysis.agreement import AgreementCollector, assess
     from ..analysis.correction import read_alignment
     from ..analysis.report import aggregate, terminal_summary, write_report
     from ..studio.urls import task_url
@@ -105,11 +105,12 @@ def report_command(inputs, config, correct_label, outcome_key, output, top, curv
     judge = read_alignment(judge_align) if judge_align else None
     settings = _settings(config, correct_label, outcome_key)
     printer = _ErrorPrinter()
-    data = aggregate(inputs, settings, on_error=printer, by=by)
+    collected = AgreementCollector(settings)
+    data = aggregate(inputs, settings, on_error=printer, by=by, agreement=collected)
     if len(data.traces) == 0:
         raise _nothing_usable(printer)
     several = data.traces["trace_id"].value_counts().max() >= 2
-    agreement = assess(inputs, settings) if several else None  # its rejected lines are printed already
+    agreement = assess(inputs, settings, collected=collected) if several else None
     link = (lambda project, task: task_url(url, project, task)) if url else None
     with writing(output):
         out = write_report(data, output, top=top, curve_x=curve_x, plots=not no_plots, inputs=inputs,

@@ -37,6 +37,14 @@ RECORD_KEYS = frozenset({
     "worst_severity", "severity_weights", "score_initial", "score_min", "model_version", "gold",
     "root_cause_step", "rejected_suggestions",
 })
+#: What :func:`build_record` reads of a Label Studio task, of one of its annotations and of one of its predictions:
+#: the export asks Label Studio for these fields only, so a key read there must be named here (a unit test checks
+#: it). The task's predictions are provenance's (:func:`~.results.parent_prediction`), as is an annotation's
+#: ``parent_prediction``.
+TASK_FIELDS = ("id", "project", "data", "predictions")
+ANNOTATION_FIELDS = ("id", "completed_by", "created_at", "updated_at", "lead_time", "result", "model_version",
+                     "parent_prediction")
+PREDICTION_FIELDS = ("id", "result", "model_version")
 #: The keys of one per-step entry: the guide's, then provenance (``source``, ``suggested_by``, ``confidence``),
 #: evidence spans, cause links (``caused_by``, ``role``) and the correction, added after them
 STEP_KEYS = ("step_index", "step_type", "step_text", "correctness", "error_category", "error_type", "severity",
@@ -58,6 +66,24 @@ def _annotator(annotation: Mapping, users: Mapping[int, dict]) -> tuple[str | No
     return (user or {}).get("email"), who if isinstance(who, int) else None
 
 
+#: (data, config, task id, its trace, each step's (type, text)) of the last task read: an export builds the records
+#: of one task's annotations one after the other, and parsing the trace and writing out its steps' text (JSON of
+#: every action input) is most of a record's cost. One tuple, so a reader in another thread sees all or nothing.
+_last_trace: tuple = (None, None, None, None, ())
+
+
+def _trace_of(data: Mapping, config: Config, task_id: Any) -> tuple[Trace | TraceError, list[tuple[str, str]]]:
+    global _last_trace
+    last = _last_trace
+    if last[0] is data and last[1] is config and last[2] == task_id:
+        return last[3], last[4]
+    parsed = parse_trace(data, source=f"task {task_id}", id_key=config.id_key, text_key=config.text_key,
+                         trace_key=config.trace_key)
+    texts = [(step.type, step_text(step)) for step in parsed.steps] if isinstance(parsed, Trace) else []
+    _last_trace = (data, config, task_id, parsed, texts)
+    return parsed, texts
+
+
 def build_record(task: Mapping, annotation: Mapping, config: Config, *, layout: str = "",
                  users: Mapping[int, dict] | None = None, annotator: str | None = None, prediction: bool = False,
                  model_version: str | None = None) -> tuple[dict, list[str]]:
@@ -70,16 +96,14 @@ def build_record(task: Mapping, annotation: Mapping, config: Config, *, layout: 
     A prediction is read the same way with ``prediction``: ``annotator`` then names its author (no user completed
     it), its ``model_version`` is kept and its marks are the suggestions they carry."""
     data = task.get("data") or {}
-    parsed = parse_trace(data, source=f"task {task.get('id')}", id_key=config.id_key, text_key=config.text_key,
-                         trace_key=config.trace_key)
+    parsed, texts = _trace_of(data, config, task.get("id"))
     steps = parsed.steps if isinstance(parsed, Trace) else []
     n_steps = len(steps) if steps else task_n_steps(data)
     parent = None if prediction else parent_prediction(annotation, task.get("predictions") or [], model_version)
     labels = decode(annotation.get("result") or [], config, n_steps, prediction=prediction, parent=parent)
     for label in labels.steps:
-        step = steps[label.step_index] if label.step_index < len(steps) else None
-        if step is not None:
-            label.step_type, label.step_text = step.type, step_text(step)
+        if label.step_index < len(steps):
+            label.step_type, label.step_text = texts[label.step_index]
     scheme = config.trajectory
     email, user_id = _annotator(annotation, users or {})
     head = {

@@ -77,6 +77,32 @@ def _step_range(value: Mapping) -> range | None:
     return range(start, end + 1)
 
 
+class _Decoder:
+    """What decoding needs to know of a config, worked out once per config (an export decodes every annotation of
+    a project with the same one)."""
+
+    def __init__(self, config: Config):
+        scheme = config.trajectory
+        self.config = config
+        self.names = Names(scheme.name)
+        self.vocab = _Vocab(config)
+        self.paged = re.compile(rf"^{re.escape(scheme.name)}_(correctness|type|severity|rationale)_(\d+)$")
+        self.per_region = {self.names.type: "type", self.names.severity: "severity",
+                           self.names.rationale: "rationale"}
+        self.rank = {s.name: s.deduction for s in scheme.severities}
+
+
+_last_decoder: _Decoder | None = None
+
+
+def _decoder(config: Config) -> _Decoder:
+    global _last_decoder
+    last = _last_decoder
+    if last is None or last.config is not config:
+        last = _last_decoder = _Decoder(config)
+    return last
+
+
 def _suggestion(item: Mapping, target: dict) -> None:
     """A suggestion's confidence (the per-region ``score``, a number in [0, 1]) and judge, where a result has them."""
     score = item.get("score")
@@ -134,8 +160,8 @@ def decode(result: list[Mapping], config: Config, n_steps: int, *, prediction: b
 
 def _read(result: list[Mapping], config: Config, n_steps: int, *, prediction: bool) -> _Reading:
     scheme = config.trajectory
-    names = Names(scheme.name)
-    vocab = _Vocab(config)
+    known = _decoder(config)
+    names, vocab, paged, per_region = known.names, known.vocab, known.paged, known.per_region
     suggestion_label = config.suggestions.label
     warnings: list[str] = []
     correctness: dict[int, str] = {}
@@ -144,8 +170,6 @@ def _read(result: list[Mapping], config: Config, n_steps: int, *, prediction: bo
     paged_ids: dict[int, set[str]] = {}
     paged_origins: dict[int, set[str]] = {}
     whole: dict[str, str | None] = {r.name: None for r in config.whole_trace}
-    paged = re.compile(rf"^{re.escape(scheme.name)}_(correctness|type|severity|rationale)_(\d+)$")
-    per_region = {names.type: "type", names.severity: "severity", names.rationale: "rationale"}
 
     def put(target: dict, kind: str, value: Mapping, where: str, item: Mapping) -> None:
         if kind == "correctness":
@@ -237,7 +261,7 @@ def _read(result: list[Mapping], config: Config, n_steps: int, *, prediction: bo
 
     reading = _Reading([], whole, warnings)
     # a region marks every step it spans; where regions overlap, the more severe one wins
-    rank = {s.name: s.deduction for s in scheme.severities}
+    rank = known.rank
     region_of: dict[int, str] = {}
     for rid, region in regions.items():
         undecided = region.pop("undecided", False)

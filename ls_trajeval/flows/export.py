@@ -3,21 +3,31 @@ trace of gold labels (``--gold``: the adjudication, else the unanimous labels, e
 predictions (``--predictions``: what a detector or judge said, for ``align``)."""
 from __future__ import annotations
 
+import pickle
 import re
-from collections.abc import Callable, Iterator
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from ..analysis.gold import Adjudicator, build_gold, gold_line
 from ..analysis.settings import AnalysisSettings, from_config
-from ..analysis.trace_groups import group_by_trace
+from ..analysis.trace_groups import group_by_trace, latest_per_annotator
 from ..core.config import Config
 from ..core.fields import review_mark
 from ..core.jsonfiles import atomic_output
 from ..core.layouts import layout_of
-from ..core.records import AnnotationRecord, build_record, dumps, parse_record
+from ..core.records import (
+    ANNOTATION_FIELDS,
+    PREDICTION_FIELDS,
+    TASK_FIELDS,
+    AnnotationRecord,
+    build_record,
+    dumps,
+    parse_record,
+)
 from ..core.trace import TraceError
 from ..studio import client as studio
 from .projects import project_config
@@ -28,7 +38,7 @@ class ExportSummary:
     written: int = 0
     tasks: int = 0
     cancelled: int = 0  # skipped or cancelled annotations, left out
-    drafts: int = 0  # unsubmitted drafts, left out
+    drafts: int = 0  # unsubmitted drafts (the API key's user's), left out
     unreadable: int = 0  # annotations whose result could not be decoded, left out with a warning
     warnings: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
@@ -58,7 +68,7 @@ def read_back(record: dict, config: Config) -> AnnotationRecord | TraceError:
                         scheme=config.trajectory.name, default_correctness=config.trajectory.correctness_default)
 
 
-def iter_records(client, project_id: int, config: Config | None = None, page_size: int = 100,
+def iter_records(client, project_id: int, config: Config | None = None, page_size: int = studio.PAGE_SIZE,
                  summary: ExportSummary | None = None, on_task: Callable[[dict], None] | None = None) -> Iterator[dict]:
     """Export records of a project, task by task (paged), annotations in id order; ``config`` defaults to the
     project's own. ``on_task`` sees each task (its data) before its records come."""
@@ -67,15 +77,19 @@ def iter_records(client, project_id: int, config: Config | None = None, page_siz
                     summary if summary is not None else ExportSummary(), on_task)
 
 
+#: What the export asks Label Studio for: what the record is built from (the task's predictions for provenance), and
+#: whether an annotation was skipped
+EXPORT_FIELDS = (*TASK_FIELDS, "annotations", *ANNOTATION_FIELDS, *PREDICTION_FIELDS, "was_cancelled")
+
+
 def _records(client, project: dict, config: Config, page_size: int, summary: ExportSummary,
              on_task: Callable[[dict], None] | None = None) -> Iterator[dict]:
     layout = layout_of(project.get("label_config") or "")
     users = studio.users_by_id(client)
-    for task in studio.iter_tasks(client, project["id"], only_annotated=False, page_size=page_size):
+    for task in studio.iter_tasks_with(client, project["id"], EXPORT_FIELDS, page_size=page_size):
         if on_task is not None:
             on_task(task)
         summary.tasks += 1
-        summary.drafts += len(task.get("drafts") or [])
         for annotation in sorted(task.get("annotations") or [], key=lambda a: a.get("id") or 0):
             if annotation.get("was_cancelled"):
                 summary.cancelled += 1
@@ -84,6 +98,40 @@ def _records(client, project: dict, config: Config, page_size: int, summary: Exp
                                      model_version=project.get("model_version"))
             if record is not None:
                 yield record
+    summary.drafts += studio.count_own_drafts(client, project["id"], page_size)
+
+
+class _Spool:
+    """Objects put aside in a temporary file under a key, with only each key's (offset, size) list in memory, and
+    handed back grouped by key in the order the keys came."""
+
+    def __init__(self) -> None:
+        self.file = tempfile.TemporaryFile(prefix="ls-trajeval-export-")
+        self.index: dict[Any, list[tuple[int, int]]] = {}
+        self.size = 0
+
+    def add(self, key: Any, obj: Any) -> None:
+        data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+        self.file.write(data)
+        self.index.setdefault(key, []).append((self.size, len(data)))
+        self.size += len(data)
+
+    def _load(self, offset: int, size: int) -> Any:
+        self.file.seek(offset)
+        return pickle.loads(self.file.read(size))
+
+    def groups(self) -> Iterator[tuple[Any, list]]:
+        for key, places in self.index.items():
+            yield key, [self._load(*place) for place in places]
+
+    def close(self) -> None:
+        self.file.close()
+
+    def __enter__(self) -> _Spool:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def _safe_name(text: str) -> str:
@@ -91,7 +139,7 @@ def _safe_name(text: str) -> str:
 
 
 def export_project(client, project_id: int, out: str | Path | None = None, config: Config | None = None, *,
-                   per_annotator: bool = False, page_size: int = 100) -> ExportSummary:
+                   per_annotator: bool = False, page_size: int = studio.PAGE_SIZE) -> ExportSummary:
     """Write the project's annotations to ``out`` (a file), or with ``per_annotator`` one file per annotator in
     the directory ``out``. ``config`` defaults to the project's own; ``out`` to the config's ``output.path``
     (plus ``annotations.jsonl`` for one file)."""
@@ -127,15 +175,13 @@ class GoldSummary:
 
 
 def _analysis_records(client, project: dict, config: Config, page_size: int, summary: ExportSummary,
-                      warnings: list, on_task: Callable[[dict], None] | None = None) -> list[AnnotationRecord]:
-    out = []
+                      warnings: list, on_task: Callable[[dict], None] | None = None) -> Iterator[AnnotationRecord]:
     for record in _records(client, project, config, page_size, summary, on_task):
         rec = read_back(record, config)
         if isinstance(rec, TraceError):
             warnings.append(f"left out: {rec}")
         else:
-            out.append(rec)
-    return out
+            yield rec
 
 
 @dataclass
@@ -150,51 +196,86 @@ class ProjectGold:
     summary: GoldSummary
 
 
-def project_gold(client, project_id: int, config: Config | None = None, *, method: str = "majority",
-                 review: list[int] | None = None, page_size: int = 100,
-                 on_task: Callable[[dict], None] | None = None) -> ProjectGold:
-    """The gold labels of every annotated trace of the project (see :func:`export_gold`), without writing them;
-    ``on_task`` sees each task of the project."""
-    gold = GoldSummary()
-    project = studio.get_project(client, project_id)
-    config = project_config(project, config)
-    settings = from_config(config)
+def _gold_groups(client, project: dict, config: Config, annotated: _Spool, gold: GoldSummary, *,
+                 review: list[int] | None, page_size: int,
+                 on_task: Callable[[dict], None] | None = None) -> Iterator[tuple[str, list[AnnotationRecord]]]:
+    """Reads the project and its review projects (``gold.review_projects``), and returns each annotated trace's
+    records (latest per annotator, then its adjudications) in the order the traces first came: the project's, then
+    those only a review project has. The project's records wait in ``annotated``, a temporary file, so only one
+    trace's are in memory at a time; the review projects' are held (they are few)."""
     exported = ExportSummary()
-    groups = group_by_trace(_analysis_records(client, project, config, page_size, exported, gold.warnings, on_task))
+    for rec in _analysis_records(client, project, config, page_size, exported, gold.warnings, on_task):
+        annotated.add(rec.trace_id, rec)
     reviews = [studio.get_project(client, r) for r in review] if review is not None else \
-        studio.projects_described(client, review_mark(project_id))
+        studio.projects_described(client, review_mark(project["id"]))
+    adjudications: dict[str, list[AnnotationRecord]] = {}
     for rp in reviews:
         gold.review_projects.append(rp["id"])
         adjudicated = _analysis_records(client, rp, project_config(rp, config), page_size, exported, gold.warnings)
         # the latest adjudication of a trace last: the gold takes it
         for tid, recs in group_by_trace(sorted(adjudicated, key=lambda r: r.annotation_id or 0)).items():
-            groups.setdefault(tid, []).extend(recs)
+            adjudications.setdefault(tid, []).extend(recs)
     gold.warnings.extend(exported.warnings)
+
+    def groups() -> Iterator[tuple[str, list[AnnotationRecord]]]:
+        for tid, recs in annotated.groups():
+            yield tid, latest_per_annotator(recs) + adjudications.pop(tid, [])
+        yield from adjudications.items()
+    return groups()
+
+
+def project_gold(client, project_id: int, config: Config | None = None, *, method: str = "majority",
+                 review: list[int] | None = None, page_size: int = studio.PAGE_SIZE,
+                 on_task: Callable[[dict], None] | None = None) -> ProjectGold:
+    """The gold labels of every annotated trace of the project (see :func:`export_gold`), without writing them and
+    all in memory; ``on_task`` sees each task of the project."""
+    gold = GoldSummary()
+    project = studio.get_project(client, project_id)
+    config = project_config(project, config)
+    settings = from_config(config)
+    with _Spool() as annotated:
+        groups = dict(_gold_groups(client, project, config, annotated, gold, review=review, page_size=page_size,
+                                   on_task=on_task))
     judged = build_gold(groups.items(), settings, method=method,
                         adjudicator=Adjudicator(project_ids=frozenset(gold.review_projects)))
     return ProjectGold(config, settings, groups, judged, gold)
 
 
 def export_gold(client, project_id: int, out: str | Path | None = None, config: Config | None = None, *,
-                method: str = "majority", review: list[int] | None = None, page_size: int = 100) -> GoldSummary:
+                method: str = "majority", review: list[int] | None = None,
+                page_size: int = studio.PAGE_SIZE) -> GoldSummary:
     """One gold line per annotated trace of the project (see :mod:`ls_trajeval.analysis.gold`): the adjudicator's
     annotation from a review project where there is one, else the unanimous labels, else the ``method``'s
     aggregate. ``review`` lists the review projects; by default those ``ls-trajeval adjudicate`` made for this
-    project (marked in their description). Traces are linked by trace id; each line points at its task here."""
-    found = project_gold(client, project_id, config, method=method, review=review, page_size=page_size)
-    gold = found.summary
-    out = Path(out or Path(found.config.output_path) / "gold.jsonl")
-    with atomic_output(out, make_folder=True) as writer:
-        for g in found.judged:
-            writer.write(dumps(gold_line(g, found.settings)))
-            gold.written += 1
-            gold.methods[g.method] = gold.methods.get(g.method, 0) + 1
+    project (marked in their description). Traces are linked by trace id; each line points at its task here.
+
+    The project's records wait in a temporary file, grouped by trace; the majority takes one trace at a time, so
+    memory stays flat in the size of the project (Dawid-Skene fits over every trace at once: it holds them all)."""
+    gold = GoldSummary()
+    project = studio.get_project(client, project_id)
+    config = project_config(project, config)
+    settings = from_config(config)
+    out = Path(out or Path(config.output_path) / "gold.jsonl")
+    with _Spool() as annotated:
+        groups = _gold_groups(client, project, config, annotated, gold, review=review, page_size=page_size)
+        adjudicator = Adjudicator(project_ids=frozenset(gold.review_projects))
+        if method == "majority":
+            # trace by trace: the severity ranks it breaks ties with come from the config, the same for every trace
+            judged: Iterable = (g for group in groups
+                                for g in build_gold([group], settings, method=method, adjudicator=adjudicator))
+        else:
+            judged = build_gold(groups, settings, method=method, adjudicator=adjudicator)
+        with atomic_output(out, make_folder=True) as writer:
+            for g in judged:
+                writer.write(dumps(gold_line(g, settings)))
+                gold.written += 1
+                gold.methods[g.method] = gold.methods.get(g.method, 0) + 1
     gold.files.append(str(out))
     return gold
 
 
 def export_predictions(client, project_id: int, out: str | Path | None = None, config: Config | None = None, *,
-                       model_version: str | None = None, page_size: int = 100) -> ExportSummary:
+                       model_version: str | None = None, page_size: int = studio.PAGE_SIZE) -> ExportSummary:
     """The project's predictions as trajectory_eval lines, their ``annotator`` the model version: per task the
     latest prediction of each model version (of ``model_version`` only, when given)."""
     summary = ExportSummary()
@@ -203,7 +284,8 @@ def export_predictions(client, project_id: int, out: str | Path | None = None, c
     layout = layout_of(project.get("label_config") or "")
     out = Path(out or Path(config.output_path) / "predictions.jsonl")
     with atomic_output(out, make_folder=True) as writer:
-        for task in studio.iter_tasks(client, project_id, page_size=page_size):
+        fields = (*TASK_FIELDS, *ANNOTATION_FIELDS)
+        for task in studio.iter_tasks_with(client, project_id, fields, page_size=page_size):
             summary.tasks += 1
             latest = {}
             for p in sorted(task.get("predictions") or [], key=lambda p: p.get("id") or 0):

@@ -20,7 +20,7 @@ from ls_trajeval.studio import client as studio
 
 pytestmark = pytest.mark.studio
 
-N = 300
+N = 1200  # three of the export's pages (500 tasks), so it is interrupted between pages
 CONFIG = cfg.load(label_configs.path("trajectory_eval"))
 
 
@@ -28,9 +28,9 @@ CONFIG = cfg.load(label_configs.path("trajectory_eval"))
 def project(pg_client):
     pid = studio.create_project(pg_client, CONFIG, "transcript", "faults: export")["id"]
     items = (parse_trace(t, source="gen") for t in tracegen.traces(N, seed=11))
-    assert import_traces(pg_client, pid, items, CONFIG, batch_size=200, progress=False).imported == N
-    ids = [t["id"] for t in studio.iter_tasks(pg_client, pid, with_annotations=False, include="id", page_size=1000)]
-    for task_id in ids[::10]:  # spread over every page, so the file grows while later pages load
+    assert import_traces(pg_client, pid, items, CONFIG, batch_size=400, progress=False).imported == N
+    ids = [t["id"] for t in studio.iter_tasks(pg_client, pid, with_annotations=False, include="id", page_size=5000)]
+    for task_id in ids[::40]:  # spread over every page, so the file grows while later pages load
         studio.create_annotation(pg_client, task_id, [
             {"id": "o", "from_name": "overall_success", "to_name": "te_task", "type": "choices",
              "value": {"choices": ["failure"]}}])
@@ -59,7 +59,7 @@ def reference(pg_label_studio, project, tmp_path_factory):
     out = tmp_path_factory.mktemp("ref") / "out.jsonl"
     r = run("export", "--project", project, "-o", out, env=env(pg_label_studio))
     assert r.returncode == 0, r.stderr
-    assert "wrote 30 annotations of 300 tasks" in r.stdout
+    assert "wrote 30 annotations of 1200 tasks" in r.stdout
     return out.read_bytes()
 
 

@@ -1,4 +1,4 @@
-"""Deterministic synthetic traces for scale and fault tests: 5-200 steps, mean about 20."""
+"""Deterministic synthetic traces for scale and fault tests: 5-200 steps (or ``min_steps``-200), mean about 20."""
 from __future__ import annotations
 
 import json
@@ -15,17 +15,17 @@ def _text(rng: random.Random, lo: int, hi: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(rng.randint(lo, hi)))
 
 
-def n_steps(rng: random.Random) -> int:
-    # 5 + geometric with mean 16, capped at 200: mean about 20, a long tail up to 200
-    n = 5
+def n_steps(rng: random.Random, lo: int = 5) -> int:
+    # lo + geometric with mean 16, capped at 200: mean about 20 (from 5), a long tail up to 200
+    n = lo
     while rng.random() > 1 / 16 and n < 200:
         n += 1
     return n
 
 
-def trace(i: int, rng: random.Random) -> dict:
+def trace(i: int, rng: random.Random, min_steps: int = 5) -> dict:
     steps = []
-    for j in range(n_steps(rng)):
+    for j in range(n_steps(rng, min_steps)):
         kind = ("thought", "action", "observation")[j % 3]
         if kind == "action":
             steps.append({"type": "action", "content": rng.choice(TOOLS),
@@ -36,10 +36,10 @@ def trace(i: int, rng: random.Random) -> dict:
             "metadata": {"agent": "synthetic", "seed": i}}
 
 
-def traces(n: int, seed: int = 0) -> Iterator[dict]:
+def traces(n: int, seed: int = 0, min_steps: int = 5) -> Iterator[dict]:
     rng = random.Random(seed)
     for i in range(n):
-        yield trace(i, rng)
+        yield trace(i, rng, min_steps)
 
 
 def write(path: str | Path, n: int, seed: int = 0) -> Path:

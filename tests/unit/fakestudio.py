@@ -1,11 +1,23 @@
 """An in-memory stand-in for the few label_studio_sdk calls the import and export flows make, for unit tests of
 their own logic (batching, skipping, counting, file writing). Everything Label Studio itself does is tested against
-the real server in tests/studio/; this fake only keeps tasks in a list and answers as the SDK's client would."""
+the real server in tests/studio/ and tests/pg/; this fake only keeps tasks in a list and answers as the SDK's client
+would: the generated task list, and the raw ``GET /api/tasks`` the export pages with (``include`` reaching into the
+annotations, as Label Studio's flex fields do)."""
 from __future__ import annotations
 
 import itertools
 import json
 from types import SimpleNamespace
+
+NESTED = ("annotations", "predictions", "drafts")
+
+
+class FakeResponse:
+    def __init__(self, status_code: int, body):
+        self.status_code, self.body, self.headers = status_code, body, {}
+
+    def json(self):
+        return json.loads(json.dumps(self.body))  # what comes over the wire is JSON
 
 
 class FakeStudio:
@@ -15,11 +27,13 @@ class FakeStudio:
         self.users = SimpleNamespace(list=lambda: list(users))
         self.views = SimpleNamespace(list=self._list_views, create=self._create_view, update=self._update_view)
         self.tabs: list[dict] = []
-        # the one call the SDK has no method for: the Data Manager's columns, through the SDK's HTTP client
+        # the calls the SDK has no method for (the Data Manager's columns; the export's pages as plain JSON),
+        # through the SDK's HTTP client
         self._client_wrapper = SimpleNamespace(httpx_client=SimpleNamespace(request=self._request))
         self.project = {"id": 7, "title": "fake", "label_config": label_config, "task_number": 0}
         self.stored: list[dict] = []
         self.batches: list[int] = []  # the size of every import request
+        self.pages: list[int] = []  # the size of every page the export asked for
         self._ids = itertools.count(1)
         for task in tasks or []:
             self._store(task)
@@ -55,6 +69,12 @@ class FakeStudio:
         return dict(tab)
 
     def _request(self, path, method, params):
+        """The Data Manager's columns or the export's pages, as Label Studio answers them."""
+        if path == "api/tasks":
+            return self._task_page(path, method, params)
+        return self._columns(path, method, params)
+
+    def _columns(self, path, method, params):
         """``api/dm/columns/``: the task-data fields (shown in the table, hidden beside a task) and one column of
         Label Studio's own that a new tab hides."""
         assert (path, method, params) == ("api/dm/columns/", "GET", {"project": self.project["id"]})
@@ -74,3 +94,24 @@ class FakeStudio:
         if fields == "task_only":
             items = [{k: v for k, v in t.items() if k not in ("annotations", "drafts")} for t in items]
         return SimpleNamespace(items=items)
+
+    def _task_page(self, path, method, params):
+        """``GET /api/tasks`` as the export asks for it: keyed by id, ``include`` applied to the task and to what
+        it nests, the ``draft_exists`` filter."""
+        assert (path, method, params["fields"]) == ("api/tasks", "GET", "all")
+        q = json.loads(params["query"])
+        assert q["ordering"] == ["tasks:id"]
+        tasks = sorted(self.stored, key=lambda t: t["id"])
+        for f in q.get("filters", {}).get("items", []):
+            if f["filter"] == "filter:tasks:id":
+                tasks = [t for t in tasks if t["id"] > f["value"]]
+            else:
+                assert f["filter"] == "filter:tasks:draft_exists" and f["value"] is True
+                tasks = [t for t in tasks if t.get("drafts")]
+        keep = set(params["include"].split(","))
+
+        def only(obj: dict) -> dict:
+            return {k: [only(x) if isinstance(x, dict) else x for x in v] if k in NESTED else v
+                    for k, v in obj.items() if k in keep}
+        self.pages.append(params["page_size"])
+        return FakeResponse(200, {"tasks": [only(t) for t in tasks[:params["page_size"]]], "total": len(tasks)})

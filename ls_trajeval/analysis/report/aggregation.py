@@ -22,6 +22,7 @@ import pandas as pd
 from ...core.records import AnnotationRecord
 from ...core.trace import TraceError
 from .. import causes
+from ..agreement import AgreementCollector
 from ..codes import Codes
 from ..settings import MISSING, AnalysisSettings, read, running_curve, severity_rank_order
 
@@ -317,15 +318,20 @@ def _ids(a: array) -> pd.array:
 
 
 def aggregate(inputs: Iterable[str], settings: AnalysisSettings | None = None,
-              on_error=None, by: str | None = None) -> ReportData:
+              on_error=None, by: str | None = None, agreement: AgreementCollector | None = None) -> ReportData:
     """Everything the report shows, in one pass over the inputs; with ``by``, each annotation's group: the
-    value of that trace-metadata key or record field (:meth:`AnnotationRecord.value`)."""
+    value of that trace-metadata key or record field (:meth:`AnnotationRecord.value`). ``agreement`` is fed the
+    same lines (for :func:`..agreement.assess`), so the report's agreement takes no pass of its own."""
     agg = ReportAggregator(settings, by)
     for item in read(list(inputs), agg.s):
         if isinstance(item, TraceError):
             agg.add_error(item)
+            if agreement is not None:
+                agreement.input_errors.append(item)
             if on_error:
                 on_error(item)
         else:
             agg.add(item)
+            if agreement is not None:
+                agreement.add(item)
     return agg.finish()

@@ -4,24 +4,33 @@ or schemes (:mod:`config` checks both against this module).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 #: the transcript layout's Paragraphs: one utterance per step
 TRANSCRIPT = "te_transcript"
 #: the paged layout's rendered cards, one per step
 PAGES = "te_pages"
+#: the trace's facts and the workbench's per-task style, shown under the task's request (a one-item ``List``)
+HEADER = "te_header"
+#: the trace's parent's and sub-agents' traces, linked to their tasks once imported (a one-item ``List``)
+LINKS = "te_links"
 N_STEPS = "n_steps"
+#: what the score header says of the running score: whether an ML backend keeps it current
+SCORE_STATUS = "te_score_status"
+#: ``SCORE_STATUS`` until an ML backend writes a score, and after it writes one
+SCORE_NOT_KEPT = "not kept current: no ML backend has scored this task; the export scores your marks"
+SCORE_KEPT = "written by the ML backend at the last save"
 #: the score fields the ML backend writes back (Data Manager columns); import seeds them
 SCORE_FIELDS = ("running_score", "n_errors", "first_error_step", "worst_severity", "score_mean", "te_scores",
-                "te_curve")
+                "te_curve", SCORE_STATUS)
 #: a review project's summary of what its annotators dispute (``ls-trajeval adjudicate``): Data Manager columns,
 #: ``disputedness`` sorts most disputed first
 DISPUTE_FIELDS = ("disputedness", "n_annotators", "disputed_steps", "correctness_disputes", "error_type_disputes",
                   "severity_disputes", "first_error_disputed", "steps_in_dispute", "first_errors")
 #: every task-data key ls-trajeval writes
-TASK_FIELDS = (TRANSCRIPT, PAGES, N_STEPS, *SCORE_FIELDS, *DISPUTE_FIELDS)
+TASK_FIELDS = (TRANSCRIPT, PAGES, HEADER, LINKS, N_STEPS, *SCORE_FIELDS, *DISPUTE_FIELDS)
 #: where a task keeps its trace id besides ``data``: listing ``id,meta`` is a few bytes a task, where the data
 #: holds the whole trace three times over
 META_TRACE_ID = "te_trace_id"
@@ -41,7 +50,7 @@ def initial_scores(config, n_steps: int) -> dict:
     last annotation goes. ``te_curve`` is the score after each step (the paged layout shows it on each step)."""
     initial = config.trajectory.running_score.initial
     return {"running_score": initial, "n_errors": 0, "first_error_step": None, "worst_severity": "",
-            "score_mean": initial, "te_scores": {}, "te_curve": [initial] * n_steps}
+            "score_mean": initial, "te_scores": {}, "te_curve": [initial] * n_steps, SCORE_STATUS: SCORE_NOT_KEPT}
 
 
 def n_steps(data: Mapping[str, Any]) -> int:
@@ -54,8 +63,8 @@ def n_steps(data: Mapping[str, Any]) -> int:
     return len(transcript) if isinstance(transcript, list) else 0
 
 
-#: the label config's objects: the task text, the transcript, a paged step
-OBJECT_NAMES = ("te_task", "te_trace", "te_step")
+#: the label config's objects: the task text, the transcript, a paged step, the header and the links under the task
+OBJECT_NAMES = ("te_task", "te_trace", "te_step", HEADER, LINKS)
 
 
 @dataclass(frozen=True)

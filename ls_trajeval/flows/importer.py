@@ -2,18 +2,19 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
 
 import orjson
 from tqdm import tqdm
 
 from ..converters.base import ConvertWarning
 from ..core.config import Config
-from ..core.fields import META_TRACE_ID
+from ..core.fields import LINKS, META_TRACE_ID
 from ..core.layouts import PAGED_MAX_STEPS, layout_of
+from ..core.render import Relations, link_relations, links_html, list_item, relations
 from ..core.tasks import task_data
 from ..core.trace import ReadResult, Trace, TraceError, blank_trace_error, read_traces
 from ..studio import client as studio
@@ -31,6 +32,7 @@ class ImportSummary:
     long_traces: int = 0  # longer than the paged layout handles well
     paged: bool = False
     max_steps: int = 0
+    linked: int = 0  # tasks whose parent's or sub-agents' tasks were linked after the import
 
     @property
     def ok(self) -> bool:
@@ -87,6 +89,7 @@ def import_traces(client, project_id: int, items: Iterable[ReadResult], config: 
     # an empty project (the usual first import) needs no listing at all
     existing = studio.existing_trace_ids(client, project_id, config.id_key) if project.get("task_number") else set()
     this_run: dict[str, str] = {}
+    related: list[Relations] = []  # parents and sub-agents among the imported traces, linked at the end
     bar = tqdm(desc="importing", unit=" traces", disable=not progress, leave=False)
 
     def valid() -> Iterator[dict]:
@@ -115,6 +118,9 @@ def import_traces(client, project_id: int, items: Iterable[ReadResult], config: 
             if n > PAGED_MAX_STEPS:
                 summary.long_traces += 1
             task = {"data": task_data(item, config, layout), "meta": {META_TRACE_ID: item.trace_id}}
+            rel = relations(item)
+            if rel:
+                related.append(rel)
             if prelabel is not None:
                 predictions = prelabel(item, task["data"])
                 if predictions:
@@ -161,7 +167,24 @@ def import_traces(client, project_id: int, items: Iterable[ReadResult], config: 
     finally:
         bar.close()
     summary.paged = paged
+    if related:
+        summary.linked = link_subagents(client, project_id, related)
     return summary
+
+
+def link_subagents(client, project_id: int, related: list[Relations]) -> int:
+    """Give the imported traces that have a parent or sub-agents links to those traces' tasks in the project
+    (``te_links``); returns how many tasks were updated. A related trace the project does not hold stays named
+    without a link, and a parent imported earlier keeps the links it had."""
+    ids = studio.task_ids_by_trace(client, project_id)
+    updated = 0
+    for trace_id, links in link_relations(related, ids).items():
+        task_id = ids.get(trace_id)
+        if task_id is None or not any(link["task_id"] is not None for link in links):
+            continue  # refused by Label Studio, or nothing to link: the task keeps what import gave it
+        studio.update_task_data(client, task_id, {LINKS: list_item(links_html(links), "te-links")})
+        updated += 1
+    return updated
 
 
 @dataclass

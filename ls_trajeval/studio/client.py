@@ -9,10 +9,12 @@ import json
 import os
 import random
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import httpx
+
 # The SDK's generated client. Its subclass ``label_studio_sdk.LabelStudio`` only adds client-side export helpers,
 # and importing it loads pandas, boto3, azure-storage and smart_open: about 170 MB of RSS in every command.
 from label_studio_sdk.base_client import LabelStudioBase as LabelStudio
@@ -228,6 +230,16 @@ def existing_trace_ids(client: LabelStudio, project_id: int, id_key: str, page_s
             out.add(str(value))
     if legacy:
         out |= existing_values(client, project_id, id_key)
+    return out
+
+
+def task_ids_by_trace(client: LabelStudio, project_id: int, page_size: int = 5000) -> dict[str, int]:
+    """Task ids of a project's tasks by trace id (from task ``meta``: a few bytes a task)."""
+    out = {}
+    for task in iter_tasks(client, project_id, page_size=page_size, with_annotations=False, include="id,meta"):
+        value = (task.get("meta") or {}).get(META_TRACE_ID)
+        if value is not None:
+            out[str(value)] = task["id"]
     return out
 
 

@@ -12,10 +12,10 @@ from typing import Any
 TRANSCRIPT = "te_transcript"
 #: the paged layout's rendered cards, one per step
 PAGES = "te_pages"
-#: the trace's facts and the workbench's per-task style, shown under the task's request (a one-item ``List``)
+#: under the task's request: the trace's facts, its parent's and sub-agents' traces (linked to their tasks once
+#: imported) and the workbench's per-task style (HTML for a ``HyperText``; Label Studio refuses to import a task
+#: without it into a project whose config shows it: write ``""`` where there is nothing)
 HEADER = "te_header"
-#: the trace's parent's and sub-agents' traces, linked to their tasks once imported (a one-item ``List``)
-LINKS = "te_links"
 N_STEPS = "n_steps"
 #: what the score header says of the running score: whether an ML backend keeps it current
 SCORE_STATUS = "te_score_status"
@@ -30,7 +30,7 @@ SCORE_FIELDS = ("running_score", "n_errors", "first_error_step", "worst_severity
 DISPUTE_FIELDS = ("disputedness", "n_annotators", "disputed_steps", "correctness_disputes", "error_type_disputes",
                   "severity_disputes", "first_error_disputed", "steps_in_dispute", "first_errors")
 #: every task-data key ls-trajeval writes
-TASK_FIELDS = (TRANSCRIPT, PAGES, HEADER, LINKS, N_STEPS, *SCORE_FIELDS, *DISPUTE_FIELDS)
+TASK_FIELDS = (TRANSCRIPT, PAGES, HEADER, N_STEPS, *SCORE_FIELDS, *DISPUTE_FIELDS)
 #: where a task keeps its trace id besides ``data``: listing ``id,meta`` is a few bytes a task, where the data
 #: holds the whole trace three times over
 META_TRACE_ID = "te_trace_id"
@@ -63,8 +63,8 @@ def n_steps(data: Mapping[str, Any]) -> int:
     return len(transcript) if isinstance(transcript, list) else 0
 
 
-#: the label config's objects: the task text, the transcript, a paged step, the header and the links under the task
-OBJECT_NAMES = ("te_task", "te_trace", "te_step", HEADER, LINKS)
+#: the label config's objects: the task text, the transcript, a paged step, the header under the task
+OBJECT_NAMES = ("te_task", "te_trace", "te_step", HEADER)
 
 
 @dataclass(frozen=True)

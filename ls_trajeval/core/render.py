@@ -10,8 +10,9 @@ step's ``actor`` and ``render`` keys (see the step convention in ``converters/su
 type, tool name, arguments and ``metadata`` (``role``, ``agent``, ``tool_name``, ``exit_code``, ...).
 
 The trace itself is never changed: a card is derived, the step's ``content`` stays as it was for the export.
-Everything here is text; the HTML passes through autoescaped templates and the CSS through :func:`css_string`,
-so trace content never becomes markup or code.
+Everything here is text: the HTML passes through autoescaped templates, and the workbench's per-task CSS
+(:func:`trace_style`) holds step positions and the config's colours only, so trace content never becomes markup or
+code.
 """
 from __future__ import annotations
 
@@ -596,20 +597,6 @@ def _split_fold(block: Block) -> tuple[list[str], list[str]]:
 LINE_PX = 18
 
 
-def css_string(text: str) -> str:
-    """``text`` as a CSS string literal that holds nothing but itself: every character other than a letter, digit
-    or space is a hex escape, so no quote, backslash or ``<`` can end the string or the style element."""
-    return '"' + "".join(c if c.isalnum() and c.isascii() or c == " " else f"\\{ord(c):x} " for c in text) + '"'
-
-
-_TEXT = ' [class*="dialoguetext"]'
-
-
-def _selector(indices: Iterable[int], inner: str = "") -> str:
-    sel = ",".join(f'[data-testid="phrase:{i}"]' for i in indices)
-    return f".te-trace-pane :is({sel}){inner}"
-
-
 def _diff_stripes(lines: list[str], first_line: int) -> str:
     """A background that colours the diff's added, removed and hunk lines: one stripe per run of same-kind lines,
     ``first_line`` lines below the text's top."""
@@ -628,32 +615,31 @@ def _diff_stripes(lines: list[str], first_line: int) -> str:
 
 def trace_style(cards: list[Card]) -> str:
     """The workbench's per-task CSS. Label Studio writes each step's position on its phrase
-    (``data-testid="phrase:N"``); this sets, per position, the custom properties the config's Style block reads
-    (``--te-color`` the type's colour, ``--te-user`` / ``--te-sim`` / ``--te-folded`` flags, ``--te-font`` for a
-    monospace body, ``--te-accent`` for a failure) and, for a diff, the stripes that colour its lines. Nothing
-    of the trace's text is in it: only step indices and the config's colours (validated CSS colours)."""
+    (``data-testid="phrase:N"``); this gives each position one rule setting the custom properties the config's Style
+    block reads: ``--te-color`` (the type's colour), ``--te-user`` / ``--te-sim`` / ``--te-folded`` (flags),
+    ``--te-accent`` (a failure), ``--te-font`` / ``--te-size`` / ``--te-line`` (a monospace body) and, for a diff,
+    ``--te-ws`` / ``--te-stripes`` (its lines' colours). One plain attribute selector a rule: the browser matches
+    it only against elements that have the attribute (a selector list in ``:is()`` was checked against every
+    element of the page, and made opening slower). Nothing of the trace's text is in it: only step indices and
+    the config's colours (validated CSS colours)."""
     rules = []
-    by_color: dict[str, list[int]] = {}
     for c in cards:
-        by_color.setdefault(c.color, []).append(c.index)
-    for color, idx in by_color.items():
-        rules.append(f"{_selector(idx)}{{--te-color:{color}}}")
-    flags = (
-        ("--te-user:1", [c.index for c in cards if c.actor.kind in ("user", "simulated_user")]),
-        ("--te-sim:1", [c.index for c in cards if c.actor.kind == "simulated_user"]),
-        ("--te-accent:#D32F2F", [c.index for c in cards if c.failed]),
-        (f"--te-font:{MONO_FONT};--te-size:13px;--te-line:{LINE_PX}px", [c.index for c in cards if c.mono]),
-        ("--te-folded:1", [c.index for c in cards if c.folded]),
-    )
-    for decl, idx in flags:
-        if idx:
-            rules.append(f"{_selector(idx)}{{{decl}}}")
-    for c in cards:
+        decl = [f"--te-color:{c.color}"]
+        if c.actor.kind in ("user", "simulated_user"):
+            decl.append("--te-user:1")
+        if c.actor.kind == "simulated_user":
+            decl.append("--te-sim:1")
+        if c.failed:
+            decl.append("--te-accent:#D32F2F")
+        if c.mono:
+            decl.append(f"--te-font:{MONO_FONT};--te-size:13px;--te-line:{LINE_PX}px")
+        if c.folded:
+            decl.append("--te-folded:1")
         stripes = _diff_body_stripes(c)
         if stripes:
-            rules.append(f"{_selector([c.index], _TEXT)}{{white-space:pre!important;background-image:{stripes}}}")
+            decl.append(f"--te-ws:pre;--te-stripes:{stripes}")
+        rules.append(f'.te-trace-pane [data-testid="phrase:{c.index}"]{{{";".join(decl)}}}')
     return "\n".join(rules)
-
 
 
 def _diff_body_stripes(card: Card) -> str:
@@ -755,9 +741,10 @@ def _header_template():
     return _env().get_template("header.html.j2")
 
 
-def header_html(trace: Trace, cards: list[Card], with_style: bool = True) -> str:
-    """The task's header under its request: the trace's facts and, for the workbench, the per-task style
-    (:func:`trace_style`)."""
+def header_html(trace: Trace, cards: list[Card], links: list[dict] | None = None, with_style: bool = True) -> str:
+    """The task's header under its request: the trace's facts, its parent's and sub-agents' traces (``links``, see
+    :func:`link_relations`: each a link to its task where the task id is known, ``?task=ID``, a task of the same
+    project opened in a new tab) and, for the workbench, the per-task style (:func:`trace_style`)."""
     meta = trace.metadata
     models = meta.get("models")
     model = ", ".join(m for m in models if isinstance(m, str)) if isinstance(models, list) else _text(meta.get("model"))
@@ -765,18 +752,10 @@ def header_html(trace: Trace, cards: list[Card], with_style: bool = True) -> str
     for value in (_text(meta.get("source_format")), _text(meta.get("agent")), model):
         if value:
             facts.append(value)
+    if links is None:
+        links = link_relations([relations(trace)], {}).get(trace.trace_id, [])
     style = trace_style(cards) if with_style else ""
     if "<" in style:  # by construction it holds indices and validated colours only
         raise ValueError("a step style may not contain '<'")
-    return _header_template().render(facts=facts, links=[], step_number=step_number, style=style)
+    return _header_template().render(facts=facts, links=links, step_number=step_number, style=style)
 
-
-def links_html(links: list[dict]) -> str:
-    """The trace's parent and sub-agents: their trace ids, each a link to its task where ``task_id`` is known
-    (``?task=ID``: a task of the same project, opened in a new tab)."""
-    return _header_template().render(facts=[], links=links, step_number=step_number, style="") if links else ""
-
-
-def list_item(html: str, key: str) -> list[dict]:
-    """HTML as the value of a ``List`` tag that shows it (one item; an empty list shows nothing)."""
-    return [{"id": key, "html": html}] if html else []

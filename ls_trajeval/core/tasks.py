@@ -1,9 +1,9 @@
 """Trace → Label Studio task data (pure).
 
 A task carries the trace as given plus what its layout displays, all of it from the one renderer
-(:mod:`render`): ``te_transcript`` (Paragraphs: one utterance per step) always, ``te_header`` (the trace's facts and
-the workbench's per-task style) and ``te_links`` (its parent's and sub-agents' traces, linked to their tasks after
-import), and in a paged project ``te_pages`` (Repeater: one rendered HTML card per step, as a one-item list for the
+(:mod:`render`): ``te_transcript`` (Paragraphs: one utterance per step) and ``te_header`` (the trace's facts, its
+parent's and sub-agents' traces, linked to their tasks after import, and the workbench's per-task style) always, and
+in a paged project ``te_pages`` (Repeater: one rendered HTML card per step, as a one-item list for the
 ``List`` tag that shows it); the step count and the seeded score fields (:func:`initial_scores`). ``te_pages`` is
 about 70% of a task's bytes and 95% of the time to build it, so a transcript project does without it;
 :mod:`relayout` adds it when a project switches to the paged layout.
@@ -23,18 +23,8 @@ selection in UTF-16 code units of ``text``: convert to code points first.
 from __future__ import annotations
 
 from .config import Config
-from .fields import HEADER, LINKS, N_STEPS, PAGES, TRANSCRIPT, initial_scores
-from .render import (
-    Card,
-    card_html,
-    card_text,
-    header_html,
-    link_relations,
-    links_html,
-    list_item,
-    relations,
-    render_trace,
-)
+from .fields import HEADER, N_STEPS, PAGES, TRANSCRIPT, initial_scores
+from .render import Card, card_html, card_text, header_html, render_trace
 from .trace import Step, Trace
 
 __all__ = ["step_text", "transcript_entry", "pages", "has_pages", "task_data"]
@@ -75,9 +65,7 @@ def task_data(trace: Trace, config: Config, layout: str = "transcript") -> dict:
     data = trace.to_json(config.id_key, config.text_key, config.trace_key)
     cards = render_trace(trace, config)
     data[TRANSCRIPT] = [transcript_entry(c, s, config) for c, s in zip(cards, trace.steps)]
-    data[HEADER] = list_item(header_html(trace, cards), "te-header")
-    rel = relations(trace)
-    data[LINKS] = list_item(links_html(link_relations([rel], {}).get(trace.trace_id, [])), "te-links")
+    data[HEADER] = header_html(trace, cards)
     if layout == "paged":
         data[PAGES] = pages(trace, config, cards)
     data[N_STEPS] = len(trace.steps)

@@ -12,9 +12,9 @@ from tqdm import tqdm
 
 from ..converters.base import ConvertWarning
 from ..core.config import Config
-from ..core.fields import LINKS, META_TRACE_ID
+from ..core.fields import HEADER, META_TRACE_ID
 from ..core.layouts import PAGED_MAX_STEPS, layout_of
-from ..core.render import Relations, link_relations, links_html, list_item, relations
+from ..core.render import Relations, header_html, link_relations, relations, render_trace
 from ..core.tasks import task_data
 from ..core.trace import ReadResult, Trace, TraceError, blank_trace_error, read_traces
 from ..studio import client as studio
@@ -89,7 +89,7 @@ def import_traces(client, project_id: int, items: Iterable[ReadResult], config: 
     # an empty project (the usual first import) needs no listing at all
     existing = studio.existing_trace_ids(client, project_id, config.id_key) if project.get("task_number") else set()
     this_run: dict[str, str] = {}
-    related: list[Relations] = []  # parents and sub-agents among the imported traces, linked at the end
+    related: list[tuple[Relations, Trace]] = []  # parents and sub-agents among the imported traces, linked at the end
     bar = tqdm(desc="importing", unit=" traces", disable=not progress, leave=False)
 
     def valid() -> Iterator[dict]:
@@ -120,7 +120,7 @@ def import_traces(client, project_id: int, items: Iterable[ReadResult], config: 
             task = {"data": task_data(item, config, layout), "meta": {META_TRACE_ID: item.trace_id}}
             rel = relations(item)
             if rel:
-                related.append(rel)
+                related.append((rel, item))
             if prelabel is not None:
                 predictions = prelabel(item, task["data"])
                 if predictions:
@@ -168,21 +168,23 @@ def import_traces(client, project_id: int, items: Iterable[ReadResult], config: 
         bar.close()
     summary.paged = paged
     if related:
-        summary.linked = link_subagents(client, project_id, related)
+        summary.linked = link_subagents(client, project_id, related, config)
     return summary
 
 
-def link_subagents(client, project_id: int, related: list[Relations]) -> int:
-    """Give the imported traces that have a parent or sub-agents links to those traces' tasks in the project
-    (``te_links``); returns how many tasks were updated. A related trace the project does not hold stays named
-    without a link, and a parent imported earlier keeps the links it had."""
+def link_subagents(client, project_id: int, related: list[tuple[Relations, Trace]], config: Config) -> int:
+    """Give the imported traces that have a parent or sub-agents a header linking those traces' tasks in the
+    project (``te_header``); returns how many tasks were updated. A related trace the project does not hold stays
+    named without a link, and a parent imported earlier keeps the header it had."""
     ids = studio.task_ids_by_trace(client, project_id)
+    traces = {rel.trace_id: t for rel, t in related}
     updated = 0
-    for trace_id, links in link_relations(related, ids).items():
+    for trace_id, links in link_relations([rel for rel, _ in related], ids).items():
         task_id = ids.get(trace_id)
         if task_id is None or not any(link["task_id"] is not None for link in links):
             continue  # refused by Label Studio, or nothing to link: the task keeps what import gave it
-        studio.update_task_data(client, task_id, {LINKS: list_item(links_html(links), "te-links")})
+        t = traces[trace_id]
+        studio.update_task_data(client, task_id, {HEADER: header_html(t, render_trace(t, config), links)})
         updated += 1
     return updated
 

@@ -64,8 +64,9 @@ class Annotator:
         elapsed = time.monotonic() - t0
         p.wait_for_load_state("networkidle")
         # the data manager's explorer overlay takes pointer events for a moment after load
-        p.wait_for_function("!document.querySelector('.lsf-label-view__lsf-wrapper_mode_explorer')"
-                            " || getComputedStyle(document.querySelector('.lsf-main-view')).pointerEvents !== 'none'")
+        p.wait_for_function("() => { const main = document.querySelector('.lsf-main-view');"
+                            " return !document.querySelector('.lsf-label-view__lsf-wrapper_mode_explorer')"
+                            " || (!!main && getComputedStyle(main).pointerEvents !== 'none'); }")
         time.sleep(0.5)
         if task_id is None:  # the stream opens with the project's instructions over the task
             modal = p.locator(".lsf-modal-ls_visible")

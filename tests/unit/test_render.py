@@ -192,14 +192,13 @@ def test_every_real_step_renders_and_the_style_holds_indices_and_colours_only(re
         assert len(data["te_pages"]) == len(t.steps)
 
 
-def test_css_strings_and_hostile_arguments_stay_inert():
-    assert render.css_string('a"</style>\\') == '"a\\22 \\3c \\2f style\\3e \\5c "'
+def test_hostile_arguments_stay_inert():
     hostile = "</style><script>window.__pwned=1</script>"
     t = make([action(hostile, {"file_path": hostile, "old_string": hostile, "new_string": hostile + "\n"}),
               {"type": "observation", "content": json.dumps({"output": hostile}),
                "actor": {"kind": "tool", "name": hostile}}])
     data = tasks.task_data(t, CONFIG, "paged")
-    for html in [data["te_header"][0]["html"], *(p[0]["html"] for p in data["te_pages"])]:
+    for html in [data["te_header"], *(p[0]["html"] for p in data["te_pages"])]:
         assert "<script>" not in html and "</style><" not in html
     assert hostile in data["te_transcript"][0]["text"]  # plain text for Paragraphs, shown literally
 

@@ -125,8 +125,8 @@ def measure(a: Annotator, layout: str, pid: int, tid: int, timeout_s: float, str
     if stream and next_tid is not None:
         t0 = time.monotonic()
         # (the editor's store is window.Htx; a control of the new task is a new element)
-        page.wait_for_function("([id, sel, old]) => { const e = document.querySelector(sel);"
-                               " return window.Htx && window.Htx.task && window.Htx.task.id === id && !!e && e !== old; }",
+        page.wait_for_function("([id, sel, old]) => { const e = document.querySelector(sel); return window.Htx"
+                               " && window.Htx.task && window.Htx.task.id === id && !!e && e !== old; }",
                                arg=[next_tid, READY[layout], old], polling=50)
         t_next = time.monotonic() - t0
     page.wait_for_load_state("networkidle")
@@ -259,7 +259,7 @@ def main(argv=None) -> int:
             # one project per layout and mode: the stream serves a project's unlabeled tasks in order
             if layout in ("naive", "before"):
                 xml = naive_config(c) if layout == "naive" else BEFORE.read_text(encoding="utf-8")
-                project = studio._dump(client.projects.create(title=f"bench {layout} {mode}", label_config=xml))
+                project = studio.create_project_from_xml(client, f"bench {layout} {mode}", xml)
             else:
                 project = studio.create_project(client, c, layout, f"bench {layout} {mode}")
             pid = project["id"]

@@ -22,7 +22,9 @@ from ..core.trace import TraceError
 from .codes import Codes
 from .disagreement import Thresholds, disagreements_in
 from .settings import AnalysisSettings, read, severity_rank_order
+from .spans import evidence_agreement, marked
 from .stats import cohen_kappa, counts_table, fleiss_kappa, krippendorff_alpha
+from .trace_groups import root_cause
 
 
 # ---------------------------------------------------------------- collection
@@ -43,6 +45,9 @@ class AgreementCollector:
         self.a_annot = array("i")
         self.a_n = array("i")
         self.a_first = array("i")
+        self.a_root = array("i")
+        #: row -> (step, marked characters, whether the label had spans) per error step, for the evidence
+        self.evidence: dict = {}
         self.gaps: dict = {}  # row -> explicit step indices, for the rare annotation not covering 0..n-1
         self.e_row = array("i")
         self.e_step = array("i")
@@ -75,11 +80,14 @@ class AgreementCollector:
             self.e_cat.append(self.cats.code(st.error_category))
             self.e_type.append(self.types.code(st.error_type))
             self.e_sev.append(self.sevs.code(st.severity))
+            self.evidence.setdefault(row, []).append((st.step_index, marked(st), bool(st.evidence)))
         self.a_trace.append(tc)
         self.a_annot.append(ac)
         # only the steps listed count as rated: a step missing from the list is missing data
         self.a_n.append(idx[-1] + 1 if idx else 0)
         self.a_first.append(first)
+        root = root_cause(rec, s)
+        self.a_root.append(-1 if root is None else root)
 
     def trace_lines(self) -> dict:
         """trace_id -> valid lines read, and the ids of traces with two or more annotators: what
@@ -105,6 +113,8 @@ class AgreementResult:
     statistics: dict
     per_annotator: list
     first_error: dict
+    #: agreement on the root-cause step, as on the first error (exact, within ±1)
+    root_cause: dict = field(default_factory=dict)
     #: the adjudication list (``TraceDisagreement.to_json()`` of :mod:`.disagreement`), most disputed first;
     #: :func:`assess` fills it
     disagreements: list = field(default_factory=list)
@@ -128,7 +138,8 @@ class AgreementResult:
             "n_annotations": self.n_annotations, "n_traces": self.n_traces,
             "n_traces_with_2plus_annotators": self.n_traces_multi, "annotators": self.annotators,
             "statistics": self.statistics, "per_annotator": self.per_annotator,
-            "first_error_step": self.first_error, "most_disagreement": self.disagreements, "notes": self.notes,
+            "first_error_step": self.first_error, "root_cause_step": self.root_cause,
+            "most_disagreement": self.disagreements, "notes": self.notes,
         })
 
 
@@ -139,6 +150,7 @@ def compute(c: AgreementCollector, k: int = 2) -> AgreementResult:
     a_annot = _np(c.a_annot, np.int32)[keep_rows]
     a_n = _np(c.a_n, np.int32)[keep_rows]
     a_first = _np(c.a_first, np.int32)[keep_rows]
+    a_root = _np(c.a_root, np.int32)[keep_rows]
     n_ann_total = len(c.a_trace)
     raters_per_trace = np.bincount(a_trace, minlength=len(c.traces.values))
     multi = raters_per_trace[a_trace] >= 2
@@ -235,9 +247,13 @@ def compute(c: AgreementCollector, k: int = 2) -> AgreementResult:
                          "krippendorff_alpha_ordinal": krippendorff_alpha(vc, "ordinal", value_domain=list(range(len(order)))),
                          "percent_agreement": _pairwise_agreement(sub)}
 
+    stats["evidence"] = evidence_agreement(((t, step), a, chars, has_span) for r, t, a in zip(rows, tr, an)
+                                           for step, chars, has_span in c.evidence.get(int(r), ()))
     first = _first_error_agreement(tr, an, fe, k, annotators)
+    root = _first_error_agreement(tr, an, a_root[multi], 1, annotators)
     per_annot = _vs_majority(err_u, annotators, an, tr)
-    return AgreementResult(**base, statistics=stats, per_annotator=per_annot, first_error=first, notes=notes)
+    return AgreementResult(**base, statistics=stats, per_annotator=per_annot, first_error=first, root_cause=root,
+                           notes=notes)
 
 
 def _pairwise_agreement(m: np.ndarray) -> float:
@@ -382,6 +398,15 @@ def format_table(r: AgreementResult) -> str:
         k = fe["k"]
         lines += ["", f"  first error step: {fe['pairs']} annotator pairs, exact {_f(fe['exact'])}, "
                       f"within ±{k} {_f(fe[f'within_{k}'])}, only one found an error {fe['only_one_found_an_error']}"]
+    if r.root_cause:
+        rc = r.root_cause
+        lines.append(f"  root-cause step: {rc['pairs']} annotator pairs, exact {_f(rc['exact'])}, "
+                     f"within ±1 {_f(rc['within_1'])}")
+    ev = s.get("evidence") if s else None
+    if ev:
+        lines.append(f"  evidence: {ev['step_pairs']} annotator pairs on steps both mark wrong "
+                     f"({ev['pairs_with_a_span']} with a span), character F1 {_f(ev['char_f1'])}, "
+                     f"mean F1 {_f(ev['mean_f1'])}, same characters {_f(ev['exact'])}")
     if r.per_annotator:
         lines += ["", f"  {'annotator':<28} {'steps':>8} {'agree':>7} {'kappa':>7} {'err%':>6}"]
         for p in r.per_annotator:

@@ -1,32 +1,37 @@
 """Where the annotators of one trace disagree, step by step, and how much: the adjudication list.
 
 Pure: it takes the records of one trace (:mod:`.trace_groups` makes them) and returns a
-:class:`TraceDisagreement`. Four things can be in dispute:
+:class:`TraceDisagreement`. Six things can be in dispute:
 
 - a step's **correctness** (the annotators' labels for it differ);
 - its **error type** (category and type), among the annotators who marked it an error;
 - its **severity**, among those who marked it an error with a severity, by rank (least to most severe);
-- the trace's **first error step** (a trace without errors has none; none differs from any step).
+- its **role**, among those who marked it an error: an origin for some, propagated from an earlier wrong step
+  for others (:func:`.trace_groups.roles`);
+- the trace's **first error step** (a trace without errors has none; none differs from any step);
+- the trace's **root-cause step** (:func:`.trace_groups.root_cause`), when it says more than the first error: it
+  is in dispute only when some annotator's root cause is not their first error (otherwise it is the first-error
+  dispute, counted once).
 
 What counts as a dispute is set by :class:`Thresholds`. The **disputedness** score sorts traces, most
 disputed first: for each part in dispute, the share of annotators who would have to change their answer
 to make it unanimous (``1 - modal count / annotators``), summed over steps and weighted by
-:class:`Thresholds` (correctness 1, error type 0.5, severity 0.25, first error 1). Step numbers for people
-are the UI's ``#N``.
+:class:`Thresholds` (correctness 1, error type 0.5, severity 0.25, role 0.25, first error 1, root cause 1).
+Step numbers for people are the UI's ``#N``.
 """
 from __future__ import annotations
 
 import heapq
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Optional, Sequence
 
 from ..core.labels import step_number
 from ..core.records import AnnotationRecord
 from .settings import AnalysisSettings, severity_rank_order
-from .trace_groups import first_error, iter_trace_groups, step_labels
+from .trace_groups import first_error, iter_trace_groups, roles, root_cause, step_labels
 
-KINDS = ("correctness", "error_type", "severity")
+KINDS = ("correctness", "error_type", "severity", "role")
 
 
 @dataclass(frozen=True)
@@ -42,10 +47,14 @@ class Thresholds:
     severity_ranks: int = 0
     #: first error steps are in dispute when they lie more than this many steps apart
     first_error_steps: int = 0
+    #: root-cause steps are in dispute when they lie more than this many steps apart
+    root_cause_steps: int = 0
     weight_correctness: float = 1.0
     weight_error_type: float = 0.5
     weight_severity: float = 0.25
+    weight_role: float = 0.25
     weight_first_error: float = 1.0
+    weight_root_cause: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -56,6 +65,8 @@ class AnnotatorStep:
     error_category: Optional[str]
     error_type: Optional[str]
     severity: Optional[str]
+    #: a wrong step's role (``origin`` | ``propagated``), None for a correct one
+    role: str | None = None
 
     def __str__(self) -> str:
         parts = [self.correctness]
@@ -63,6 +74,8 @@ class AnnotatorStep:
             parts.append(f"{self.error_category or '?'}/{self.error_type or '?'}")
         if self.severity:
             parts.append(self.severity)
+        if self.role == "propagated":
+            parts.append("propagated")
         return " ".join(parts)
 
 
@@ -87,6 +100,8 @@ class TraceDisagreement:
     first_errors: dict  # annotator -> 0-based first error step or None
     first_error_disputed: bool
     score: float
+    root_causes: dict = field(default_factory=dict)  # annotator -> 0-based root-cause step or None
+    root_cause_disputed: bool = False
 
     @property
     def disputed(self) -> bool:
@@ -107,8 +122,10 @@ class TraceDisagreement:
             "severity_disputes": self.count("severity"),
             "first_error_disputed": self.first_error_disputed,
             "steps_in_dispute": ", ".join(s.number for s in self.steps),
-            "first_errors": "; ".join(f"{who}: {step_number(i) if i is not None else 'none'}"
-                                      for who, i in self.first_errors.items()),
+            "first_errors": _per_annotator(self.first_errors),
+            "role_disputes": self.count("role"),
+            "root_cause_disputed": self.root_cause_disputed,
+            "root_causes": _per_annotator(self.root_causes),
         }
 
     def to_json(self) -> dict:
@@ -119,6 +136,10 @@ class TraceDisagreement:
                        "score": round(s.score, 4), "labels": {w: str(lab) for w, lab in s.labels.items()}}
                       for s in self.steps],
         }
+
+
+def _per_annotator(steps: dict) -> str:
+    return "; ".join(f"{who}: {step_number(i) if i is not None else 'none'}" for who, i in steps.items())
 
 
 def _modal_share(values: list) -> float:
@@ -156,10 +177,12 @@ def find_disagreements(records: Sequence[AnnotationRecord], settings: AnalysisSe
         severity_order = severity_rank_order(settings, weights)
     rank = {s: i for i, s in enumerate(severity_order)}
     per_annotator = [step_labels(r, settings) for r in records]
+    role_of = [roles(r, settings) for r in records]
     n_steps = max((len(p) for p in per_annotator), default=0)
     steps = []
     for i in range(n_steps):
-        labels = {names[a]: AnnotatorStep(p[i].correctness, p[i].error_category, p[i].error_type, p[i].severity)
+        labels = {names[a]: AnnotatorStep(p[i].correctness, p[i].error_category, p[i].error_type, p[i].severity,
+                                          role_of[a].get(i))
                   for a, p in enumerate(per_annotator) if i < len(p)}
         if len(labels) < 2:
             continue
@@ -178,15 +201,24 @@ def find_disagreements(records: Sequence[AnnotationRecord], settings: AnalysisSe
             if len(ranks) >= 2 and max(ranks) - min(ranks) > th.severity_ranks:
                 kinds.append("severity")
                 score += th.weight_severity * (1 - _modal_share(ranks))
+            share = _modal_share([lab.role for lab in wrong])
+            if share < 1.0:
+                kinds.append("role")
+                score += th.weight_role * (1 - share)
         if kinds:
             steps.append(StepDispute(i, tuple(kinds), labels, score))
     firsts = {r.annotator: first_error(r, settings) for r in records}
     share = _first_error_share(list(firsts.values()), th.first_error_steps)
     fe_disputed = len(records) >= 2 and share < 1.0
     total = sum(s.score for s in steps) + (th.weight_first_error * (1 - share) if fe_disputed else 0.0)
+    roots = {r.annotator: root_cause(r, settings) for r in records}
+    share = _first_error_share(list(roots.values()), th.root_cause_steps)
+    rc_disputed = len(records) >= 2 and share < 1.0 and roots != firsts
+    total += th.weight_root_cause * (1 - share) if rc_disputed else 0.0
     return TraceDisagreement(
         trace_id=records[0].trace_id if records else "", annotators=names, n_steps=n_steps, steps=steps,
-        first_errors=firsts, first_error_disputed=fe_disputed, score=total)
+        first_errors=firsts, first_error_disputed=fe_disputed, score=total, root_causes=roots,
+        root_cause_disputed=rc_disputed)
 
 
 def rank_disagreements(groups: Iterable[tuple], settings: AnalysisSettings,

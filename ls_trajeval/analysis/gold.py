@@ -5,8 +5,8 @@ Per trace, in this order:
 1. **adjudicated** — an adjudicator's record, when the trace has one (the latest, if several). Who is an
    adjudicator is a parameter: any callable on a record, such as :class:`Adjudicator` (by annotator, by
    project — the review project whose annotations are the adjudicator's — or by a record flag);
-2. **unanimous** — every annotator gave every step the same correctness, category, type and severity
-   (and the same whole-trace labels); **single** when only one annotator labelled the trace;
+2. **unanimous** — every annotator gave every step the same correctness, category, type, severity, cause
+   links and evidence (and the same whole-trace labels); **single** when only one annotator labelled the trace;
 3. otherwise an aggregate by the stated method, per step and per whole-trace label:
    ``majority`` — the most common label; ties go to an error over the default, to the stricter error
    label over a partial one, to the more severe severity, and otherwise to the first in sorted order;
@@ -21,13 +21,20 @@ Per trace, in this order:
 Each gold line has the record shape the analysis reads, with ``annotator: "gold"`` and
 ``gold: {method, annotators, ties}``; the rationale of a gold error step joins the rationales of the
 annotators whose correctness matches it. A step no annotator lists is the default label.
+
+The added keys: an adjudicated, single or unanimous gold carries its record's evidence, cause links and
+corrections as given. An aggregate takes them, for a gold error step, from the annotators who gave the gold's
+correctness label: the cause links most of them gave and the evidence most of them gave (each compared whole;
+a tie goes to the first annotator's and is listed in ``ties``, as ``#4 caused_by``), and the correction most of
+them wrote (a tie: the first one's). The roles and the root cause follow from the gold's own steps and links, as
+in any record (the root cause is the earliest origin).
 """
 from __future__ import annotations
 
 import warnings
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Optional
 
 from ..core.labels import StepLabel, step_number
 from ..core.records import AnnotationRecord, assemble
@@ -45,7 +52,7 @@ class Adjudicator:
 
     annotators: frozenset = frozenset()
     project_ids: frozenset = frozenset()
-    flag: Optional[str] = None
+    flag: str | None = None
 
     def __call__(self, rec: AnnotationRecord) -> bool:
         f = rec.fields
@@ -64,11 +71,11 @@ class Gold:
     method: str  # adjudicated | unanimous | single | majority | dawid-skene
     annotators: list
     ties: list = field(default_factory=list)  # "#N field" (majority only)
-    base: Optional[AnnotationRecord] = None  # the record whose trace fields (task, ids, metadata) the line keeps
+    base: AnnotationRecord | None = None  # the record whose trace fields (task, ids, metadata) the line keeps
 
 
 def _step_key(st: StepLabel) -> tuple:
-    return (st.correctness, st.error_category, st.error_type, st.severity)
+    return (st.correctness, st.error_category, st.error_type, st.severity, tuple(st.caused_by), tuple(st.evidence))
 
 
 def _unanimous(recs: list, settings: AnalysisSettings) -> bool:
@@ -105,6 +112,8 @@ def _vote(votes: list, prefer: Callable) -> tuple:
 
 def _dawid_skene(rows: list) -> dict:
     """task -> label from crowd-kit's DawidSkene over (task, worker, label) rows."""
+    # here, not at the top: a dependency boundary. `export --gold` by majority runs on the base install, and only
+    # this method needs the analysis extra (crowd-kit brings scikit-learn and transformers with it)
     import pandas as pd
     from crowdkit.aggregation import DawidSkene
 
@@ -127,7 +136,7 @@ def _dawid_skene(rows: list) -> dict:
 
 
 def build_gold(groups: Iterable[tuple], settings: AnalysisSettings, *, method: str = "majority",
-               adjudicator: Optional[Callable[[AnnotationRecord], bool]] = None) -> list:
+               adjudicator: Callable[[AnnotationRecord], bool] | None = None) -> list:
     """A :class:`Gold` per (trace_id, records) group (records: one per annotator, see ``trace_groups``).
 
     Dawid–Skene is fitted over every group at once, so all groups are held in memory.
@@ -188,7 +197,7 @@ def _fit_dawid_skene(plan: list, settings: AnalysisSettings) -> dict:
     return fitted
 
 
-def _aggregate(tid: str, recs: list, settings: AnalysisSettings, ranks: _Ranks, fitted: Optional[dict],
+def _aggregate(tid: str, recs: list, settings: AnalysisSettings, ranks: _Ranks, fitted: dict | None,
                method: str) -> Gold:
     per = [step_labels(r, settings) for r in recs]
     n = max(len(p) for p in per)
@@ -202,6 +211,15 @@ def _aggregate(tid: str, recs: list, settings: AnalysisSettings, ranks: _Ranks, 
         winner, tied = _vote(votes, prefer)
         if tied:
             ties.append(f"{step_number(task[1])} {field}" if field != "whole" else f"{task[1]}")
+        return winner
+
+    def first_of_most(field: str | None, i: int, votes: list):
+        """The most common vote, a tie going to the first annotator's (listed under ``field``, when named)."""
+        if not votes:
+            return None
+        winner, tied = _vote(votes, lambda v: 0)  # a stable sort: the tied values in the annotators' order
+        if tied and field is not None:
+            ties.append(f"{step_number(i)} {field}")
         return winner
 
     steps = []
@@ -221,8 +239,12 @@ def _aggregate(tid: str, recs: list, settings: AnalysisSettings, ranks: _Ranks, 
         agree = [(r.annotator, p[i].rationale) for r, p in zip(recs, per)
                  if i < len(p) and p[i].correctness == corr and p[i].rationale]
         why = "; ".join(f"{who}: {text}" for who, text in agree) or None
+        same = [s for s in labs if s.correctness == corr]
         steps.append(StepLabel(i, corr, cat, typ, sev, why, step_type=_first_text(labs, "step_type"),
-                               step_text=_first_text(labs, "step_text") or ""))
+                               step_text=_first_text(labs, "step_text") or "",
+                               caused_by=first_of_most("caused_by", i, [tuple(s.caused_by) for s in same]) or (),
+                               evidence=first_of_most("evidence", i, [tuple(s.evidence) for s in same]) or (),
+                               correction=first_of_most(None, i, [s.correction for s in same if s.correction])))
     whole = {}
     for key in dict.fromkeys(k for r in recs for k in r.labels):
         votes = [r.labels.get(key) for r in recs if r.labels.get(key) is not None]
@@ -236,7 +258,7 @@ def _aggregate(tid: str, recs: list, settings: AnalysisSettings, ranks: _Ranks, 
     return Gold(rec, method, [r.annotator for r in recs], ties, base=base)
 
 
-def _first_text(labs: list, attr: str) -> Optional[str]:
+def _first_text(labs: list, attr: str) -> str | None:
     return next((getattr(s, attr) for s in labs if getattr(s, attr)), None)
 
 
@@ -258,6 +280,6 @@ def gold_line(gold: Gold, settings: AnalysisSettings) -> dict:
             "task_id": f.get("task_id"), "annotator": GOLD_ANNOTATOR, "layout": f.get("layout"),
             "metadata": base.metadata}
     line = assemble(head, rec.scheme, steps, rec.labels, score, rec.n_steps, weights, settings.initial_for(rec),
-                    settings.min_for(rec))
+                    settings.min_for(rec), is_error=settings.is_error)
     line["gold"] = {"method": gold.method, "annotators": gold.annotators, "ties": gold.ties}
     return line

@@ -25,13 +25,27 @@ Label rules, in the order they are applied:
    worse label** (an error that half of the annotators saw is not a step to reward); for ``soft`` the mean;
    ``any-error`` — the worst vote; ``per-annotator`` — one example per annotation.
 3. After the first error (``after_error``): ``keep`` the labels, ``cascade`` (alias ``false``) — every later
-   step gets the shape's negative label (``False``, ``-1``, ``0.0``), or ``truncate`` the example after the
-   first error. The first error is a ``False`` (``trl``), a ``-1`` (``prm800k``), or for ``soft`` the step whose
-   ``trl`` label would be ``False``.
+   step gets the shape's negative label (``False``, ``-1``, ``0.0``), ``truncate`` the example after the
+   first error, or ``causes``: every step keeps its own label (a step that is right given its inputs stays
+   positive after an error) and a *propagated* error (caused by an earlier wrong step) follows ``propagated``:
+   ``negative`` (its label, as ``keep``), ``drop`` (not graded: its text leads the next completion as context,
+   like an observation) or ``mark`` (graded negative, and a ``propagated`` column flags it so a trainer can
+   weigh it apart). A step is propagated when most of the annotators who marked it wrong say so (a tie is an
+   origin); with ``any-error`` only when all of them do. The first error is a ``False`` (``trl``), a ``-1``
+   (``prm800k``), or for ``soft`` the step whose ``trl`` label would be ``False``.
+
+**Corrections** (``sft``, ``dpo``): one row per corrected wrong step, in TRL's standard (plain-text) formats:
+``sft`` is prompt-completion (``{"prompt", "completion"}``), ``dpo`` is preference with an explicit prompt
+(``{"prompt", "chosen", "rejected"}``). The prompt is the task and every step before the corrected one, each as
+``[type]`` and its text; the completion (``chosen``) is the correction, ``rejected`` what the agent did (the step's
+text; a pair whose correction equals it is left out). A step yields rows when the merged vote calls it wrong
+(rules 1 and 2); its rows are the distinct corrections of the annotators who marked it wrong, one row each
+(annotators who wrote the same text share a row). ``per-annotator`` takes each annotation's own corrections; a
+gold export is one annotation per trace, so its corrections are the gold's.
 
 Merged output needs every annotation of a trace, which may sit in different files, so it reads the inputs
-twice: once for the votes (a few bytes per step and annotator), once for the step texts, writing each trace
-as soon as its text is read. Output follows first appearance in the inputs.
+twice: once for the votes (a few bytes per step and annotator, and the corrections written), once for the step
+texts, writing each trace as soon as its text is read. Output follows first appearance in the inputs.
 """
 from __future__ import annotations
 
@@ -43,10 +57,16 @@ from typing import IO, Iterable, Optional
 from ..core.records import AnnotationRecord
 from ..core.trace import TraceError
 from .settings import AnalysisSettings, read
+from .trace_groups import roles
 
-SHAPES = ("trl", "prm800k", "soft")
+#: step labels per completion
+LABEL_SHAPES = ("trl", "prm800k", "soft")
+#: rows from the annotators' corrections
+CORRECTION_SHAPES = ("sft", "dpo")
+SHAPES = LABEL_SHAPES + CORRECTION_SHAPES
 PARTIAL_CHOICES = ("true", "false", "drop")
-AFTER_ERROR_CHOICES = ("keep", "cascade", "false", "truncate")
+AFTER_ERROR_CHOICES = ("keep", "cascade", "false", "truncate", "causes")
+PROPAGATED_CHOICES = ("negative", "drop", "mark")
 MERGE_CHOICES = ("majority", "any-error", "per-annotator")
 AGENT_STEPS = ("thought", "action", "code", "message")
 _NEGATIVE = {"trl": False, "prm800k": -1, "soft": 0.0}
@@ -60,18 +80,26 @@ class PrmStats:
     dropped_steps: int = 0
     context_steps: int = 0  # steps folded into the prompt or the next completion
     empty_examples: int = 0  # traces left with no step (all dropped), not written
+    propagated: int = 0  # propagated errors among the graded steps, or folded into context (``causes``)
+    corrected_steps: int = 0  # wrong steps that gave sft/dpo rows
+    without_correction: int = 0  # wrong steps nobody wrote a correction for
+    unchanged: int = 0  # dpo: corrections equal to what the agent did (no preference: left out)
 
 
 class _Votes:
-    """One annotation's votes: a code per step (1 correct, 0 partial, -1 error, or abstain) and a soft value."""
+    """One annotation's votes: a code per step (1 correct, 0 partial, -1 error, or abstain), a soft value, whether
+    a wrong step is a propagated error, and the corrections written for wrong steps."""
 
-    __slots__ = ("code", "soft")
+    __slots__ = ("code", "soft", "prop", "corrections")
 
     def __init__(self, rec: AnnotationRecord, settings: AnalysisSettings) -> None:
         weights = settings.weights_for(rec)
         top = max((abs(w) for w in weights.values()), default=0.0) or 1.0
         self.code = array("b", [1]) * rec.n_steps  # a step the record does not list is the default label
         self.soft = array("f", [1.0]) * rec.n_steps
+        self.prop = array("b", [0]) * rec.n_steps
+        self.corrections: dict = {}
+        role = roles(rec, settings)
         for st in rec.steps:
             if not settings.is_error(st.correctness):
                 continue
@@ -79,6 +107,9 @@ class _Votes:
             self.code[st.step_index] = 0 if partial else -1
             w = weights.get(st.severity) if st.severity is not None else None
             self.soft[st.step_index] = 1 - abs(w) / top if w is not None else (0.5 if partial else 0.0)
+            self.prop[st.step_index] = role[st.step_index] == "propagated"
+            if st.correction:
+                self.corrections[st.step_index] = st.correction
 
 
 def _trl_vote(code: int, partial: str) -> Optional[bool]:
@@ -111,6 +142,19 @@ def _merge(votes: list, i: int, shape: str, merge: str, partial: str) -> tuple:
     return round(value, 6), bool(trl) and flag
 
 
+def _propagated(votes: list, i: int, merge: str) -> bool:
+    """Whether step ``i`` is a propagated error by the votes of the annotators who marked it wrong."""
+    said = [v.prop[i] for v in votes if i < len(v.code) and v.code[i] != 1]
+    if not said:
+        return False
+    return all(said) if merge == "any-error" else 2 * sum(said) > len(said)
+
+
+def _render(step_type: str | None, text: str) -> str:
+    """A step as context: its type in brackets above its text."""
+    return f"[{step_type}]\n{text}" if step_type else text
+
+
 def apply_after_error(labels: list, errors: list, after_error: str, shape: str) -> int:
     """Change ``labels`` in place; return how many leading steps to keep."""
     try:
@@ -126,17 +170,26 @@ def apply_after_error(labels: list, errors: list, after_error: str, shape: str) 
     return len(labels)
 
 
-def _example(task: str, steps: list, labels: list, errors: list, *, shape: str, after_error: str,
-             agent_steps: Optional[tuple], meta: Optional[dict], stats: PrmStats) -> Optional[dict]:
-    """``steps``: (step_type, text) per step; ``labels``/``errors``: per step, None for a step nobody voted on."""
-    prompt, completions, out, flags, context = [task], [], [], [], []
-    for (stype, text), label, err in zip(steps, labels, errors):
+def _example(task: str, steps: list, labels: list, errors: list, propagated: list, *, shape: str,
+             after_error: str, propagated_as: str, agent_steps: tuple | None, meta: dict | None,
+             stats: PrmStats) -> dict | None:
+    """``steps``: (step_type, text) per step; ``labels``/``errors``: per step, None for a step nobody voted on;
+    ``propagated``: per step, whether it is a propagated error (used by ``after_error="causes"``)."""
+    prompt, completions, out, flags, context, marks = [task], [], [], [], [], []
+    by_cause = after_error == "causes"
+    for (stype, text), label, err, prop in zip(steps, labels, errors, propagated):
         if agent_steps is not None and stype is not None and stype not in agent_steps:
-            context.append(f"[{stype}]\n{text}")
+            context.append(_render(stype, text))
             stats.context_steps += 1
             continue
         if label is None:
             stats.dropped_steps += 1
+            continue
+        prop = bool(by_cause and err and prop)
+        stats.propagated += prop
+        if prop and propagated_as == "drop":
+            context.append(_render(stype, text))  # not graded, but what came after it answers it
+            stats.context_steps += 1
             continue
         if completions:
             text = "\n\n".join(context + [text])
@@ -146,12 +199,15 @@ def _example(task: str, steps: list, labels: list, errors: list, *, shape: str, 
         completions.append(text)
         out.append(label)
         flags.append(err)
+        marks.append(prop)
     keep = apply_after_error(out, flags, after_error, shape)
     completions, out = completions[:keep], out[:keep]
     if not out:
         stats.empty_examples += 1
         return None
     ex = {"prompt": "\n\n".join(p for p in prompt if p), "completions": completions, "labels": out}
+    if by_cause and propagated_as == "mark":
+        ex["propagated"] = marks[:keep]
     if meta:
         ex.update(meta)
     stats.examples += 1
@@ -160,37 +216,80 @@ def _example(task: str, steps: list, labels: list, errors: list, *, shape: str, 
     return ex
 
 
+def _correction_rows(task: str, steps: list, votes: list, annotators: list, *, shape: str, merge: str,
+                     partial: str, with_meta: bool, trace_id: str, stats: PrmStats) -> list:
+    """sft/dpo rows of one trace: for each step the merged vote calls wrong, one row per distinct correction of
+    the annotators who marked it wrong."""
+    rows = []
+    for i, (_, text) in enumerate(steps):
+        if not _merge(votes, i, "trl", merge, partial)[1]:
+            continue
+        fixes: dict = {}  # correction -> the annotators who wrote it
+        for who, v in zip(annotators, votes):
+            fix = v.corrections.get(i)
+            if fix is not None:
+                fixes.setdefault(fix, []).append(who)
+        if not fixes:
+            stats.without_correction += 1
+            continue
+        stats.corrected_steps += 1
+        prompt = "\n\n".join(p for p in [task, *(_render(t, x) for t, x in steps[:i])] if p)
+        role = "propagated" if _propagated(votes, i, merge) else "origin"
+        for fix, who in fixes.items():
+            if shape == "sft":
+                row = {"prompt": prompt, "completion": fix}
+            elif fix == text:
+                stats.unchanged += 1
+                continue
+            else:
+                row = {"prompt": prompt, "chosen": fix, "rejected": text}
+            if with_meta:
+                row.update(trace_id=trace_id, step_index=i, role=role, annotators=who)
+            rows.append(row)
+    stats.examples += len(rows)
+    return rows
+
+
 def build_prm(
     inputs: Iterable[str], out: IO[str], *, settings: Optional[AnalysisSettings] = None, shape: str = "trl",
-    partial: str = "false", after_error: str = "keep", merge: str = "majority",
+    partial: str = "false", after_error: str = "keep", propagated: str = "negative", merge: str = "majority",
     agent_steps: Optional[tuple] = AGENT_STEPS, with_meta: bool = False, on_error=None,
 ) -> PrmStats:
+    """Write the examples of ``inputs`` (trajectory_eval exports) to ``out`` as JSONL, one per trace (per
+    annotation with ``merge="per-annotator"``), or for ``sft``/``dpo`` one per correction; see the module's
+    docstring for the rules. ``propagated`` applies with ``after_error="causes"`` only."""
     settings = settings or AnalysisSettings()
     inputs = list(inputs)
     stats = PrmStats()
-    shape_kw = dict(shape=shape, after_error=after_error, agent_steps=agent_steps)
+    shape_kw = dict(shape=shape, after_error=after_error, propagated_as=propagated, agent_steps=agent_steps)
 
-    def write(ex: Optional[dict]) -> None:
-        if ex is not None:
-            out.write(json.dumps(ex, ensure_ascii=False))
-            out.write("\n")
+    def write(rows: list) -> None:
+        for ex in rows:
+            if ex is not None:
+                out.write(json.dumps(ex, ensure_ascii=False))
+                out.write("\n")
 
     def texts(rec: AnnotationRecord, n: int) -> list:
         by_index = {st.step_index: (st.step_type, st.step_text) for st in rec.steps}
         return [by_index.get(i, (None, "")) for i in range(n)]
 
-    def merged(votes: list, n: int) -> tuple:
+    def examples(rec: AnnotationRecord, annotators: list, votes: list, n: int) -> list:
+        steps = texts(rec, n)
+        if shape in CORRECTION_SHAPES:
+            return _correction_rows(rec.task, steps, votes, annotators, shape=shape, merge=merge, partial=partial,
+                                    with_meta=with_meta, trace_id=rec.trace_id, stats=stats)
         pairs = [_merge(votes, i, shape, merge, partial) for i in range(n)]
-        return [p[0] for p in pairs], [p[1] for p in pairs]
+        props = [after_error == "causes" and _propagated(votes, i, merge) for i in range(n)]
+        meta = {"trace_id": rec.trace_id, "annotators": annotators} if with_meta else None
+        return [_example(rec.task, steps, [p[0] for p in pairs], [p[1] for p in pairs], props, meta=meta,
+                         stats=stats, **shape_kw)]
 
     if merge == "per-annotator":
         for rec in read(inputs, settings):
             if isinstance(rec, TraceError):
                 on_error and on_error(rec)
                 continue
-            labels, errors = merged([_Votes(rec, settings)], rec.n_steps)
-            meta = {"trace_id": rec.trace_id, "annotators": [rec.annotator]} if with_meta else None
-            write(_example(rec.task, texts(rec, rec.n_steps), labels, errors, meta=meta, stats=stats, **shape_kw))
+            write(examples(rec, [rec.annotator], [_Votes(rec, settings)], rec.n_steps))
         return stats
 
     tallies: dict = {}  # trace_id -> [annotators, votes, written]
@@ -210,9 +309,7 @@ def build_prm(
         # wait for an annotation that covers every step, so no step text is missing
         if t is None or t[2] or rec.n_steps < n:
             continue
-        labels, errors = merged(t[1], n)
-        meta = {"trace_id": rec.trace_id, "annotators": t[0]} if with_meta else None
-        write(_example(rec.task, texts(rec, n), labels, errors, meta=meta, stats=stats, **shape_kw))
+        write(examples(rec, t[0], t[1], n))
         # free the votes as soon as the trace is out
         tallies[rec.trace_id] = [[], [], True]
     return stats

@@ -1,14 +1,20 @@
-"""Statistics from maintained libraries (statsmodels for Cohen's and Fleiss' kappa, krippendorff for alpha, scipy
-for bootstrap intervals), as small functions over label arrays and count tables; undefined values come back as
-NaN. Anything that compares raters or judges (``agreement``, ``align``) or puts an interval on a figure
-(``align``, ``report --by``) builds its tables and calls these.
+"""Statistics from maintained libraries (statsmodels for Cohen's and Fleiss' kappa and the intervals of a proportion,
+krippendorff for alpha, scipy for bootstrap intervals), as small functions over label arrays and count tables;
+undefined values come back as NaN. Anything that compares raters or judges (``agreement``, ``align``) or puts an
+interval on a figure (``align``, ``align --certify``, ``report --by``, the judges' audit) builds its tables and calls
+these.
 """
 from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import dataclass
 
+import krippendorff
 import numpy as np
+from scipy.stats import DegenerateDataWarning, bootstrap
+from statsmodels.stats.inter_rater import cohens_kappa
+from statsmodels.stats.inter_rater import fleiss_kappa as _fleiss_kappa
 
 
 def cohen_kappa(a: np.ndarray, b: np.ndarray) -> float:
@@ -26,8 +32,6 @@ def cohen_kappa(a: np.ndarray, b: np.ndarray) -> float:
 
 def cohen_kappa_table(table: np.ndarray) -> float:
     """Cohen's kappa from a square contingency table (rows rater 1, columns rater 2)."""
-    from statsmodels.stats.inter_rater import cohens_kappa
-
     t = np.asarray(table, dtype=float)
     if t.sum() == 0 or np.count_nonzero(t.sum(axis=0) + t.sum(axis=1)) < 2:
         # no ratings, or both raters used one and the same label throughout: agreement is perfect, kappa undefined
@@ -37,8 +41,6 @@ def cohen_kappa_table(table: np.ndarray) -> float:
 
 def fleiss_kappa(counts: np.ndarray) -> float:
     """Fleiss' kappa from a units x categories table of rating counts (same raters per unit)."""
-    from statsmodels.stats.inter_rater import fleiss_kappa as _fleiss_kappa
-
     c = np.asarray(counts, dtype=float)
     if c.shape[0] == 0 or c.shape[1] < 1:
         return math.nan
@@ -50,8 +52,6 @@ def fleiss_kappa(counts: np.ndarray) -> float:
 
 def krippendorff_alpha(value_counts: np.ndarray, level: str = "nominal", value_domain=None) -> float:
     """Krippendorff's alpha from a units x values table of rating counts (units with <2 ratings ignored)."""
-    import krippendorff
-
     vc = np.asarray(value_counts, dtype=float)
     if vc.ndim != 2 or vc.shape[0] == 0:
         return math.nan
@@ -97,8 +97,6 @@ def bootstrap_intervals(counts: np.ndarray, figures, resamples: int = 2000, seed
     none, or no units, or ``resamples`` is 0; one unit's interval is its value. Returns (low, high), arrays of
     length m.
     """
-    from scipy.stats import DegenerateDataWarning, bootstrap
-
     counts = np.asarray(counts, dtype=float)
     point = np.atleast_1d(np.asarray(figures(counts.sum(axis=0)), dtype=float))
     m = len(point)
@@ -133,3 +131,66 @@ def ratio(num, den) -> np.ndarray:
     num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
+
+
+def ratio_covariance(y1, x1, y2, x2) -> float:
+    """The covariance of two ratios Σy/Σx counted over the same independent units (rows: traces) whose parts
+    (steps) need not be: the linearization estimator Σ e1·e2 / (Σx1 · Σx2), with e = y − (Σy/Σx)·x per unit.
+    NaN when a ratio has no denominator. With one trial per unit it is the binomial variance p(1 − p)/n."""
+    y1, x1, y2, x2 = (np.asarray(a, dtype=float) for a in (y1, x1, y2, x2))
+    n1, n2 = x1.sum(), x2.sum()
+    if len(x1) == 0 or n1 <= 0 or n2 <= 0:
+        return math.nan
+    e1, e2 = y1 - y1.sum() / n1 * x1, y2 - y2.sum() / n2 * x2
+    return float((e1 * e2).sum() / (n1 * n2))
+
+
+def ratio_variance(y, x) -> float:
+    """The variance of the ratio Σy/Σx over independent units (see :func:`ratio_covariance`)."""
+    return ratio_covariance(y, x, y, x)
+
+
+#: the intervals of a proportion :func:`proportion_interval` computes (statsmodels' names in brackets)
+INTERVAL_METHODS = {"wilson": "wilson", "clopper-pearson": "beta"}
+
+
+@dataclass(frozen=True)
+class Proportion:
+    """A proportion with its interval; ``trials`` (steps, traces) are counted over ``units`` (traces), worth
+    ``effective`` independent trials."""
+
+    value: float
+    low: float
+    high: float
+    successes: float
+    trials: float
+    units: int
+    effective: float
+    method: str
+
+    def to_json(self) -> dict:
+        def num(v: float) -> float | None:
+            return round(float(v), 6) if math.isfinite(v) else None
+        return {"value": num(self.value), "ci_low": num(self.low), "ci_high": num(self.high),
+                "successes": num(self.successes), "trials": num(self.trials), "units": self.units,
+                "effective_trials": num(self.effective), "interval": self.method}
+
+
+def proportion_interval(y, x, method: str = "wilson", level: float = LEVEL) -> Proportion:
+    """Σy/Σx over units (one row per trace: its successes and trials) and its ``level`` interval: Wilson's or
+    Clopper–Pearson's (statsmodels), on the effective number of trials of Korn and Graubard (1998): the trials over
+    the design effect, the ratio's linearization variance (:func:`ratio_variance`) over the binomial one, taken at
+    least 1 (steps of one trace that err together are worth fewer than independent steps, never more). With one
+    trial per unit the design effect is 1 and the interval is the textbook one."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    y, x = np.asarray(y, dtype=float), np.asarray(x, dtype=float)
+    successes, trials = float(y.sum()), float(x.sum())
+    if trials <= 0:
+        return Proportion(math.nan, math.nan, math.nan, successes, trials, len(x), 0.0, method)
+    p = successes / trials
+    binomial = p * (1 - p) / trials
+    deff = max(1.0, ratio_variance(y, x) / binomial) if binomial > 0 else 1.0
+    effective = trials / deff
+    low, high = proportion_confint(p * effective, effective, alpha=1 - level, method=INTERVAL_METHODS[method])
+    return Proportion(p, float(low), float(high), successes, trials, len(x), effective, method)

@@ -79,3 +79,19 @@ def step_labels(rec: AnnotationRecord, settings: AnalysisSettings) -> list:
 def first_error(rec: AnnotationRecord, settings: AnalysisSettings) -> Optional[int]:
     """0-based index of the record's first error step, or None when it marks none."""
     return next((st.step_index for st in rec.steps if settings.is_error(st.correctness)), None)
+
+
+def roles(rec: AnnotationRecord, settings: AnalysisSettings) -> dict:
+    """Each wrong step's role, step_index -> ``origin`` | ``propagated``: as the record writes it, else from its cause
+    links (propagated when it was caused by a wrong step), so a record without the added keys has only origins."""
+    wrong = {st.step_index for st in rec.steps if settings.is_error(st.correctness)}
+    return {st.step_index: st.role or ("propagated" if any(c in wrong for c in st.caused_by) else "origin")
+            for st in rec.steps if st.step_index in wrong}
+
+
+def root_cause(rec: AnnotationRecord, settings: AnalysisSettings) -> int | None:
+    """The record's root-cause step: its ``root_cause_step`` as written, else (a record without the key) its
+    earliest origin; None when it marks no error."""
+    if rec.root_cause_step is not None:
+        return rec.root_cause_step
+    return min((i for i, role in roles(rec, settings).items() if role == "origin"), default=None)

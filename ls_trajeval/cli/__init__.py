@@ -1,7 +1,8 @@
 """The ``ls-trajeval`` command line: command definitions only, each a few lines over the Python API.
 
 One module per command family (``studio``: generate, import, layout, export, adjudicate, demo; ``convert``: convert, formats;
-``analysis``: report, agreement, prm, align; ``ml``: the ML backend), one error handler and one exit-code contract
+``analysis``: report, agreement, prm, align; ``ml``: the ML backend; ``judge``: the LLM judge and its suggestions;
+``tracing``: ingest, writeback), one error handler and one exit-code contract
 (:mod:`.common`). May import everything in ``ls_trajeval``; nothing imports it. A command family's module is imported
 only when one of its commands runs (or help lists them), and the modules behind the commands only when a command
 runs, so ``convert`` starts without the studio, analysis and ML modules.
@@ -31,6 +32,9 @@ COMMANDS = {
     "prm": ("analysis", "prm_command"),
     "align": ("analysis", "align_command"),
     "ml": ("ml", "ml_group"),
+    "judge": ("judge", "judge_group"),
+    "ingest": ("tracing", "ingest_group"),
+    "writeback": ("tracing", "writeback"),
 }
 
 

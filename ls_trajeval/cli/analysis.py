@@ -17,7 +17,7 @@ from .common import EXIT_REJECTED, Command, need_extra, writing
 
 #: what ``pip install 'ls-trajeval[analysis]'`` brings, by command
 REPORT_NEEDS = ("pandas", "numpy", "matplotlib", "scipy", "statsmodels", "krippendorff")
-AGREEMENT_NEEDS = ("numpy", "statsmodels", "krippendorff")
+AGREEMENT_NEEDS = ("numpy", "scipy", "statsmodels", "krippendorff")
 ALIGN_NEEDS = ("pandas", "numpy", "scipy", "statsmodels", "matplotlib")
 _MAX_PRINTED_ERRORS = 50
 
@@ -42,6 +42,10 @@ class _ErrorPrinter:
         self.finish()
         if self.count:
             sys.exit(EXIT_REJECTED)
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
 
 
 def _settings(config, correct_label, outcome_key):
@@ -71,7 +75,8 @@ def _common(f):
 @_common
 @click.option("-o", "--output", "output", default="report", show_default=True, type=click.Path(file_okay=False),
               help="Directory for report.html, the CSV/Parquet tables and the PNG plots.")
-@click.option("--top", default=10, show_default=True, type=click.IntRange(1), help="Rows of the ranked tables shown in HTML.")
+@click.option("--top", default=10, show_default=True, type=click.IntRange(1),
+              help="Rows of the ranked tables shown in HTML.")
 @click.option("--curve-x", type=click.Choice(["position", "step"]), default="position", show_default=True,
               help="x axis of the running-score plot: normalised position or step index.")
 @click.option("--no-plots", is_flag=True, help="Skip the PNG plots (tables and HTML only).")
@@ -84,15 +89,20 @@ def _common(f):
 @click.option("--resamples", default=2000, show_default=True, type=click.IntRange(0),
               help="Bootstrap resamples for the --by intervals; 0 = no intervals.")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap.")
+@click.option("--judge-align", "judge_align", type=click.Path(dir_okay=False), default=None,
+              help="The labels came from a judge: correct the error rates for its error as measured by `align` "
+                   "against gold labels (its align.json), Rogan-Gladen with 95% intervals.")
 @click.option("-q", "--quiet", is_flag=True, help="No terminal summary.")
 def report_command(inputs, config, correct_label, outcome_key, output, top, curve_x, no_plots, by, url, resamples,
-                   seed, quiet):
+                   seed, judge_align, quiet):
     """Error report (tables, plots, HTML) from trajectory_eval JSONL files or directories."""
     need_extra("analysis", *REPORT_NEEDS)
     from ..analysis.agreement import assess
+    from ..analysis.correction import read_alignment
     from ..analysis.report import aggregate, terminal_summary, write_report
     from ..studio.urls import task_url
 
+    judge = read_alignment(judge_align) if judge_align else None
     settings = _settings(config, correct_label, outcome_key)
     printer = _ErrorPrinter()
     data = aggregate(inputs, settings, on_error=printer, by=by)
@@ -103,10 +113,15 @@ def report_command(inputs, config, correct_label, outcome_key, output, top, curv
     link = (lambda project, task: task_url(url, project, task)) if url else None
     with writing(output):
         out = write_report(data, output, top=top, curve_x=curve_x, plots=not no_plots, inputs=inputs,
-                           task_link=link, agreement=agreement, resamples=resamples, seed=seed)
+                           task_link=link, agreement=agreement, resamples=resamples, seed=seed, judge=judge)
     if not quiet:
         click.echo(terminal_summary(out))
+    warning = data.by_warning()
+    if warning:
+        click.echo(f"warning: --by: {warning}", err=True)
     printer.done()
+    if by is not None and data.by_found == 0:  # the comparison asked for is not there: as a rejected input
+        sys.exit(EXIT_REJECTED)
 
 
 @click.command("agreement", cls=Command)
@@ -136,24 +151,38 @@ def agreement_command(inputs, config, correct_label, outcome_key, k, top, as_jso
 @click.command("prm", cls=Command)
 @_common
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Output JSONL ('-' for stdout).")
-@click.option("--shape", type=click.Choice(["trl", "prm800k", "soft"]), default="trl", show_default=True,
-              help="Labels: TRL booleans, PRM800K ratings (1 / 0 partial / -1), or severity-weighted soft labels.")
+@click.option("--shape", type=click.Choice(["trl", "prm800k", "soft", "sft", "dpo"]), default="trl", show_default=True,
+              help="Labels: TRL booleans, PRM800K ratings (1 / 0 partial / -1), or severity-weighted soft labels; "
+                   "or rows from the annotators' corrections: sft (prompt, completion), dpo (prompt, chosen, "
+                   "rejected).")
 @click.option("--partial", type=click.Choice(["true", "false", "drop"]), default="false", show_default=True,
-              help="trl: label for partially correct steps; drop = leave such steps out.")
-@click.option("--after-error", type=click.Choice(["keep", "cascade", "false", "truncate"]), default="keep",
+              help="trl, sft, dpo: label for partially correct steps; drop = leave such steps out.")
+@click.option("--after-error", type=click.Choice(["keep", "cascade", "false", "truncate", "causes"]), default="keep",
               show_default=True, help="Steps after the first error: keep their labels, make them all negative "
-                                      "(cascade; 'false' is the same), or cut the example there.")
+                                      "(cascade; 'false' is the same), cut the example there, or causes: keep "
+                                      "every step's own label and treat propagated errors by --propagated.")
+@click.option("--propagated", type=click.Choice(["negative", "drop", "mark"]), default="negative",
+              show_default=True, help="With --after-error causes, an error caused by an earlier wrong step: "
+                                      "negative as any error, drop (not graded; its text is context of the next "
+                                      "step), or mark (negative, flagged in a 'propagated' column).")
 @click.option("--merge", type=click.Choice(["majority", "any-error", "per-annotator"]), default="majority",
-              show_default=True, help="Several annotators: majority vote (ties are errors), any error, or one example each.")
+              show_default=True,
+              help="Several annotators: majority vote (ties are errors), any error, or one example each.")
 @click.option("--agent-steps", default="thought,action,code,message", show_default=True,
               help="Step types that become completions; other steps are context (prompt / next completion).")
 @click.option("--all-steps", is_flag=True, help="Every step is a completion (no context folding).")
-@click.option("--with-meta", is_flag=True, help="Add trace_id and annotators columns.")
-def prm_command(inputs, config, correct_label, outcome_key, output, shape, partial, after_error, merge, agent_steps,
-                all_steps, with_meta):
-    """Process-reward data (prompt, completions, labels): TRL stepwise, PRM800K ratings or soft labels."""
-    from ..analysis.prm import build_prm
+@click.option("--with-meta", is_flag=True, help="Add trace_id and annotators columns (sft/dpo: also step_index "
+                                                "and role).")
+def prm_command(inputs, config, correct_label, outcome_key, output, shape, partial, after_error, propagated, merge,
+                agent_steps, all_steps, with_meta):
+    """Training data: process-reward labels (TRL stepwise, PRM800K ratings, soft labels) or, from the
+    annotators' corrections, SFT and DPO rows in TRL's prompt-completion and preference formats."""
+    from ..analysis.prm import CORRECTION_SHAPES, build_prm
 
+    if propagated != "negative" and after_error != "causes":
+        raise UserError("--propagated applies with --after-error causes")
+    if shape in CORRECTION_SHAPES and after_error != "keep":
+        raise UserError(f"--after-error applies to step labels, not to --shape {shape}")
     settings = _settings(config, correct_label, outcome_key)
     printer = _ErrorPrinter()
     target = Path(output)
@@ -163,7 +192,8 @@ def prm_command(inputs, config, correct_label, outcome_key, output, shape, parti
         fh = sys.stdout if tmp is None else open(tmp, "w", encoding="utf-8")
     try:
         stats = build_prm(inputs, fh, settings=settings, shape=shape, partial=partial, after_error=after_error,
-                          merge=merge, agent_steps=types, with_meta=with_meta, on_error=printer)
+                          propagated=propagated, merge=merge, agent_steps=types, with_meta=with_meta,
+                          on_error=printer)
     finally:
         if tmp is not None:
             fh.close()
@@ -172,9 +202,17 @@ def prm_command(inputs, config, correct_label, outcome_key, output, shape, parti
         tmp.replace(target)
     if stats.examples == 0 and printer.count:
         raise _nothing_usable(printer)
-    click.echo(f"wrote {stats.examples} {shape} examples ({stats.steps} steps, {stats.true_labels} labelled good, "
-               f"{stats.context_steps} context steps folded, {stats.dropped_steps} dropped) to {output}",
-               err=tmp is None)
+    if shape in CORRECTION_SHAPES:
+        unchanged = f", {_count(stats.unchanged, 'correction')} equal to what the agent did" if shape == "dpo" else ""
+        click.echo(f"wrote {_count(stats.examples, shape + ' row')} from "
+                   f"{_count(stats.corrected_steps, 'corrected step')} "
+                   f"({_count(stats.without_correction, 'wrong step')} without a correction{unchanged}) to {output}",
+                   err=tmp is None)
+    else:
+        folded = f", {stats.propagated} propagated" if after_error == "causes" else ""
+        click.echo(f"wrote {stats.examples} {shape} examples ({stats.steps} steps, {stats.true_labels} labelled good, "
+                   f"{stats.context_steps} context steps folded, {stats.dropped_steps} dropped{folded}) to {output}",
+                   err=tmp is None)
     printer.done()
 
 
@@ -193,17 +231,37 @@ def prm_command(inputs, config, correct_label, outcome_key, output, shape, parti
               help="trajectory_eval YAML config: which correctness label means 'no error'.")
 @click.option("--correct-label", multiple=True,
               help="Correctness label(s) that mean 'no error' (default: from --config, else 'correct').")
-def align_command(pred, gold, within, as_json, out_dir, resamples, seed, config, correct_label):
+@click.option("--certify", is_flag=True,
+              help="Also state, overall and per error type, whether the lower end of each figure's 95% interval "
+                   "clears the thresholds below.")
+@click.option("--min-precision", type=click.FloatRange(0, 1), default=None,
+              help="--certify: the least lower bound of error_precision.")
+@click.option("--min-recall", type=click.FloatRange(0, 1), default=None,
+              help="--certify: the least lower bound of error_recall.")
+@click.option("--min-first-error", type=click.FloatRange(0, 1), default=None,
+              help="--certify: the least lower bound of first_error_within_K (K: --within).")
+@click.option("--interval", "interval", type=click.Choice(["wilson", "clopper-pearson"]), default="wilson",
+              show_default=True, help="--certify: the interval of each proportion (on the effective number of "
+                                      "steps, as the steps of one trace are not independent).")
+def align_command(pred, gold, within, as_json, out_dir, resamples, seed, config, correct_label, certify,
+                  min_precision, min_recall, min_first_error, interval):
     """Measure PRED labels (a judge, a detector, an annotator) against GOLD labels, both trajectory_eval JSONL.
 
     Traces are paired by trace_id. Exit code 1 when input lines were rejected or paired traces differ in
-    their step counts (they are left out and listed), 2 when no trace could be paired.
+    their step counts (they are left out and listed), 2 when no trace could be paired. The certification's
+    verdict does not change the exit code: read it from the text or from --json's "certification".
     """
     need_extra("analysis", *ALIGN_NEEDS)
-    from ..analysis.align import align, format_text, write_outputs
+    from ..analysis import certify as certification
+    from ..analysis.align import format_text, measure, pair, write_outputs
     from ..analysis.settings import read
     from ..core.records import AnnotationRecord
 
+    thresholds = certification.Thresholds(min_precision, min_recall, min_first_error)
+    if certify and thresholds == certification.Thresholds():
+        raise click.UsageError("--certify needs a threshold: --min-precision, --min-recall or --min-first-error")
+    if not certify and thresholds != certification.Thresholds():
+        raise click.UsageError("--min-precision, --min-recall and --min-first-error go with --certify")
     settings = _settings(config, correct_label, None)
     printer = _ErrorPrinter()
 
@@ -214,7 +272,8 @@ def align_command(pred, gold, within, as_json, out_dir, resamples, seed, config,
             else:
                 printer(item)
 
-    result = align(valid(pred), valid(gold), settings, within=within, resamples=resamples, seed=seed)
+    paired = pair(valid(pred), valid(gold))
+    result = measure(paired, settings, within=within, resamples=resamples, seed=seed)
     for msg in result.duplicates:
         click.echo(f"warning: {msg}", err=True)
     for tid, where in result.pred_only:
@@ -227,8 +286,14 @@ def align_command(pred, gold, within, as_json, out_dir, resamples, seed, config,
     if result.traces == 0:
         printer.finish()
         raise UserError("no trace of PRED is in GOLD with the same number of steps")
+    doc = result.to_json()
+    text = format_text(result)
+    if certify:
+        verdict = certification.certify(paired.pairs, settings, thresholds, within=within, method=interval)
+        doc["certification"] = verdict.to_json()
+        text += "\n\n" + certification.format_text(verdict)
     if out_dir:
         with writing(out_dir):
-            write_outputs(result, out_dir)
-    click.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False) if as_json else format_text(result))
+            write_outputs(result, out_dir, doc)
+    click.echo(json.dumps(doc, indent=2, ensure_ascii=False) if as_json else text)
     printer.done()

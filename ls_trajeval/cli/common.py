@@ -45,7 +45,7 @@ def error(message: str) -> None:
         click.echo(f"error: {line}", err=True)
 
 
-class _Contract:
+class _Contract(click.Command):
     """``main`` of a command or group that keeps the exit-code contract for everything it runs (the top group
     for the whole CLI; a command's own for the command run alone, as the tests and embedding programs do); and
     ``-h`` next to ``--help`` however the command is reached."""
@@ -105,7 +105,8 @@ def need_extra(extra: str, *modules: str) -> None:
     """Refuse to go on when an optional dependency of the ``extra`` is not installed, naming what to install."""
     missing = [m for m in modules if importlib.util.find_spec(m) is None]
     if missing:
-        raise UserError(f"{' and '.join(missing)} not installed: pip install 'ls-trajeval[{extra}]'")
+        names = " and ".join([", ".join(missing[:-1]), missing[-1]] if len(missing) > 1 else missing)
+        raise UserError(f"{names} not installed: pip install 'ls-trajeval[{extra}]'")
 
 
 @contextmanager

@@ -34,14 +34,20 @@ def ml_group():
 @click.option("--port", default=9090, show_default=True, type=int)
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64), help="worker processes")
 @click.option("--threads", default=4, show_default=True, type=click.IntRange(1, 256), help="threads per worker")
+@click.option("--model-dir", envvar=ml_env.MODEL_DIR, default=None,
+              help=f"where the learned judges are kept [env {ml_env.MODEL_DIR}; default: ml-models in the user's "
+                   "data directory]")
+@click.option("--no-learning", is_flag=True, help="suggest with the rule detectors only; learn nothing")
 @with_auth
 @studio_options
-def serve(config_path, host, port, workers, threads, basic_auth_user, basic_auth_password, url, api_key):
-    """Run the backend on gunicorn. With --url/--api-key it also writes scores back on annotation events."""
+def serve(config_path, host, port, workers, threads, model_dir, no_learning, basic_auth_user, basic_auth_password,
+          url, api_key):
+    """Run the backend on gunicorn. With --url/--api-key it also writes scores back on annotation events and learns
+    a judge per project from its labels (the train action, annotation events)."""
     from ..ml.serve import Backend
 
     backend = Backend(load_config(config_path), host, port, workers, threads, basic_auth_user, basic_auth_password,
-                      url, api_key)
+                      url, api_key, None if no_learning else (model_dir or ml_env.default_model_dir()))
     proc = backend.start()  # its refusals (missing extra, bad detectors, half-given credentials) are UserErrors
     click.echo(backend.describe(), err=True)
     for sig in (signal.SIGINT, signal.SIGTERM):

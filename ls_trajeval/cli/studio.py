@@ -9,8 +9,18 @@ import click
 
 from ..core.layouts import LAYOUTS, PAGED_MAX_STEPS
 from .common import (
-    EXIT_REJECTED, Command, format_option, layout_option, load_config, need_extra, optional_config,
-    project_config_option, quiet_option, studio, studio_options, writing,
+    EXIT_REJECTED,
+    Command,
+    format_option,
+    layout_option,
+    load_config,
+    need_extra,
+    optional_config,
+    project_config_option,
+    quiet_option,
+    studio,
+    studio_options,
+    writing,
 )
 
 
@@ -137,13 +147,13 @@ def export(project, output, per_annotator, gold, aggregate, review, predictions,
         need_extra("analysis", "crowdkit", "pandas")
     client = studio.connect(url, api_key)
     if gold:
-        summary = flow.export_gold(client, project, output, optional_config(config_path), method=aggregate,
-                                   review=list(review) or None)
-        for w in summary.warnings:
+        made = flow.export_gold(client, project, output, optional_config(config_path), method=aggregate,
+                                review=list(review) or None)
+        for w in made.warnings:
             click.echo(f"warning: {w}", err=True)
-        how = ", ".join(f"{n} {m}" for m, n in sorted(summary.methods.items()))
-        reviews = ", ".join(map(str, summary.review_projects)) or "none"
-        click.echo(f"wrote {summary.written} gold traces ({how or 'none'}) to {', '.join(summary.files)}; "
+        how = ", ".join(f"{n} {m}" for m, n in sorted(made.methods.items()))
+        reviews = ", ".join(map(str, made.review_projects)) or "none"
+        click.echo(f"wrote {made.written} gold traces ({how or 'none'}) to {', '.join(made.files)}; "
                    f"review projects: {reviews}")
         return
     if predictions:
@@ -176,17 +186,20 @@ def export(project, output, per_annotator, gold, aggregate, review, predictions,
 @click.option("--first-error-steps", type=click.IntRange(0), default=2, show_default=True,
               help="first error steps are disputed when more than this many steps apart (as agreement --k); a "
               "trace one annotator finds no error in is always disputed")
+@click.option("--root-cause-steps", type=click.IntRange(0), default=0, show_default=True,
+              help="root-cause steps are disputed when more than this many steps apart (only where some "
+              "annotator's root cause is not their first error: else it is the first-error dispute)")
 @project_config_option
 @studio_options
 def adjudicate(project, create_title, into, correctness_share, type_share, severity_ranks, first_error_steps,
-               config_path, url, api_key):
+               root_cause_steps, config_path, url, api_key):
     """Put the traces whose annotators disagree in a review project, each annotator's labels as a prediction."""
     from ..analysis.disagreement import Thresholds
     from ..flows.adjudicate import adjudicate as run
-    from ..studio.urls import label_stream_url
+    from ..studio.urls import task_list_url
 
     thresholds = Thresholds(correctness=correctness_share, error_type=type_share, severity_ranks=severity_ranks,
-                            first_error_steps=first_error_steps)
+                            first_error_steps=first_error_steps, root_cause_steps=root_cause_steps)
     summary = run(studio.connect(url, api_key), project, create_title=create_title, into=into, thresholds=thresholds,
                   config=optional_config(config_path))
     for w in summary.warnings:
@@ -199,8 +212,10 @@ def adjudicate(project, create_title, into, correctness_share, type_share, sever
     for d in summary.disputes[:10]:
         s = d.summary()
         click.echo(f"  {d.trace_id}: disputedness {s['disputedness']:g}, steps {s['steps_in_dispute'] or '–'}, "
-                   f"first errors {s['first_errors']}")
-    click.echo(f"adjudicate: {label_stream_url(studio.server_url(url), pid)}", err=True)
+                   f"first errors {s['first_errors']}"
+                   + (f", root causes {s['root_causes']}" if s["root_cause_disputed"] else ""))
+    click.echo(f"adjudicate: {task_list_url(studio.server_url(url), pid, summary.tab_id)} (open a task: one tab per "
+               "annotator, and Compare All)", err=True)
 
 
 @click.command(cls=Command)

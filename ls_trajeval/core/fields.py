@@ -28,9 +28,28 @@ SCORE_FIELDS = ("running_score", "n_errors", "first_error_step", "worst_severity
 #: a review project's summary of what its annotators dispute (``ls-trajeval adjudicate``): Data Manager columns,
 #: ``disputedness`` sorts most disputed first
 DISPUTE_FIELDS = ("disputedness", "n_annotators", "disputed_steps", "correctness_disputes", "error_type_disputes",
-                  "severity_disputes", "first_error_disputed", "steps_in_dispute", "first_errors")
+                  "severity_disputes", "first_error_disputed", "steps_in_dispute", "first_errors", "role_disputes",
+                  "root_cause_disputed", "root_causes")
+#: what a task's stored suggestions are least sure of (written by ``judge`` and ``judge merge``, with the
+#: predictions): ``least_confidence`` (a number: the Data Manager sorts the review queue by it, least confident
+#: first), the step it is about (``#N``) and the model version of the suggestions it describes
+LEAST_CONFIDENCE, LEAST_CONFIDENT_STEP, SUGGESTIONS_BY = "least_confidence", "least_confident_step", "suggestions_by"
+SUGGESTION_FIELDS = (LEAST_CONFIDENCE, LEAST_CONFIDENT_STEP, SUGGESTIONS_BY)
+#: the suggestions shown beside each step when annotators start from a blank trace (``suggestions.prelabel: false``):
+#: written with the predictions, shown by the workbench's ``List`` of that name (see ``core.suggestions.beside``)
+SUGGESTED = "te_suggested"
+#: ``judge accept``: ``acceptance`` is ``accepted`` (an annotation was made from the suggestion) or ``audit`` (left
+#: for people, to measure what accepting costs); ``te_acceptance`` what it was decided from (model version,
+#: prediction, threshold, the task's least confidence)
+ACCEPTANCE, ACCEPTANCE_DETAIL = "acceptance", "te_acceptance"
+ACCEPTANCE_FIELDS = (ACCEPTANCE, ACCEPTANCE_DETAIL)
 #: every task-data key ls-trajeval writes
-TASK_FIELDS = (TRANSCRIPT, PAGES, HEADER, N_STEPS, *SCORE_FIELDS, *DISPUTE_FIELDS)
+TASK_FIELDS = (TRANSCRIPT, PAGES, HEADER, N_STEPS, *SCORE_FIELDS, *DISPUTE_FIELDS, *SUGGESTION_FIELDS, SUGGESTED,
+               *ACCEPTANCE_FIELDS)
+#: the fields that hold numbers: the Data Manager's tabs type them so (it types every data column as text)
+NUMBER_FIELDS = (N_STEPS, "running_score", "n_errors", "first_error_step", "score_mean", "disputedness",
+                 "n_annotators", "disputed_steps", "correctness_disputes", "error_type_disputes", "severity_disputes",
+                 "role_disputes", LEAST_CONFIDENCE)
 #: where a task keeps its trace id besides ``data``: listing ``id,meta`` is a few bytes a task, where the data
 #: holds the whole trace three times over
 META_TRACE_ID = "te_trace_id"
@@ -53,6 +72,12 @@ def initial_scores(config, n_steps: int) -> dict:
             "score_mean": initial, "te_scores": {}, "te_curve": [initial] * n_steps, SCORE_STATUS: SCORE_NOT_KEPT}
 
 
+def first_error_column(step_index: int | None) -> int | None:
+    """The ``first_error_step`` a task shows in the Data Manager: the step's number as the UI shows it (``#1`` is
+    ``step_index`` 0), where the export record keeps the 0-based index."""
+    return None if step_index is None else step_index + 1
+
+
 def n_steps(data: Mapping[str, Any]) -> int:
     """A task's step count: its ``n_steps``, else the length of its transcript (tasks written by older versions
     or other tools), else 0."""
@@ -63,8 +88,9 @@ def n_steps(data: Mapping[str, Any]) -> int:
     return len(transcript) if isinstance(transcript, list) else 0
 
 
-#: the label config's objects: the task text, the transcript, a paged step, the header under the task
-OBJECT_NAMES = ("te_task", "te_trace", "te_step", HEADER)
+#: the label config's objects: the task text, the transcript, a paged step, the header under the task, the
+#: suggestions beside a blank trace
+OBJECT_NAMES = ("te_task", "te_trace", "te_step", HEADER, SUGGESTED)
 
 
 @dataclass(frozen=True)
@@ -74,35 +100,48 @@ class Names:
     scheme: str
 
     @property
-    def marks(self) -> str:  # transcript: the ParagraphLabels that marks a wrong step
+    def marks(self) -> str:
+        """The transcript layout's ParagraphLabels that marks a wrong step."""
         return self.scheme
 
     @property
-    def correctness(self) -> str:  # paged: prefix of the per-step correctness Choices
+    def correctness(self) -> str:
+        """The paged layout's prefix of the per-step correctness Choices."""
         return f"{self.scheme}_correctness"
 
     @property
     def type(self) -> str:
+        """The error-type control."""
         return f"{self.scheme}_type"
 
     @property
     def severity(self) -> str:
+        """The severity control."""
         return f"{self.scheme}_severity"
 
     @property
     def rationale(self) -> str:
+        """The rationale TextArea."""
         return f"{self.scheme}_rationale"
 
     @property
-    def types_store(self) -> str:  # paged: the hidden Taxonomy holding the error types every step shares
+    def types_store(self) -> str:
+        """The paged layout's hidden Taxonomy holding the error types every step shares."""
         return f"{self.scheme}_types"
 
     @property
     def reviewed(self) -> str:
+        """The "I reviewed every step" box."""
         return f"{self.scheme}_reviewed"
 
     @property
-    def live_score(self) -> str:  # transcript: the TextArea the ML backend fills while the annotator works
+    def decision(self) -> str:
+        """The transcript layout's per-region choice that keeps Submit from taking undecided suggestions."""
+        return f"{self.scheme}_decision"
+
+    @property
+    def live_score(self) -> str:
+        """The transcript layout's TextArea the ML backend fills with the live score."""
         return f"{self.scheme}_live_score"
 
 
@@ -110,4 +149,4 @@ def control_names(scheme_name: str) -> list[str]:
     """Every control and object name a label config for the trajectory scheme ``scheme_name`` uses."""
     n = Names(scheme_name)
     return [n.marks, n.correctness, n.type, n.severity, n.rationale, n.types_store, n.reviewed, n.live_score,
-            *OBJECT_NAMES]
+            n.decision, *OBJECT_NAMES]

@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 import re
 from functools import lru_cache
+from xml.etree import ElementTree
 
 import jinja2
 
 from .config import Config, Severity, humanize, load_dict
-from .fields import Names
+from .fields import SUGGESTED, Names
 from .layouts import LAYOUTS
 
 #: Label Studio's Repeater replaces this marker with the step index in every attribute.
@@ -51,6 +52,16 @@ def shown(text: str) -> str:
     return str(text).replace("$", "$" + WORD_JOINER).replace("{{", "{" + WORD_JOINER + "{")
 
 
+def rgb(color: str) -> str:
+    """A ``#RGB``/``#RRGGBB`` colour as Label Studio writes it in a mark's inline style: ``"211, 47, 47"``."""
+    digits = color.lstrip("#")
+    if len(digits) == 3:
+        digits = "".join(c * 2 for c in digits)
+    if not re.fullmatch(r"[0-9A-Fa-f]{6}", digits):
+        raise ValueError(f"not a #RGB or #RRGGBB colour: {color!r}")
+    return ", ".join(str(int(digits[i:i + 2], 16)) for i in (0, 2, 4))
+
+
 @lru_cache(maxsize=1)
 def _env() -> jinja2.Environment:
     env = jinja2.Environment(
@@ -63,6 +74,7 @@ def _env() -> jinja2.Environment:
     env.filters["humanize"] = humanize
     env.filters["severity_label"] = severity_label
     env.filters["shown"] = shown
+    env.filters["rgb"] = rgb
     return env
 
 
@@ -71,7 +83,13 @@ def generate(config: Config, layout: str = "transcript") -> str:
     if layout not in LAYOUTS:
         raise ValueError(f"unknown layout {layout!r}; expected one of {', '.join(LAYOUTS)}")
     template = _env().get_template(f"{layout}.xml.j2")
+    scheme = config.trajectory
+    # a mark takes its error label's colour, or its severity's when the error label was taken off it again
+    mark_colors = dict.fromkeys([ERROR_COLORS[i % len(ERROR_COLORS)] for i in range(len(scheme.error_labels))] +
+                                [SEVERITY_COLORS[i % len(SEVERITY_COLORS)] for i in range(len(scheme.severities))])
     xml = template.render(
+        mark_colors=list(mark_colors),
+        suggested_field=SUGGESTED,
         config=config,
         names=Names(config.trajectory.name),
         idx=IDX,
@@ -81,6 +99,19 @@ def generate(config: Config, layout: str = "transcript") -> str:
         embedded=embed_comment(config),
     )
     return "\n".join(line for line in xml.splitlines() if line.strip()) + "\n"
+
+
+def shows_suggestions(xml: str, config: Config) -> bool:
+    """Whether a project's label config (XML) marks undecided suggestions with the config's suggestion label: the
+    workbench made since it has the label among its marks, older ones and the paged layout do not (a prediction
+    for them keeps its correctness labels)."""
+    try:
+        root = ElementTree.fromstring(xml)
+    except ElementTree.ParseError:
+        return False
+    return any(labels.get("name") == config.trajectory.name and
+               any(label.get("value") == config.suggestions.label for label in labels.iter("Label"))
+               for labels in root.iter("ParagraphLabels"))
 
 
 EMBED_PREFIX = "ls-trajeval config:"

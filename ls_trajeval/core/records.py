@@ -14,15 +14,15 @@ from __future__ import annotations
 import gzip
 import json
 import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Mapping
-from typing import Any, Iterator, Sequence, Union
+from typing import Any
 
 from .config import Config
 from .fields import n_steps as task_n_steps
-from .labels import StepLabel
-from .results import decode
+from .labels import ROLES, SOURCES, Span, StepLabel, resolve_causes
+from .results import decode, parent_prediction
 from .scoring import ScoreSummary, summarize
 from .tasks import step_text
 from .trace import Trace, TraceError, iter_jsonl, open_text, parse_trace
@@ -35,10 +35,13 @@ HEAD_KEYS = ("trace_id", "task", "project_id", "task_id", "annotation_id", "anno
 RECORD_KEYS = frozenset({
     *HEAD_KEYS, "scheme", "running_score", "final_score", "n_steps", "n_errors", "first_error_step",
     "worst_severity", "severity_weights", "score_initial", "score_min", "model_version", "gold",
+    "root_cause_step", "rejected_suggestions",
 })
-#: The keys of one per-step entry
+#: The keys of one per-step entry: the guide's, then provenance (``source``, ``suggested_by``, ``confidence``),
+#: evidence spans, cause links (``caused_by``, ``role``) and the correction, added after them
 STEP_KEYS = ("step_index", "step_type", "step_text", "correctness", "error_category", "error_type", "severity",
-             "rationale", "score")
+             "rationale", "score", "source", "suggested_by", "confidence", "evidence", "caused_by", "role",
+             "correction")
 
 
 # ---------------------------------------------------------------- writing
@@ -56,17 +59,23 @@ def _annotator(annotation: Mapping, users: Mapping[int, dict]) -> tuple[str | No
 
 
 def build_record(task: Mapping, annotation: Mapping, config: Config, *, layout: str = "",
-                 users: Mapping[int, dict] | None = None, annotator: str | None = None) -> tuple[dict, list[str]]:
+                 users: Mapping[int, dict] | None = None, annotator: str | None = None, prediction: bool = False,
+                 model_version: str | None = None) -> tuple[dict, list[str]]:
     """The record of one annotation of one task (Label Studio's JSON), and the decoder's located warnings.
 
-    A prediction is read the same way: ``annotator`` then names its author (no user completed it), and its
-    ``model_version`` is kept."""
+    Provenance: each step's ``source`` (and ``rejected_suggestions``) comes from comparing the annotation with the
+    prediction of the task's ``predictions`` it started from (:func:`~.results.parent_prediction`; ``model_version``
+    is the project's, which the label stream prefills from).
+
+    A prediction is read the same way with ``prediction``: ``annotator`` then names its author (no user completed
+    it), its ``model_version`` is kept and its marks are the suggestions they carry."""
     data = task.get("data") or {}
     parsed = parse_trace(data, source=f"task {task.get('id')}", id_key=config.id_key, text_key=config.text_key,
                          trace_key=config.trace_key)
     steps = parsed.steps if isinstance(parsed, Trace) else []
     n_steps = len(steps) if steps else task_n_steps(data)
-    labels = decode(annotation.get("result") or [], config, n_steps)
+    parent = None if prediction else parent_prediction(annotation, task.get("predictions") or [], model_version)
+    labels = decode(annotation.get("result") or [], config, n_steps, prediction=prediction, parent=parent)
     for label in labels.steps:
         step = steps[label.step_index] if label.step_index < len(steps) else None
         if step is not None:
@@ -90,21 +99,32 @@ def build_record(task: Mapping, annotation: Mapping, config: Config, *, layout: 
     }
     if annotation.get("model_version") is not None:
         head["model_version"] = annotation["model_version"]
+    warnings = list(labels.warnings)
     record = assemble(head, scheme.name, labels.steps, labels.whole_trace, summarize(labels.steps, scheme), n_steps,
-                      scheme.weights, scheme.running_score.initial, scheme.running_score.min)
+                      scheme.weights, scheme.running_score.initial, scheme.running_score.min,
+                      is_error=scheme.error_labels.__contains__, rejected_suggestions=labels.rejected_suggestions,
+                      warnings=warnings)
     where = f"task {task.get('id')} annotation {annotation.get('id')}"
-    return record, [f"{where}: {w}" for w in labels.warnings]
+    return record, [f"{where}: {w}" for w in warnings]
 
 
 def assemble(head: Mapping, scheme_name: str, steps: Sequence[StepLabel], whole_trace: Mapping,
-             score: ScoreSummary, n_steps: int, weights: Mapping[str, float], initial: float, minimum: float) -> dict:
+             score: ScoreSummary, n_steps: int, weights: Mapping[str, float], initial: float, minimum: float, *,
+             is_error: Callable[[str], bool], rejected_suggestions: Sequence[Mapping] = (),
+             warnings: list[str] | None = None) -> dict:
     """A record from its parts: ``head`` (the keys from ``trace_id`` to ``metadata``, and any other key of
     :data:`RECORD_KEYS` the writer sets, such as ``model_version``), one label per step (with its ``step_type`` and
     ``step_text``), the whole-trace labels and the score. :func:`build_record` and the gold labels of the analysis
-    write through it, so every record has one shape."""
+    write through it, so every record has one shape.
+
+    The steps' cause links are checked here and their roles set (:func:`~.labels.resolve_causes`; ``is_error``
+    tells a wrong step's correctness label); links it drops are described in ``warnings`` when a list is given."""
     unknown = set(head) - RECORD_KEYS
     if unknown:
         raise ValueError(f"not record keys: {sorted(unknown)}")
+    root_cause, dropped = resolve_causes(steps, is_error)
+    if warnings is not None:
+        warnings.extend(dropped)
     entries = [{
         "step_index": label.step_index,
         "step_type": label.step_type,
@@ -115,6 +135,13 @@ def assemble(head: Mapping, scheme_name: str, steps: Sequence[StepLabel], whole_
         "severity": label.severity,
         "rationale": label.rationale,
         "score": _num(running),
+        "source": label.source,
+        "suggested_by": label.suggested_by,
+        "confidence": label.confidence,
+        "evidence": [span.to_json() for span in label.evidence],
+        "caused_by": list(label.caused_by),
+        "role": label.role,
+        "correction": label.correction,
     } for label, running in zip(steps, score.curve)]
     return {
         **{k: head.get(k) for k in HEAD_KEYS},
@@ -131,6 +158,8 @@ def assemble(head: Mapping, scheme_name: str, steps: Sequence[StepLabel], whole_
         "severity_weights": {k: _num(v) for k, v in weights.items()},
         "score_initial": _num(initial),
         "score_min": _num(minimum),
+        "root_cause_step": root_cause,
+        "rejected_suggestions": [dict(r) for r in rejected_suggestions],
     }
 
 
@@ -142,6 +171,7 @@ def dumps(record: Mapping) -> str:
 # ---------------------------------------------------------------- reading
 @dataclass
 class AnnotationRecord:
+    """One line of a trajectory_eval export as the analyses read it: its steps, labels, scores and fields."""
     source: str
     line: int
     trace_id: str
@@ -161,6 +191,10 @@ class AnnotationRecord:
     fields: dict = field(default_factory=dict)
     #: the trace's metadata (agent, model, run, ...), when the export carries it
     metadata: dict = field(default_factory=dict)
+    #: the earliest origin of the trace's errors, as written (None without errors or in older exports)
+    root_cause_step: int | None = None
+    #: the suggestions the annotator removed, as written
+    rejected_suggestions: list = field(default_factory=list)
 
     def value(self, key: str) -> Any:
         """What the record says for ``key``: a key of the trace's metadata (``metadata.KEY`` to say so), else a
@@ -194,6 +228,64 @@ def _opt_str(v: Any) -> str | None:
     return v if isinstance(v, str) else str(v)
 
 
+#: the keys of a per-step entry in the guide's own shape (the added keys come after them in STEP_KEYS)
+_GUIDE_STEP_KEYS = frozenset(STEP_KEYS[:STEP_KEYS.index("source")])
+
+
+def _nonneg_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _read_added_step_keys(e: Mapping, label: StepLabel) -> tuple[str, str] | None:
+    """Set ``label``'s provenance, evidence, cause links and correction from entry ``e``; (key, problem) when one is
+    malformed. Absent or null keys keep their defaults."""
+    source = e.get("source")
+    if source is not None:
+        if source not in SOURCES:
+            return "source", f"expected one of {', '.join(SOURCES)}, got {source!r}"
+        label.source = source
+    label.suggested_by = _opt_str(e.get("suggested_by"))
+    conf = e.get("confidence")
+    if conf is not None:
+        if _number(conf) is None or not 0 <= conf <= 1:
+            return "confidence", "expected a number from 0 to 1"
+        label.confidence = float(conf)
+    evidence = e.get("evidence")
+    if evidence:
+        if not isinstance(evidence, list):
+            return "evidence", "expected a list"
+        spans = []
+        for j, sp in enumerate(evidence):
+            if not (isinstance(sp, dict) and _nonneg_int(sp.get("start")) and _nonneg_int(sp.get("end"))
+                    and sp["start"] <= sp["end"] and isinstance(sp.get("text"), str)):
+                return f"evidence[{j}]", "expected {\"start\", \"end\", \"text\"} with 0 <= start <= end"
+            spans.append(Span(sp["start"], sp["end"], sp["text"]))
+        label.evidence = tuple(spans)
+    caused = e.get("caused_by")
+    if caused:
+        if not isinstance(caused, list) or not all(_nonneg_int(c) for c in caused):
+            return "caused_by", "expected a list of step indices"
+        label.caused_by = tuple(caused)
+    role = e.get("role")
+    if role is not None:
+        if role not in ROLES:
+            return "role", f"expected one of {', '.join(ROLES)} or null, got {role!r}"
+        label.role = role
+    correction = e.get("correction")
+    if correction is not None and not isinstance(correction, str):
+        return "correction", "expected a string or null"
+    label.correction = correction or None
+    return None
+
+
+def _rejected(v: Any) -> list[dict] | None:
+    if v is None:
+        return []
+    if not isinstance(v, list) or not all(isinstance(r, dict) and _nonneg_int(r.get("step_index")) for r in v):
+        return None
+    return v
+
+
 def parse_record(obj: Any, source: str, line: int, *, scheme: str | None = None,
                  default_correctness: str = "correct") -> AnnotationRecord | TraceError:
     """One decoded line as a record, or the located reason it is not one.
@@ -218,7 +310,7 @@ def parse_record(obj: Any, source: str, line: int, *, scheme: str | None = None,
         if not isinstance(e, dict):
             return bad("expected an object", f"{found}[{i}]")
         idx = e.get("step_index")
-        if idx.__class__ is not int or idx < 0:
+        if not isinstance(idx, int) or isinstance(idx, bool) or idx < 0:
             return bad("expected a non-negative integer", f"{found}[{i}].step_index")
         if idx in seen:
             return bad(f"step {idx} appears twice", f"{found}[{i}].step_index")
@@ -226,19 +318,24 @@ def parse_record(obj: Any, source: str, line: int, *, scheme: str | None = None,
         corr = e.get("correctness")
         if corr is None:
             corr = default_correctness
-        elif corr.__class__ is not str:
+        elif not isinstance(corr, str):
             return bad("expected a string", f"{found}[{i}].correctness")
         text = e.get("step_text")
-        if text.__class__ is not str:
+        if not isinstance(text, str):
             text = "" if text is None else json.dumps(text)
         st = e.get("step_type")
-        if st is not None and st.__class__ is not str:
+        if st is not None and not isinstance(st, str):
             st = str(st)
         cat, typ, sev, why = e.get("error_category"), e.get("error_type"), e.get("severity"), e.get("rationale")
         if cat is None and typ is None and sev is None and why is None:
-            steps.append(StepLabel(idx, corr, None, None, None, None, st, text))
+            label = StepLabel(idx, corr, None, None, None, None, st, text)
         else:
-            steps.append(StepLabel(idx, corr, _opt_str(cat), _opt_str(typ), _opt_str(sev), _opt_str(why), st, text))
+            label = StepLabel(idx, corr, _opt_str(cat), _opt_str(typ), _opt_str(sev), _opt_str(why), st, text)
+        if not _GUIDE_STEP_KEYS.issuperset(e):  # the added keys, when the line has some
+            problem = _read_added_step_keys(e, label)
+            if problem is not None:
+                return bad(problem[1], f"{found}[{i}].{problem[0]}")
+        steps.append(label)
     steps.sort(key=lambda s: s.step_index)
     n_file = obj.get("n_steps")
     n_steps = max(
@@ -267,6 +364,12 @@ def parse_record(obj: Any, source: str, line: int, *, scheme: str | None = None,
     if not isinstance(annotator, str) or not annotator:
         aid = obj.get("annotator_id")
         annotator = f"annotator_{aid}" if aid is not None else Path(source).name.split(".")[0]
+    rejected = _rejected(obj.get("rejected_suggestions"))
+    if rejected is None:
+        return bad("expected a list of objects with a step_index", "rejected_suggestions")
+    root = obj.get("root_cause_step")
+    if root is not None and not _nonneg_int(root):
+        return bad("expected a step index or null", "root_cause_step")
     task = obj.get("task")
     return AnnotationRecord(
         source=source, line=line, trace_id=str(tid), task=task if isinstance(task, str) else "",
@@ -275,6 +378,7 @@ def parse_record(obj: Any, source: str, line: int, *, scheme: str | None = None,
         score_initial=_number(obj.get("score_initial")), score_min=_number(obj.get("score_min")),
         final_score=_number(obj.get("final_score")), fields=fields,
         metadata=obj["metadata"] if isinstance(obj.get("metadata"), dict) else {},
+        root_cause_step=root, rejected_suggestions=rejected,
     )
 
 
@@ -309,7 +413,7 @@ def read_lines(path: str | Path) -> Iterator[tuple[int, Any] | TraceError]:
 
 
 def read_records(inputs: Sequence[str | Path], *, scheme: str | None = None,
-                 default_correctness: str = "correct") -> Iterator[Union[AnnotationRecord, TraceError]]:
+                 default_correctness: str = "correct") -> Iterator[AnnotationRecord | TraceError]:
     """Every record of every input (files, or directories of ``*.jsonl[.gz]``); bad lines as located errors.
 
     The same annotation seen twice (a file passed both directly and through its directory, or a re-export) is

@@ -525,6 +525,7 @@ def header_line(card: Card, config: Config) -> tuple[str, int | None]:
 
 
 def block_text(block: Block) -> str:
+    """A block as the workbench's text: its title on a line of its own, then its lines."""
     lines = ([block.title] if block.title else []) + block.lines
     return "\n".join(lines)
 

@@ -1,9 +1,9 @@
 """The running score: the one function that turns step labels into a per-trace quality curve."""
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from .labels import StepLabel
 
@@ -13,6 +13,7 @@ if TYPE_CHECKING:  # the config model (and PyYAML) load on first use, not with e
 
 @dataclass(frozen=True)
 class ScoreSummary:
+    """A trace's running score after each step and the per-trace figures derived from it."""
     curve: list[float]  # the score after each step
     final: float
     n_errors: int
@@ -57,3 +58,11 @@ def summarize(steps: Sequence[StepLabel], scheme: TrajectoryScheme) -> ScoreSumm
         first_error_step=min((s.step_index for s in wrong), default=None),
         worst_severity=worst,
     )
+
+
+def share_kept(final: float, scheme: TrajectoryScheme) -> float:
+    """A final score as the share of the score's range it keeps: 1 with nothing deducted, 0 at the floor. Label
+    Studio shows a prediction's score as a percentage of 1 ("0.95" reads "95.00%")."""
+    rs = scheme.running_score
+    span = rs.initial - rs.min
+    return (final - rs.min) / span if span > 0 else 1.0

@@ -23,8 +23,10 @@ selection in UTF-16 code units of ``text``: convert to code points first.
 from __future__ import annotations
 
 from .config import Config
-from .fields import HEADER, N_STEPS, PAGES, TRANSCRIPT, initial_scores
+from .fields import HEADER, N_STEPS, PAGES, SUGGESTED, TRANSCRIPT, initial_scores
+from .labels import TraceLabels
 from .render import Card, card_html, card_text, header_html, render_trace
+from .suggestions import beside
 from .trace import Step, Trace
 
 __all__ = ["step_text", "transcript_entry", "pages", "has_pages", "task_data"]
@@ -70,4 +72,7 @@ def task_data(trace: Trace, config: Config, layout: str = "transcript") -> dict:
         data[PAGES] = pages(trace, config, cards)
     data[N_STEPS] = len(trace.steps)
     data.update(initial_scores(config, len(trace.steps)))
+    if not config.suggestions.prelabel:  # the workbench shows suggestions beside the steps, from this field
+        data[SUGGESTED] = beside(TraceLabels([]), config, "")
     return data
+

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from operator import itemgetter, methodcaller
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Union
+from typing import Any
 
 #: Step types the converters emit; the reader accepts any non-empty string.
 STEP_TYPES = {
@@ -29,7 +30,7 @@ STEP_TYPES = {
 }
 
 
-def _set_action_input(step: "Step", value: Any) -> None:
+def _set_action_input(step: Step, value: Any) -> None:
     if value is None:
         step.pop("action_input", None)
     else:
@@ -49,7 +50,7 @@ class Step(dict):
     action_input = property(methodcaller("get", "action_input"), _set_action_input)
 
     @classmethod
-    def of(cls, type: str, content: str, action_input: Any = None, extra: dict | None = None) -> "Step":
+    def of(cls, type: str, content: str, action_input: Any = None, extra: dict | None = None) -> Step:
         """A step of ``type`` and ``content``, its ``action_input`` when not None, then the keys of ``extra``."""
         s = cls(type=type, content=content)
         if action_input is not None:
@@ -59,6 +60,7 @@ class Step(dict):
         return s
 
     def to_json(self) -> dict:
+        """The step as a plain JSON object."""
         return dict(self)
 
     @property
@@ -69,6 +71,7 @@ class Step(dict):
 
 @dataclass
 class Trace:
+    """One agent trace: its id, the task it was given, its steps and its metadata."""
     trace_id: str
     task: str
     steps: list[Step]
@@ -78,7 +81,7 @@ class Trace:
 
     def to_json(self, id_key: str = "trace_id", text_key: str = "task", trace_key: str = "trace") -> dict:
         """The trace's JSON object; its steps are the trace's own step objects (not copies)."""
-        out = {id_key: self.trace_id, text_key: self.task, trace_key: list(self.steps)}
+        out: dict[str, Any] = {id_key: self.trace_id, text_key: self.task, trace_key: list(self.steps)}
         if self.metadata:
             out["metadata"] = self.metadata
         out.update(self.extra)
@@ -105,7 +108,7 @@ class TraceError:
         return f"{where}: {self.detail}"
 
 
-ReadResult = Union[Trace, TraceError]
+ReadResult = Trace | TraceError
 
 
 def is_blank(s: Step) -> bool:
@@ -116,7 +119,7 @@ def is_blank(s: Step) -> bool:
     a = s.action_input
     if a is None or a == "":
         return True
-    return a.isspace() if a.__class__ is str else not a
+    return a.isspace() if isinstance(a, str) else not a
 
 
 def blank_steps(steps: list[Step]) -> int:
@@ -131,7 +134,8 @@ def all_blank(steps: list[Step]) -> bool:
 
 def blank_trace_error(steps: list[Step], source: str, line: int | None, field: str | None,
                       trace_id: str | None) -> TraceError | None:
-    """The refusal of a trace to import whose steps are all empty (nothing to annotate); None when some step has text."""
+    """The refusal of a trace to import whose steps are all empty (nothing to annotate); None when some step has
+    text."""
     if not all_blank(steps):
         return None
     return TraceError(source, line, field, f"all {len(steps)} step(s) are empty (no content, no action_input): "
@@ -139,6 +143,7 @@ def blank_trace_error(steps: list[Step], source: str, line: int | None, field: s
 
 
 def format_action_input(value: Any) -> str:
+    """An action's input as readable text: strings as they are, structured arguments as JSON."""
     if value is None:
         return ""
     if isinstance(value, str):

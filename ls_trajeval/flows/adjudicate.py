@@ -15,6 +15,7 @@ its summary brought up to date. The adjudicator's annotations are what ``export 
 """
 from __future__ import annotations
 
+from collections.abc import Set
 from dataclasses import dataclass, field
 
 from ..analysis.disagreement import Thresholds, TraceDisagreement, find_disagreements
@@ -23,10 +24,20 @@ from ..analysis.trace_groups import latest_per_annotator
 from ..core import records, results
 from ..core.config import Config
 from ..core.errors import UserError
-from ..core.fields import DISPUTE_FIELDS, HEADER, META_SOURCE, META_TRACE_ID, initial_scores, n_steps, review_mark
+from ..core.fields import (
+    DISPUTE_FIELDS,
+    HEADER,
+    META_SOURCE,
+    META_TRACE_ID,
+    NUMBER_FIELDS,
+    initial_scores,
+    n_steps,
+    review_mark,
+)
 from ..core.labelconfig import from_label_config
 from ..core.labels import TraceLabels
 from ..core.layouts import layout_of
+from ..core.scoring import share_kept
 from ..core.trace import TraceError
 from ..studio import client as studio
 from .export import ExportSummary, readable_record
@@ -42,6 +53,8 @@ VIEW_ORDERING = ["-tasks:data.disputedness"]
 class AdjudicationSummary:
     project_id: int
     review_project_id: int = 0
+    #: the review project's "Most disputed" tab
+    tab_id: int = 0
     created: bool = False
     compared: int = 0  # traces with two or more annotators
     disputed: int = 0
@@ -64,7 +77,7 @@ class _Trace:
 
 
 def find_disputes(client, project: dict, config: Config, thresholds: Thresholds, summary: AdjudicationSummary,
-                  held: set[str] = frozenset(), page_size: int = 100) -> dict[str, _Trace]:
+                  held: Set[str] = frozenset(), page_size: int = 100) -> dict[str, _Trace]:
     """trace id -> the task, its disagreement and each annotator's labels, for every trace of ``project`` that two
     or more annotators labelled and that is disputed or in ``held`` (the others are counted in
     ``summary.compared`` and dropped: a large project's traces are not all held in memory)."""
@@ -110,10 +123,11 @@ def find_disputes(client, project: dict, config: Config, thresholds: Thresholds,
 def review_project(client, source: dict, config: Config, layout: str, *, create_title: str | None,
                    into: int | None, summary: AdjudicationSummary) -> dict:
     """The review project: ``into``, or the one called ``create_title`` (made when there is none), checked to have
-    the source's layout and taxonomy, marked as its review project, with the "Most disputed" tab."""
-    project = studio.get_project(client, into) if into else studio.find_project(client, create_title)
+    the source's layout and taxonomy, marked as its review project."""
+    title = create_title or ""  # one of the two is given (adjudicate checks)
+    project = studio.get_project(client, into) if into else studio.find_project(client, title)
     if project is None:
-        project = studio.create_project(client, config, layout, create_title)
+        project = studio.create_project(client, config, layout, title)
         summary.created = True
     elif project["id"] == source["id"]:
         raise UserError(f"project {project['id']} is the project to adjudicate; the review needs a project of its own")
@@ -129,8 +143,14 @@ def review_project(client, source: dict, config: Config, layout: str, *, create_
         # predictions shown: the annotators' labels are what the adjudicator compares
         studio.update_project(client, project["id"], description="\n".join(x for x in (description, mark) if x),
                               show_collab_predictions=True)
-    studio.ensure_view(client, project["id"], VIEW_TITLE, VIEW_ORDERING)
     return project
+
+
+def _prediction(labels: TraceLabels, annotator: str, config: Config, layout: str, task_data: dict) -> dict:
+    """An annotator's labels as a prediction named after them (a tab of the review task), its score the share of
+    the running score they keep, which Label Studio shows as a percentage ("95.00%" for 95 of 100)."""
+    prediction = as_prediction(labels, annotator, config, layout, task_data)
+    return {**prediction, "score": round(share_kept(prediction["score"], config.trajectory), 4)}
 
 
 def _same(a: TraceLabels, b: TraceLabels) -> bool:
@@ -141,19 +161,20 @@ def _same(a: TraceLabels, b: TraceLabels) -> bool:
 
 
 def adjudicate(client, project_id: int, *, create_title: str | None = None, into: int | None = None,
-               thresholds: Thresholds = Thresholds(), config: Config | None = None,
+               thresholds: Thresholds | None = None, config: Config | None = None,
                page_size: int = 100) -> AdjudicationSummary:
     """Find the disputed traces of project ``project_id`` and create or update the review project (see the module
     docstring). ``config`` defaults to the project's own."""
     if bool(create_title) == bool(into):
         raise UserError("give either --create TITLE or --into PROJECT")
+    thresholds = thresholds or Thresholds()
     summary = AdjudicationSummary(project_id)
     source = studio.get_project(client, project_id)
     config = project_config(source, config)
     layout = layout_of(source.get("label_config") or "")
     project = review_project(client, source, config, layout, create_title=create_title, into=into, summary=summary)
     summary.review_project_id = pid = project["id"]
-    held = {}
+    held: dict[str, dict] = {}
     if not summary.created:
         for task in studio.iter_tasks(client, pid, page_size=page_size):
             tid = (task.get("meta") or {}).get(META_TRACE_ID) or (task.get("data") or {}).get(config.id_key)
@@ -175,12 +196,13 @@ def adjudicate(client, project_id: int, *, create_title: str | None = None, into
                 **t.dispute.summary()}
         new.append({"data": data, "meta": {META_TRACE_ID: tid, META_SOURCE: {"project": project_id,
                                                                             "task": t.task["id"]}},
-                    "predictions": [as_prediction(labels, who, config, layout, data) for who, labels in t.labels.items()]})
+                    "predictions": [_prediction(labels, who, config, layout, data)
+                                    for who, labels in t.labels.items()]})
     for tid, task in held.items():
-        t = traces.get(tid)
-        if t is not None and not t.dispute.disputed:
+        settled = traces.get(tid)
+        if settled is not None and not settled.dispute.disputed:
             summary.settled.append(tid)
-            _update(client, task, t, config, layout, summary)
+            _update(client, task, settled, config, layout, summary)
 
     refused: list[dict] = []
 
@@ -192,6 +214,11 @@ def adjudicate(client, project_id: int, *, create_title: str | None = None, into
         batch = new[start:start + page_size]
         summary.tasks_added += studio.import_batch(client, pid, batch, on_rejected=refuse)
         summary.predictions_added += sum(len(t["predictions"]) for t in batch if not any(t is r for r in refused))
+    # made once the tasks are there, so that it hides their data columns as Label Studio's own first tab would,
+    # but for the dispute summary: beside the open task, what the adjudicator is to settle
+    summary.tab_id = studio.ensure_tab(client, pid, VIEW_TITLE, ordering=VIEW_ORDERING, numbers=NUMBER_FIELDS,
+                                       beside_task=DISPUTE_FIELDS)["id"]
+    studio.number_columns(client, pid, NUMBER_FIELDS)
     return summary
 
 
@@ -208,9 +235,10 @@ def _update(client, task: dict, t: _Trace, config: Config, layout: str, summary:
     n = n_steps(data)
     for who, labels in t.labels.items():
         old = by_version.get(who)
-        if old is not None and _same(results.decode(old.get("result") or [], config, n), labels):
+        prediction = _prediction(labels, who, config, layout, data)
+        if old is not None and old.get("score") == prediction["score"] \
+                and _same(results.decode(old.get("result") or [], config, n), labels):
             continue
-        prediction = as_prediction(labels, who, config, layout, data)
         if old is None:
             studio.create_prediction(client, task["id"], prediction)
             summary.predictions_added += 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import secrets
+import shlex
 import signal
 import socket
 import threading
@@ -15,8 +16,10 @@ from pathlib import Path
 import platformdirs
 
 from ..core.config import Config
+from ..ml.connect import connect_backend
+from ..ml.serve import Backend, BackendError, stop
 from ..studio import client as studio
-from ..studio.localserver import LocalLabelStudio, free_port
+from ..studio.localserver import Credentials, LocalLabelStudio, ServerError, free_port
 from ..studio.urls import label_stream_url
 from .importer import import_traces, read_inputs
 
@@ -57,23 +60,18 @@ def _backend_state(data_dir: Path) -> dict:
 
 def _forget_backend(client, project_id: int, url: str) -> None:
     """The project's ML backend row and webhook for a backend address no longer used (its port was taken)."""
-    for b in studio.call(client.ml.list, project=project_id, what="listing ML backends"):
-        b = studio._dump(b)
+    for b in studio.ml_backends(client, project_id):
         if (b.get("url") or "").rstrip("/") == url:
-            studio.call(client.ml.delete, id=b["id"], what=f"removing ML backend {b['id']}")
-    for h in studio.call(client.webhooks.list, project=str(project_id), what="listing webhooks"):
-        h = studio._dump(h)
+            studio.remove_ml_backend(client, b["id"])
+    for h in studio.webhooks(client, project_id):
         if (h.get("url") or "").rstrip("/") == url + "/webhook":
-            studio.call(client.webhooks.delete, id=h["id"], what=f"removing webhook {h['id']}")
+            studio.remove_webhook(client, h["id"])
 
 
 def _start_backend(data_dir: Path, server: LocalLabelStudio, client, project_id: int, config: Config, echo=print):
     """The ML backend, started the way ``ls-trajeval ml serve`` starts it, connected to the demo project, the
     samples' suggestions retrieved; returns the backend and its process, or None when the ``ml`` extra is
     missing (the demo then runs without suggestions and live score, and says so)."""
-    from ..ml.connect import connect_backend
-    from ..ml.serve import Backend, BackendError, stop
-
     if any(importlib.util.find_spec(m) is None for m in ("flask", "gunicorn")):
         echo("ML backend: not started (pip install 'ls-trajeval[ml]' for suggested steps and the live score)")
         return None
@@ -85,7 +83,7 @@ def _start_backend(data_dir: Path, server: LocalLabelStudio, client, project_id:
         state["port"] = port
         (data_dir / BACKEND_STATE).write_text(json.dumps(state))
     backend = Backend(config, port=port, user=state["user"], password=state["password"], studio_url=server.url,
-                      api_key=server.credentials.token)
+                      api_key=_credentials(server).token, model_dir=str(data_dir / "ml-models"))
     echo(f"starting the ML backend on {backend.url} ...")
     with open(data_dir / "ml-backend.log", "ab") as log:
         proc = backend.start(log=log, own_session=True)
@@ -100,20 +98,25 @@ def _start_backend(data_dir: Path, server: LocalLabelStudio, client, project_id:
     return backend, proc
 
 
+def _credentials(server: LocalLabelStudio) -> Credentials:
+    if server.credentials is None:
+        raise ServerError("Label Studio is not started")
+    return server.credentials
+
+
 def run_demo(data_dir: str | None, port: int, config: Config, layout: str = "transcript", *, wait: bool = True,
              echo=print) -> dict:
     """Start (or reuse) the local instance, its demo project and the ML backend; serve until Ctrl-C when ``wait``."""
-    from ..ml.serve import BackendError, stop
-
-    data_dir = Path(data_dir) if data_dir else default_data_dir()
+    directory = Path(data_dir) if data_dir else default_data_dir()
     if not port or not _port_free(port):
         port = free_port()
-    server = LocalLabelStudio(data_dir, port, log=echo)
-    echo(f"starting Label Studio from {data_dir} ...")
+    server = LocalLabelStudio(directory, port, log=echo)
+    echo(f"starting Label Studio from {directory} ...")
     server.start()
+    creds = _credentials(server)
     ml = None
     try:
-        client = studio.connect(server.url, server.credentials.token)
+        client = studio.connect(server.url, creds.token)
         title = f"ls-trajeval demo ({layout} layout)"
         project = studio.find_project(client, title)
         if project is None:
@@ -124,10 +127,9 @@ def run_demo(data_dir: str | None, port: int, config: Config, layout: str = "tra
         summary = import_traces(client, project["id"], read_inputs([sample_traces()], config), config, progress=False)
         echo(f"sample traces: imported {summary.imported}, already there {summary.skipped}")
         try:
-            ml = _start_backend(data_dir, server, client, project["id"], config, echo)
+            ml = _start_backend(directory, server, client, project["id"], config, echo)
         except BackendError as exc:
-            echo(f"ML backend: not started ({exc}; see {data_dir / 'ml-backend.log'})")
-        creds = server.credentials
+            echo(f"ML backend: not started ({exc}; see {directory / 'ml-backend.log'})")
         echo("")
         echo(f"  Label Studio:  {server.url}/projects/{project['id']}/data")
         echo(f"  annotate:      {label_stream_url(server.url, project['id'])}")
@@ -141,19 +143,27 @@ def run_demo(data_dir: str | None, port: int, config: Config, layout: str = "tra
         echo(f"    ls-trajeval export --project {project['id']} -o output/annotations.jsonl")
         echo(f"    ls-trajeval import my_traces.jsonl --project {project['id']}")
         echo("    ls-trajeval report output/")
+        if ml:
+            # the password stays in its file (never printed): the line reads it there when it runs
+            state = shlex.quote(str(directory / BACKEND_STATE))
+            echo("  the ML backend for a project of your own (import --create makes one without it):")
+            echo(f"    ls-trajeval ml connect --project ID --backend-url {ml[0].url} --basic-auth-user {ml[0].user} "
+                 "--basic-auth-password \"$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))"
+                 f"[sys.argv[2]])' {state} password)\"")
         info = {"url": server.url, "project": project["id"], "imported": summary.imported,
                 "skipped": summary.skipped, "ml_backend": ml[0].url if ml else None, **creds.__dict__}
         if wait:
-            echo(f"\n  Ctrl-C stops Label Studio{' and the ML backend' if ml else ''} (your data stays in the data dir).")
+            both = " and the ML backend" if ml else ""
+            echo(f"\n  Ctrl-C stops Label Studio{both} (your data stays in the data dir).")
             stop_event = threading.Event()
             signal.signal(signal.SIGTERM, lambda *_: stop_event.set())
             try:
                 while not stop_event.wait(1):
-                    if server.proc.poll() is not None:
-                        echo("Label Studio exited; see " + str(data_dir / "server.log"))
+                    if server.proc is None or server.proc.poll() is not None:
+                        echo("Label Studio exited; see " + str(directory / "server.log"))
                         break
                     if ml and ml[1].poll() is not None:
-                        echo("the ML backend exited; see " + str(data_dir / "ml-backend.log"))
+                        echo("the ML backend exited; see " + str(directory / "ml-backend.log"))
                         break
             except KeyboardInterrupt:
                 pass

@@ -6,10 +6,13 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
+from ..analysis.gold import Adjudicator, build_gold, gold_line
+from ..analysis.settings import AnalysisSettings, from_config
+from ..analysis.trace_groups import group_by_trace
 from ..core.config import Config
 from ..core.fields import review_mark
 from ..core.layouts import layout_of
@@ -31,12 +34,14 @@ class ExportSummary:
 
 
 def readable_record(task: dict, annotation: dict, config: Config, *, layout: str, users: dict,
-                    summary: ExportSummary, annotator: str | None = None, what: str = "annotation") -> dict | None:
+                    summary: ExportSummary, annotator: str | None = None, what: str = "annotation",
+                    model_version: str | None = None) -> dict | None:
     """The annotation's record, or None and a located warning when its result cannot be decoded (a result
     written through the API by another tool): it costs that one annotation, not the whole export. A prediction
-    is read the same way (``what``), its ``annotator`` given."""
+    is read the same way (``what``), its ``annotator`` given. ``model_version`` is the project's (provenance)."""
     try:
-        record, warnings = build_record(task, annotation, config, layout=layout, users=users, annotator=annotator)
+        record, warnings = build_record(task, annotation, config, layout=layout, users=users, annotator=annotator,
+                                        prediction=what == "prediction", model_version=model_version)
     except (TypeError, ValueError, AttributeError, KeyError, IndexError, RecursionError) as exc:
         summary.unreadable += 1
         summary.warnings.append(f"task {task.get('id')} {what} {annotation.get('id')}: left out, its result "
@@ -53,25 +58,29 @@ def read_back(record: dict, config: Config) -> AnnotationRecord | TraceError:
 
 
 def iter_records(client, project_id: int, config: Config | None = None, page_size: int = 100,
-                 summary: ExportSummary | None = None) -> Iterator[dict]:
+                 summary: ExportSummary | None = None, on_task: Callable[[dict], None] | None = None) -> Iterator[dict]:
     """Export records of a project, task by task (paged), annotations in id order; ``config`` defaults to the
-    project's own."""
+    project's own. ``on_task`` sees each task (its data) before its records come."""
     project = studio.get_project(client, project_id)
     return _records(client, project, project_config(project, config), page_size,
-                    summary if summary is not None else ExportSummary())
+                    summary if summary is not None else ExportSummary(), on_task)
 
 
-def _records(client, project: dict, config: Config, page_size: int, summary: ExportSummary) -> Iterator[dict]:
+def _records(client, project: dict, config: Config, page_size: int, summary: ExportSummary,
+             on_task: Callable[[dict], None] | None = None) -> Iterator[dict]:
     layout = layout_of(project.get("label_config") or "")
     users = studio.users_by_id(client)
     for task in studio.iter_tasks(client, project["id"], only_annotated=False, page_size=page_size):
+        if on_task is not None:
+            on_task(task)
         summary.tasks += 1
         summary.drafts += len(task.get("drafts") or [])
         for annotation in sorted(task.get("annotations") or [], key=lambda a: a.get("id") or 0):
             if annotation.get("was_cancelled"):
                 summary.cancelled += 1
                 continue
-            record = readable_record(task, annotation, config, layout=layout, users=users, summary=summary)
+            record = readable_record(task, annotation, config, layout=layout, users=users, summary=summary,
+                                     model_version=project.get("model_version"))
             if record is not None:
                 yield record
 
@@ -101,7 +110,7 @@ class _AtomicWriter:
         self.fh.close()
         self.tmp.unlink(missing_ok=True)
 
-    def __enter__(self) -> "_AtomicWriter":
+    def __enter__(self) -> _AtomicWriter:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -150,9 +159,9 @@ class GoldSummary:
 
 
 def _analysis_records(client, project: dict, config: Config, page_size: int, summary: ExportSummary,
-                      warnings: list) -> list[AnnotationRecord]:
+                      warnings: list, on_task: Callable[[dict], None] | None = None) -> list[AnnotationRecord]:
     out = []
-    for record in _records(client, project, config, page_size, summary):
+    for record in _records(client, project, config, page_size, summary, on_task):
         rec = read_back(record, config)
         if isinstance(rec, TraceError):
             warnings.append(f"left out: {rec}")
@@ -161,22 +170,29 @@ def _analysis_records(client, project: dict, config: Config, page_size: int, sum
     return out
 
 
-def export_gold(client, project_id: int, out: str | Path | None = None, config: Config | None = None, *,
-                method: str = "majority", review: list[int] | None = None, page_size: int = 100) -> GoldSummary:
-    """One gold line per annotated trace of the project (see :mod:`ls_trajeval.analysis.gold`): the adjudicator's
-    annotation from a review project where there is one, else the unanimous labels, else the ``method``'s
-    aggregate. ``review`` lists the review projects; by default those ``ls-trajeval adjudicate`` made for this
-    project (marked in their description). Traces are linked by trace id; each line points at its task here."""
-    from ..analysis.gold import Adjudicator, build_gold, gold_line
-    from ..analysis.settings import from_config
-    from ..analysis.trace_groups import group_by_trace
+@dataclass
+class ProjectGold:
+    """A project's gold labels in memory: the config, the analysis settings, each trace's annotator records (latest
+    per annotator, adjudications included) and its :class:`~ls_trajeval.analysis.gold.Gold`."""
 
+    config: Config
+    settings: AnalysisSettings
+    groups: dict
+    judged: list
+    summary: GoldSummary
+
+
+def project_gold(client, project_id: int, config: Config | None = None, *, method: str = "majority",
+                 review: list[int] | None = None, page_size: int = 100,
+                 on_task: Callable[[dict], None] | None = None) -> ProjectGold:
+    """The gold labels of every annotated trace of the project (see :func:`export_gold`), without writing them;
+    ``on_task`` sees each task of the project."""
     gold = GoldSummary()
     project = studio.get_project(client, project_id)
     config = project_config(project, config)
     settings = from_config(config)
     exported = ExportSummary()
-    groups = group_by_trace(_analysis_records(client, project, config, page_size, exported, gold.warnings))
+    groups = group_by_trace(_analysis_records(client, project, config, page_size, exported, gold.warnings, on_task))
     reviews = [studio.get_project(client, r) for r in review] if review is not None else \
         studio.projects_described(client, review_mark(project_id))
     for rp in reviews:
@@ -186,12 +202,23 @@ def export_gold(client, project_id: int, out: str | Path | None = None, config: 
         for tid, recs in group_by_trace(sorted(adjudicated, key=lambda r: r.annotation_id or 0)).items():
             groups.setdefault(tid, []).extend(recs)
     gold.warnings.extend(exported.warnings)
-    out = Path(out or Path(config.output_path) / "gold.jsonl")
     judged = build_gold(groups.items(), settings, method=method,
                         adjudicator=Adjudicator(project_ids=frozenset(gold.review_projects)))
+    return ProjectGold(config, settings, groups, judged, gold)
+
+
+def export_gold(client, project_id: int, out: str | Path | None = None, config: Config | None = None, *,
+                method: str = "majority", review: list[int] | None = None, page_size: int = 100) -> GoldSummary:
+    """One gold line per annotated trace of the project (see :mod:`ls_trajeval.analysis.gold`): the adjudicator's
+    annotation from a review project where there is one, else the unanimous labels, else the ``method``'s
+    aggregate. ``review`` lists the review projects; by default those ``ls-trajeval adjudicate`` made for this
+    project (marked in their description). Traces are linked by trace id; each line points at its task here."""
+    found = project_gold(client, project_id, config, method=method, review=review, page_size=page_size)
+    gold = found.summary
+    out = Path(out or Path(found.config.output_path) / "gold.jsonl")
     with _AtomicWriter(out) as writer:
-        for g in judged:
-            writer.write(gold_line(g, settings))
+        for g in found.judged:
+            writer.write(gold_line(g, found.settings))
             gold.written += 1
             gold.methods[g.method] = gold.methods.get(g.method, 0) + 1
     gold.files.append(str(out))

@@ -5,6 +5,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import orjson
@@ -12,7 +13,8 @@ from tqdm import tqdm
 
 from ..converters.base import ConvertWarning
 from ..core.config import Config
-from ..core.fields import HEADER, META_TRACE_ID
+from ..core.fields import HEADER, META_TRACE_ID, NUMBER_FIELDS
+from ..core.labelconfig import shows_suggestions
 from ..core.layouts import PAGED_MAX_STEPS, layout_of
 from ..core.render import Relations, header_html, link_relations, relations, render_trace
 from ..core.tasks import task_data
@@ -60,7 +62,8 @@ MAX_BATCH_BYTES = 100 * 1024 * 1024
 
 def sized_batches(items: Iterable[tuple[dict, int]], size: int, max_bytes: int) -> Iterator[list[dict]]:
     """Batches of at most ``size`` tasks and about ``max_bytes`` (a task bigger than that goes alone)."""
-    batch, total = [], 0
+    batch: list[dict] = []
+    total = 0
     for task, nbytes in items:
         if batch and total + nbytes > max_bytes:
             yield batch
@@ -92,7 +95,7 @@ def import_traces(client, project_id: int, items: Iterable[ReadResult], config: 
     related: list[tuple[Relations, Trace]] = []  # parents and sub-agents among the imported traces, linked at the end
     bar = tqdm(desc="importing", unit=" traces", disable=not progress, leave=False)
 
-    def valid() -> Iterator[dict]:
+    def valid() -> Iterator[tuple[dict, int]]:
         for item in items:
             if isinstance(item, TraceError):
                 reject(item)
@@ -117,7 +120,7 @@ def import_traces(client, project_id: int, items: Iterable[ReadResult], config: 
             summary.max_steps = max(summary.max_steps, n)
             if n > PAGED_MAX_STEPS:
                 summary.long_traces += 1
-            task = {"data": task_data(item, config, layout), "meta": {META_TRACE_ID: item.trace_id}}
+            task: dict = {"data": task_data(item, config, layout), "meta": {META_TRACE_ID: item.trace_id}}
             rel = relations(item)
             if rel:
                 related.append((rel, item))
@@ -161,11 +164,13 @@ def import_traces(client, project_id: int, items: Iterable[ReadResult], config: 
                 if pending is not None:
                     summary.imported += pending.result()
                 pending = sender.submit(studio.import_batch, client, project_id, batch, on_rejected=refused)
-                pending.add_done_callback(lambda f, n=len(batch): bar.update(n))
+                pending.add_done_callback(partial(_advance, bar, len(batch)))
             if pending is not None:
                 summary.imported += pending.result()
     finally:
         bar.close()
+    if summary.imported:  # the tasks' columns exist now
+        studio.number_columns(client, project_id, NUMBER_FIELDS)
     summary.paged = paged
     if related:
         summary.linked = link_subagents(client, project_id, related, config)
@@ -222,10 +227,10 @@ def import_files(client, inputs: Iterable[str | Path], *, project_id: int | None
     the new project's id before anything is imported.
     """
     created = project_id is None
-    if created:
+    if project_id is None:
         config = config or load_config()
         project = studio.create_project(client, config, layout, create_title)
-        project_id = project["id"]
+        project_id = int(project["id"])
         if on_created:
             on_created(project_id)
     else:
@@ -238,13 +243,18 @@ def import_files(client, inputs: Iterable[str | Path], *, project_id: int | None
         items = read_inputs(inputs, config)
     prelabeler = None
     if prelabels or prelabel_exports:
-        prelabeler = Prelabeler(config, layout_of(project.get("label_config") or ""), list(prelabel_exports))
+        xml = project.get("label_config") or ""
+        prelabeler = Prelabeler(config, layout_of(xml), list(prelabel_exports), shows_suggestions(xml, config))
         for err in prelabeler.errors:
             if on_error:
                 on_error(err)
     summary = import_traces(client, project_id, items, config, batch_size=batch_size, progress=progress,
                             on_error=on_error, prelabel=prelabeler)
     return ImportRun(project_id, created, summary, warnings, prelabeler)
+
+
+def _advance(bar: tqdm, n: int, _done) -> None:
+    bar.update(n)
 
 
 def _without_warnings(items, warnings: list) -> Iterator:

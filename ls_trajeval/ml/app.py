@@ -26,24 +26,26 @@ import os
 import re
 import time
 import uuid
-from typing import Callable
+from collections.abc import Callable
 
 import orjson
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 
 from ..core.config import Config
-from . import env
+from ..studio import client as studio
+from . import env, training, writeback
 from .auth import BasicAuth
+from .connect import follow_version
 from .model import Predictor, TrajevalModel
-from .queue import QueueFull
+from .queue import QueueFull, WorkQueue
 
 log = logging.getLogger("ls_trajeval.ml")
 
 #: a request body above this is refused (Label Studio sends tasks one at a time when a task opens)
 MAX_BODY = 64 * 1024 * 1024
 SAFE_VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-SAFE_PROJECT = re.compile(r"^\d{1,12}(\.\d{1,12})?$")
+SAFE_PROJECT = training.PROJECT_UID
 EVENTS_FOR_TASK = {"ANNOTATION_CREATED", "ANNOTATION_UPDATED"}
 EVENTS_DELETED = {"ANNOTATIONS_DELETED", "ANNOTATION_DELETED"}
 #: the error bodies of the HTTP errors Flask raises itself (routing, limits)
@@ -108,11 +110,11 @@ class Events:
     def handle(self, payload: dict) -> dict:
         """Submit the keys ``payload`` calls for; returns each with what ``submit`` returned for it."""
         action = payload.get("action")
-        project = payload.get("project") if isinstance(payload.get("project"), dict) else {}
+        project: dict = payload["project"] if isinstance(payload.get("project"), dict) else {}
         project_id = project.get("id")
         if action in EVENTS_FOR_TASK:
-            ann = payload.get("annotation") if isinstance(payload.get("annotation"), dict) else {}
-            task = payload.get("task") if isinstance(payload.get("task"), dict) else {}
+            ann: dict = payload["annotation"] if isinstance(payload.get("annotation"), dict) else {}
+            task: dict = payload["task"] if isinstance(payload.get("task"), dict) else {}
             task_id = task.get("id") or ann.get("task")
             project_id = project_id or task.get("project") or ann.get("project")
             if not isinstance(task_id, int) or not isinstance(project_id, int):
@@ -123,7 +125,7 @@ class Events:
             return {key: self.submit(key)}
         if action in EVENTS_DELETED:
             anns = payload.get("annotations") or ([payload["annotation"]] if payload.get("annotation") else [])
-            keys = set()
+            keys: set[tuple] = set()
             for a in anns if isinstance(anns, list) else []:
                 aid = a.get("id") if isinstance(a, dict) else a
                 known = self.task_of.pop(int(aid), None) if isinstance(aid, int) else None
@@ -141,20 +143,21 @@ def _quiet_library_logs() -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
-def _write_back(config: Config, client, queue_workers: int):
-    """The webhook side: events → a queue whose workers recompute tasks in Label Studio."""
-    from . import writeback
-    from .queue import WorkQueue
-
+def _lazy(client):
+    """The Label Studio client, made on first use: a Label Studio that is down when the backend starts only delays
+    write-back and training (the queues retry), it does not stop the workers from booting."""
     made = {}
 
     def studio_client():
-        # made on first use: a Label Studio that is down when the backend starts only delays write-back
-        # (the queue retries), it does not stop the workers from booting
         if "c" not in made:
             made["c"] = client() if callable(client) else client
         return made["c"]
 
+    return studio_client
+
+
+def _write_back(config: Config, studio_client, queue_workers: int):
+    """The webhook side: events → a queue whose workers recompute tasks in Label Studio."""
     def handle(key):
         if key[0] == "task":
             writeback.recompute(studio_client(), config, key[2])
@@ -165,21 +168,47 @@ def _write_back(config: Config, client, queue_workers: int):
     return Events(queue.submit), queue
 
 
+def _trainer(predictor: Predictor, model_dir: str, studio_client):
+    """The learned judges in ``model_dir`` and their trainer; with Label Studio it reads a project's labels on
+    events and ``START_TRAINING``, and moves the project to each new judge's version."""
+    judges = training.Judges(model_dir, predictor.version, predictor.config, predictor.active)
+    fetch = after = None
+    if studio_client is not None:
+        def fetch(project_id):
+            return studio.iter_tasks(studio_client(), project_id, only_annotated=True)
+
+        def after(project_id, status):
+            follow_version(studio_client(), project_id, predictor.version, status["version"])
+
+    return judges, training.Trainer(judges, fetch, after)
+
+
 def build(config: Config, *, user: str | None = None, password: str | None = None, client=None,
-          queue_workers: int = 2, webhook_wait: float = env.WEBHOOK_WAIT_DEFAULT) -> Flask:
+          queue_workers: int = 2, webhook_wait: float = env.WEBHOOK_WAIT_DEFAULT, model_dir: str | None = None
+          ) -> Flask:
     """The WSGI app for ``config``; with a Label Studio ``client`` (or a function making one) it also
     processes webhooks, answering an annotation's event once its task is recomputed or after ``webhook_wait``
-    seconds, whichever comes first."""
+    seconds, whichever comes first. With a ``model_dir`` it learns a judge per project from its labels (the
+    train action and annotation events) and suggests with it once there are enough."""
     _quiet_library_logs()
     predictor = Predictor(config)
     model = TrajevalModel(predictor)
     auth = BasicAuth(user, password)
-    events, queue = _write_back(config, client, queue_workers) if client is not None else (None, None)
+    studio_client = _lazy(client) if client is not None else None
+    events, queue = _write_back(config, studio_client, queue_workers) if studio_client else (None, None)
+    judges, trainer = _trainer(predictor, model_dir, studio_client) if model_dir else (None, None)
+
+    def project_of(data: dict) -> str | None:
+        return training.project_uid(safe_project(data.get("project")))
+
+    def version_for(uid: str | None) -> str:
+        return judges.version(uid) if judges is not None else predictor.version
 
     app = Flask(__name__)
     app.config.update(MAX_CONTENT_LENGTH=MAX_BODY, PROVIDE_AUTOMATIC_OPTIONS=False)
     # what a test or an operator may want to look at: the queue's counters, the model in use
-    app.extensions["ls_trajeval"] = {"predictor": predictor, "model": model, "events": events, "queue": queue}
+    app.extensions["ls_trajeval"] = {"predictor": predictor, "model": model, "events": events, "queue": queue,
+                                     "judges": judges, "trainer": trainer}
 
     @app.before_request
     def require_auth():
@@ -198,29 +227,52 @@ def build(config: Config, *, user: str | None = None, password: str | None = Non
                 "detectors": [a.detector.name for a in predictor.active]}
         if queue is not None:
             body["queue"] = queue.snapshot()
+        if judges is not None:
+            body["learned"] = judges.status()
         return _json(200, body)
 
     @app.post("/setup")
     def setup():
         data = _body()
-        safe_project(data.get("project"))
+        uid = project_of(data)
         safe_version(data.get("model_version"))
-        return _json(200, {"model_version": predictor.version})
+        return _json(200, {"model_version": version_for(uid)})
 
     @app.post("/versions")
     def versions():
-        safe_project(_body().get("project"))
-        return _json(200, {"versions": [predictor.version]})
+        uid = project_of(_body())
+        return _json(200, {"versions": list(dict.fromkeys([predictor.version, version_for(uid)]))})
+
+    @app.post("/train")
+    def train():
+        # Label Studio's train action without its webhook flag: the annotated tasks come in the body
+        data = _body()
+        uid = project_of(data)
+        tasks = data.get("annotations")
+        if trainer is None:
+            return _json(503, {"error": "learning is off (no model dir)"})
+        if uid is None or not isinstance(tasks, list):
+            raise BadRequest(400, "'project' and 'annotations' (a list of tasks) are required")
+        trainer.request(uid, tasks)
+        return _json(200, {"training": uid})
 
     @app.post("/webhook")
     def webhook():
         data = _body()
+        uid = training.project_uid(data.get("project")) if trainer is not None else None
+        if data.get("action") == "START_TRAINING":  # the train action, as Label Studio 1.23 sends it
+            if uid is None or trainer is None or not trainer.request(uid):
+                return _json(503, {"error": "training needs a model dir and Label Studio (LABEL_STUDIO_URL / "
+                                            "LABEL_STUDIO_API_KEY)"})
+            return _json(200, {"training": uid})
         if events is None:
             return _json(503, {"error": "write-back is not configured (LABEL_STUDIO_URL / LABEL_STUDIO_API_KEY)"})
         try:
             tickets = events.handle(data)
         except QueueFull:
             return _json(503, {"error": "busy, too many pending tasks"})
+        if tickets and uid is not None and trainer is not None:
+            trainer.request(uid)  # the labels changed: learn again, in the background
         # Label Studio sends the event inside the save request, after the annotation is stored, and the editor
         # reloads the task when that request answers: waiting for the task's recomputation (bounded: Label
         # Studio gives up after 1 s) makes the reload show the new score. A project resync is never waited for.
@@ -232,13 +284,14 @@ def build(config: Config, *, user: str | None = None, password: str | None = Non
     @app.post("/predict")
     def predict():
         data = _body()
-        safe_project(data.get("project"))
+        uid = project_of(data)
         if not isinstance(data.get("tasks"), list):
             raise BadRequest(400, "'tasks' must be a list")
-        params = data.get("params") if isinstance(data.get("params"), dict) else {}
+        params: dict = data["params"] if isinstance(data.get("params"), dict) else {}
+        judge = judges.judge(uid) if judges is not None else None
         results = model.predict(data["tasks"], label_config=data.get("label_config") or "",
-                                context=params.get("context"))
-        return _json(200, {"results": results, "model_version": predictor.version})
+                                context=params.get("context"), judge=judge)
+        return _json(200, {"results": results, "model_version": judge.version if judge else predictor.version})
 
     @app.errorhandler(BadRequest)
     def bad_request(exc: BadRequest):
@@ -269,8 +322,6 @@ def create_app() -> Flask:
         raise SystemExit(str(exc)) from None
     client = None
     if os.environ.get("LABEL_STUDIO_URL") and os.environ.get("LABEL_STUDIO_API_KEY"):
-        from ..studio import client as studio
-
         def connect():
             return studio.connect(os.environ["LABEL_STUDIO_URL"], os.environ["LABEL_STUDIO_API_KEY"])
 
@@ -279,7 +330,7 @@ def create_app() -> Flask:
         log.warning("LABEL_STUDIO_URL / LABEL_STUDIO_API_KEY not set: predictions only, no score write-back")
     app = build(config, user=os.environ.get(env.USER) or None, password=os.environ.get(env.PASSWORD),
                 client=client, queue_workers=int(os.environ.get(env.QUEUE_WORKERS) or 2),
-                webhook_wait=env.webhook_wait())
+                webhook_wait=env.webhook_wait(), model_dir=os.environ.get(env.MODEL_DIR) or None)
     # Everything loaded so far lives as long as the worker. Left in the collector's oldest generation, it
     # made each full collection (every ~70 requests of 200 steps) a 25-40 ms pause: 1% of requests.
     gc.collect()

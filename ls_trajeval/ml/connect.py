@@ -31,3 +31,26 @@ def connect_backend(client, project_id: int, backend_url: str, *, interactive: b
         changes.append(f"ML backend titled {version!r} (its model version)")
     changes += studio.set_project_predictions(client, project_id, version)
     return changes
+
+
+def follow_version(client, project_id: int, base_version: str, version: str) -> list[str]:
+    """After a retraining: this backend's row in the project titled with the new version and, when the project
+    used this backend's predictions, its model version set to it, so the label stream, "Retrieve predictions" and
+    the predictions annotators see are the new judge's (Label Studio predicts on task open only for a project
+    whose model version is a backend's title). A project set to another model version keeps it."""
+    def ours(title: str) -> bool:
+        return title == base_version or title.startswith(base_version + "-learned-")
+
+    changes = []
+    project = studio.get_project(client, project_id)
+    followed = ours(project.get("model_version") or "")
+    for backend in studio.ml_backends(client, project_id):
+        title = backend.get("title") or ""
+        if ours(title) and title != version:
+            studio.retitle_ml_backend(client, backend, version)
+            changes.append(f"ML backend {backend.get('id')} titled {version!r}")
+            project = studio.get_project(client, project_id)  # Label Studio moves a project along with its title
+    if followed and project.get("model_version") != version:
+        studio.update_project(client, project_id, model_version=version)
+        changes.append(f"project model version {project.get('model_version')!r} -> {version!r}")
+    return changes

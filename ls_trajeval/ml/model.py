@@ -11,16 +11,20 @@ import hashlib
 import json
 import logging
 from collections.abc import Mapping
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from .. import __version__
 from ..core import results, scoring
 from ..core.config import Config, humanize
 from ..core.fields import Names, n_steps
+from ..core.labelconfig import shows_suggestions
 from ..core.layouts import layout_of
 from ..core.labels import StepLabel, TraceLabels, step_number
 from ..core.trace import Trace, parse_trace
 from . import detectors
+
+if TYPE_CHECKING:  # scikit-learn loads only where a judge is trained or loaded
+    from .learned import LearnedJudge
 
 log = logging.getLogger(__name__)
 
@@ -54,10 +58,14 @@ class Predictor:
     def n_steps(self, task: Mapping) -> int:
         return n_steps(task.get("data") if isinstance(task.get("data"), Mapping) else {})
 
-    def suggestions(self, trace: Trace) -> TraceLabels:
+    def suggestions(self, trace: Trace, judge: LearnedJudge | None = None) -> TraceLabels:
+        """The rule detectors' marks, or with a learned ``judge`` its marks (the detectors' findings among its
+        features)."""
         scheme = self.config.trajectory
         wrong = scheme.error_labels[-1] if "incorrect" not in scheme.error_labels else "incorrect"
         found = detectors.findings(self.active, trace.steps, self.config)
+        if judge is not None:
+            return judge.suggest(trace.steps, {i: f.detector for i, f in found.items()})
         steps = []
         for i in range(len(trace.steps)):
             f = found.get(i)
@@ -70,40 +78,58 @@ class Predictor:
         return TraceLabels(steps)
 
     # ------------------------------------------------------------ the two answers
-    def predict(self, task: Mapping, layout: str) -> dict:
-        """A pre-annotation in ``layout`` marking suspect steps; its score is the running score it gives."""
+    def predict(self, task: Mapping, layout: str, judge: LearnedJudge | None = None, suggested: bool = False) -> dict:
+        """A pre-annotation in ``layout`` marking suspect steps (the rule detectors', or a learned ``judge``'s;
+        ``suggested``: as undecided suggestions, for a workbench with the suggestion label); its score is the running
+        score it gives."""
+        version = judge.version if judge is not None else self.version
         trace = self.trace_of(task)
         if trace is None:
             return {"result": [], "score": float(self.config.trajectory.running_score.initial),
-                    "model_version": self.version}
-        labels = self.suggestions(trace)
+                    "model_version": version}
+        labels = self.suggestions(trace, judge)
         data = task.get("data") or {}
         transcript = data.get("te_transcript") if isinstance(data.get("te_transcript"), list) else None
         if layout == "transcript" and (transcript is None or len(transcript) != len(trace.steps)):
             transcript = None  # offsets then default to 0..0; the region still names the step
         # no "reviewed every step" tick: the annotator confirms that, not the model
-        result = results.encode(labels, self.config, layout, transcript, origin="prediction", confirm_review=False)
+        result = results.encode(labels, self.config, layout, transcript, origin="prediction", confirm_review=False,
+                                suggested=suggested)
         if layout == "transcript" and self.config.trajectory.running_score.display:
-            # a task opens with the live score of the suggested marks, before the annotator changes any
-            result += self.live_score(task, labels)["result"]
+            # a task opens with the live score of its marks; undecided suggestions are none of the annotator's yet
+            # (the live score counts the marks the editor sends: those with the error label), each listed with what
+            # it would cost
+            if suggested:
+                blank = TraceLabels([StepLabel(i, self.config.trajectory.correctness_default)
+                                     for i in range(len(labels.steps))])
+                result += self.live_score(task, blank, pending=labels.steps)["result"]
+            else:
+                result += self.live_score(task, labels)["result"]
         summary = scoring.summarize(labels.steps, self.config.trajectory)
-        return {"result": result, "score": summary.final, "model_version": self.version}
+        return {"result": result, "score": summary.final, "model_version": version}
 
-    def live_text(self, labels: TraceLabels, authors: Sequence[str] = ()) -> tuple[str, scoring.ScoreSummary]:
-        """The score now, then each marked step as "#N · <step type>: <deduction> (<severity>) · <error type>"."""
+    def live_text(self, labels: TraceLabels, authors: Sequence[str] = (),
+                  pending: Sequence[StepLabel] = ()) -> tuple[str, scoring.ScoreSummary]:
+        """The score now, then each marked step as "#N · <step type>: <deduction> (<severity>) · <error type>", then
+        each suggested mark still ``pending`` as "#N · <step type>: suggested, <deduction> (<severity>) · <type>"."""
         scheme = self.config.trajectory
         summary = scoring.summarize(labels.steps, scheme)
         sev = {s.name: s for s in scheme.severities}
-        lines = [f"Running score now: {summary.final:g} of {scheme.running_score.initial:g}"]
-        for step, before, after in zip(labels.steps, [scheme.running_score.initial] + summary.curve, summary.curve):
-            if step.correctness not in scheme.error_labels:
-                continue
+
+        def line(step: StepLabel, delta: float, said: str = "") -> str:
             i = step.step_index
             where = f"{step_number(i)} · {authors[i]}" if i < len(authors) else step_number(i)
             label = humanize(step.severity) if step.severity in sev else "no severity yet"
             kind = self.types[step.error_type].label if step.error_type in self.types else "no error type yet"
-            delta = f"{after - before:+g}".replace("-", "\u2212")  # a real minus sign; labels keep their hyphens
-            lines.append(f"{where}: {delta} ({label}) · {kind}")
+            shown = f"{delta:+g}".replace("-", "\u2212")  # a real minus sign; labels keep their hyphens
+            return f"{where}: {said}{shown} ({label}) · {kind}"
+
+        lines = [f"Running score now: {summary.final:g} of {scheme.running_score.initial:g}"]
+        for step, before, after in zip(labels.steps, [scheme.running_score.initial] + summary.curve, summary.curve):
+            if step.correctness in scheme.error_labels:
+                lines.append(line(step, after - before))
+        lines += [line(step, -sev[step.severity].deduction if step.severity in sev else 0, "suggested, ")
+                  for step in pending if step.correctness in scheme.error_labels]
         return "\n".join(lines), summary
 
     def live(self, task: Mapping, context: Mapping) -> dict:
@@ -111,12 +137,13 @@ class Predictor:
         regions = context.get("result") if isinstance(context.get("result"), list) else []
         return self.live_score(task, results.decode(regions, self.config, self.n_steps(task)))
 
-    def live_score(self, task: Mapping, labels: TraceLabels) -> dict:
-        """The live-score TextArea's result for ``labels`` (decoded from the editor, or just suggested)."""
+    def live_score(self, task: Mapping, labels: TraceLabels, pending: Sequence[StepLabel] = ()) -> dict:
+        """The live-score TextArea's result for ``labels`` (decoded from the editor, or just suggested) and the
+        suggested marks still ``pending``."""
         data = task.get("data") if isinstance(task.get("data"), Mapping) else {}
         transcript = data.get("te_transcript") if isinstance(data.get("te_transcript"), list) else []
         authors = [str(e.get("author", "")) if isinstance(e, Mapping) else "" for e in transcript]
-        text, summary = self.live_text(labels, authors)
+        text, summary = self.live_text(labels, authors, pending)
         # it names the task text: a suggestion naming the marks' object would take on the selected labels
         item = {"id": self.names.live_score, "from_name": self.names.live_score, "to_name": "te_task",
                 "type": "textarea", "value": {"text": [text]}}
@@ -130,9 +157,10 @@ class TrajevalModel:
     def __init__(self, predictor: Predictor):
         self.predictor = predictor
 
-    def predict(self, tasks: list, *, label_config: str = "", context: Any = None) -> list[dict]:
+    def predict(self, tasks: list, *, label_config: str = "", context: Any = None,
+                judge: LearnedJudge | None = None) -> list[dict]:
         p = self.predictor
-        layout = layout_of(label_config)
+        layout, suggested = layout_of(label_config), shows_suggestions(label_config, p.config)
         out = []
         for task in tasks or []:
             if not isinstance(task, Mapping):
@@ -145,7 +173,7 @@ class TrajevalModel:
                     else:  # the paged layout has no live control: the saved score shows in its header instead
                         out.append({"result": [], "score": None, "model_version": p.version})
                 else:
-                    out.append(p.predict(task, layout))
+                    out.append(p.predict(task, layout, judge, suggested))
             except Exception as exc:  # one bad task must not fail the batch; log no payload
                 log.warning("task %s: prediction failed (%s)", task.get("id"), type(exc).__name__)
                 out.append({"result": [], "score": None, "model_version": p.version})

@@ -22,6 +22,7 @@ from ..core.config import Config
 from ..core.errors import UserError
 from . import env as ml_env
 from .auth import basic_auth_header
+from .detectors import build
 
 
 class BackendError(UserError):
@@ -41,6 +42,7 @@ class Backend:
     password: str | None = None
     studio_url: str | None = None  # with api_key: write scores back on annotation events
     api_key: str | None = None
+    model_dir: str | None = None  # the learned judges' folder; None: rule detectors only
 
     @property
     def url(self) -> str:
@@ -52,9 +54,7 @@ class Backend:
 
     def check(self) -> None:
         """Refuse what cannot work before any worker starts, with the reason."""
-        from .detectors import build
-
-        missing = [m for m in ("flask", "gunicorn") if importlib.util.find_spec(m) is None]
+        missing = [m for m in ("flask", "gunicorn", "sklearn") if importlib.util.find_spec(m) is None]
         if missing:
             raise BackendError(f"{' and '.join(missing)} not installed: pip install 'ls-trajeval[ml]'")
         if not Path(self.config.source).is_file():
@@ -78,7 +78,8 @@ class Backend:
         env = dict(os.environ)
         env[ml_env.CONFIG] = str(Path(self.config.source).resolve())
         for key, value in ((ml_env.USER, self.user), (ml_env.PASSWORD, self.password),
-                           ("LABEL_STUDIO_URL", self.studio_url), ("LABEL_STUDIO_API_KEY", self.api_key)):
+                           ("LABEL_STUDIO_URL", self.studio_url), ("LABEL_STUDIO_API_KEY", self.api_key),
+                           (ml_env.MODEL_DIR, str(Path(self.model_dir).resolve()) if self.model_dir else None)):
             if value:
                 env[key] = value
             else:
@@ -87,7 +88,8 @@ class Backend:
 
     def describe(self) -> str:
         return (f"ML backend on {self.url} ({self.workers} workers x {self.threads} threads, "
-                f"auth {'on' if self.user else 'off'}, write-back {'on' if self.studio_url else 'off'})")
+                f"auth {'on' if self.user else 'off'}, write-back {'on' if self.studio_url else 'off'}, "
+                f"learning {'in ' + self.model_dir if self.model_dir else 'off'})")
 
     def start(self, *, log=None, own_session: bool = False) -> subprocess.Popen:
         """Check, then start the server process (its output to ``log``, a file, or inherited when None).

@@ -12,7 +12,7 @@ from statistics import fmean
 
 from ..core import results, scoring
 from ..core.config import Config
-from ..core.fields import SCORE_KEPT, SCORE_STATUS
+from ..core.fields import SCORE_KEPT, SCORE_STATUS, first_error_column
 from ..core.fields import initial_scores as initial_fields
 from ..core.fields import n_steps as _n_steps
 from ..studio import client as studio
@@ -50,7 +50,7 @@ def task_fields(config: Config, data: Mapping, annotations: Iterable[Mapping]) -
     return {
         "running_score": latest.final,
         "n_errors": latest.n_errors,
-        "first_error_step": latest.first_error_step,
+        "first_error_step": first_error_column(latest.first_error_step),
         "worst_severity": latest.worst_severity or "",
         "score_mean": round(fmean(s.final for s in summaries.values()), 4),
         "te_scores": {k: s.final for k, s in summaries.items()},

@@ -123,11 +123,17 @@ def project_title(title: str) -> str:
 
 
 def create_project(client: LabelStudio, config: Config, layout: str = "transcript", title: str | None = None) -> dict:
-    xml = labelconfig.generate(config, layout)
-    project = call(client.projects.create, title=project_title(title or config.annotation_task_name), label_config=xml,
-                   expert_instruction=config.instructions or None, show_instruction=bool(config.instructions),
-                   show_skip_button=True, what="creating the project")
-    return _dump(project)
+    """A new project labelled with ``config`` in ``layout`` (the generated label config, the config's instructions)."""
+    return create_project_from_xml(client, title or config.annotation_task_name, labelconfig.generate(config, layout),
+                                   expert_instruction=config.instructions or None,
+                                   show_instruction=bool(config.instructions), show_skip_button=True,
+                                   show_collab_predictions=config.suggestions.prelabel)
+
+
+def create_project_from_xml(client: LabelStudio, title: str, xml: str, **settings: Any) -> dict:
+    """A new project with the label config ``xml`` as it is (one ls-trajeval did not generate, for comparisons)."""
+    return _dump(call(client.projects.create, title=project_title(title), label_config=xml, **settings,
+                      what="creating the project"))
 
 
 def validate_label_config(client: LabelStudio, project_id: int, xml: str) -> None:
@@ -169,15 +175,88 @@ def projects_described(client: LabelStudio, text: str) -> list[dict]:
     return [p for p in _projects(client) if text in (p.get("description") or "").splitlines()]
 
 
-def ensure_view(client: LabelStudio, project_id: int, title: str, ordering: list[str]) -> bool:
-    """A Data Manager tab of the project called ``title``, sorted by ``ordering`` (``["-tasks:data.KEY"]``);
-    True when it had to be made."""
-    for view in call(client.views.list, project=project_id, what=f"listing the tabs of project {project_id}"):
-        if ((_dump(view).get("data") or {}).get("title")) == title:
-            return False
-    call(client.views.create, project=project_id, data={"title": title, "ordering": ordering},
-         what=f"adding the tab {title!r} to project {project_id}")
-    return True
+def views(client: LabelStudio, project_id: int) -> list[dict]:
+    """The project's Data Manager tabs (``{"id", "data": {"title", "ordering", ...}}``)."""
+    return [_dump(v) for v in call(client.views.list, project=project_id,
+                                   what=f"listing the tabs of project {project_id}")]
+
+
+def _columns(client: LabelStudio, project_id: int) -> list[dict]:
+    # the SDK has no call for the Data Manager's columns: its own HTTP client asks, as it does for every call
+    response = client._client_wrapper.httpx_client.request("api/dm/columns/", method="GET",
+                                                           params={"project": project_id})
+    if response.status_code >= 400:
+        raise ApiError(status_code=response.status_code, body=response.text)
+    return list(response.json().get("columns") or [])
+
+
+def _column_id(column: dict) -> str:
+    """A column's id in a tab's settings: ``tasks:data.KEY`` for a task-data field, ``tasks:NAME`` for the others."""
+    parent = column.get("parent")
+    return f"tasks:{parent}.{column['id']}" if parent else f"tasks:{column['id']}"
+
+
+def _hidden_columns(client: LabelStudio, project_id: int) -> dict[str, list[str]]:
+    """The columns a new tab hides, in the table (``explore``) and beside an open task (``labeling``): those
+    Label Studio's own first tab hides, by each column's ``visibility_defaults``."""
+    columns = [c for c in call(_columns, client, project_id, what=f"listing the columns of project {project_id}")
+               if c.get("visibility_defaults")]
+    return {mode: [_column_id(c) for c in columns if not c["visibility_defaults"].get(mode, True)]
+            for mode in ("explore", "labeling")}
+
+
+def _number_types(fields: tuple[str, ...] | list[str]) -> dict[str, str]:
+    return {f"tasks:data.{f}": "Number" for f in fields}
+
+
+def find_tab(client: LabelStudio, project_id: int, title: str) -> dict | None:
+    """The project's Data Manager tab called ``title`` (``{"id", "data"}``), or None."""
+    return next((v for v in views(client, project_id) if (v.get("data") or {}).get("title") == title), None)
+
+
+def ensure_tab(client: LabelStudio, project_id: int, title: str, *, ordering: list[str] | None = None,
+               numbers: tuple[str, ...] = (), beside_task: tuple[str, ...] = (), filters: dict | None = None) -> dict:
+    """The project's Data Manager tab called ``title``, made when there is none: the columns hidden as in Label
+    Studio's own first tab (but the task-data fields ``beside_task`` shown next to an open task too), sorted by
+    ``ordering`` (``["-tasks:data.KEY"]``), the task-data fields ``numbers`` typed as numbers, showing only the
+    tasks ``filters`` lets through (``{"conjunction": "and", "items": [{"filter": "filter:tasks:data.KEY",
+    "operator": "equal", "type": "String", "value": ...}]}``). Returns the tab (``{"id", "data"}``)."""
+    found = find_tab(client, project_id, title)
+    if found is not None:
+        return found
+    hidden = _hidden_columns(client, project_id)
+    shown = {f"tasks:data.{f}" for f in beside_task}
+    hidden["labeling"] = [c for c in hidden["labeling"] if c not in shown]
+    data: dict[str, Any] = {"title": title, "type": "list", "target": "tasks", "hiddenColumns": hidden,
+                            "columnsDisplayType": _number_types(numbers)}
+    if ordering:
+        data["ordering"] = ordering
+    if filters is not None:
+        data["filters"] = filters
+    return _dump(call(client.views.create, project=project_id, data=data,
+                      what=f"adding the tab {title!r} to project {project_id}"))
+
+
+def number_columns(client: LabelStudio, project_id: int, fields: tuple[str, ...]) -> int:
+    """Every tab of the project shows the task-data ``fields`` as numbers: sorted and filtered as numbers, where
+    Label Studio types every data column as text (so 10 sorts before 9 where the database compares text). A
+    project nobody has opened yet gets the tab Label Studio would make ("Default"). Returns how many tabs changed;
+    a type someone chose in a tab's column menu stays."""
+    tabs = views(client, project_id)
+    if not tabs:
+        ensure_tab(client, project_id, "Default", numbers=fields)
+        return 1
+    changed = 0
+    for tab in tabs:
+        data = dict(tab.get("data") or {})
+        types = dict(data.get("columnsDisplayType") or {})
+        missing = {k: v for k, v in _number_types(fields).items() if k not in types}
+        if missing:
+            data["columnsDisplayType"] = {**types, **missing}
+            call(client.views.update, id=str(tab["id"]), project=project_id, data=data,
+                 what=f"typing the number columns of tab {tab['id']}")
+            changed += 1
+    return changed
 
 
 # ---------------------------------------------------------------- tasks
@@ -194,7 +273,7 @@ def iter_tasks(client: LabelStudio, project_id: int, *, only_annotated: bool = F
         include = "id," + include
     last = None
     while True:
-        query = {"ordering": ["tasks:id"]}
+        query: dict[str, Any] = {"ordering": ["tasks:id"]}
         if last is not None:
             query["filters"] = {"conjunction": "and", "items": [
                 {"filter": "filter:tasks:id", "operator": "greater", "type": "Number", "value": last}]}
@@ -243,12 +322,20 @@ def task_ids_by_trace(client: LabelStudio, project_id: int, page_size: int = 500
     return out
 
 
+def first_tasks(client: LabelStudio, project_id: int, ordering: list[str], n: int,
+                include: str | None = None) -> list[dict]:
+    """The project's first ``n`` tasks in the Data Manager's ``ordering`` (``["-tasks:data.KEY"]``), without
+    annotations; ``include`` ("id,meta") asks for only those fields."""
+    pager = call(client.tasks.list, project=project_id, page=1, page_size=max(1, n), fields="task_only",
+                 include=include, query=json.dumps({"ordering": ordering}),
+                 what=f"listing the tasks of project {project_id}")
+    return [_dump(t) for t in (pager.items or [])]
+
+
 def recent_trace_ids(client: LabelStudio, project_id: int, n: int) -> set[str]:
     """Trace ids (from ``meta``) of the project's ``n`` newest tasks."""
-    pager = call(client.tasks.list, project=project_id, page=1, page_size=max(1, n), fields="task_only",
-                 include="id,meta", query=json.dumps({"ordering": ["-tasks:id"]}),
-                 what=f"listing the newest tasks of project {project_id}")
-    return {str(v) for t in (pager.items or []) if (v := (_dump(t).get("meta") or {}).get(META_TRACE_ID)) is not None}
+    return {str(v) for t in first_tasks(client, project_id, ["-tasks:id"], n, include="id,meta")
+            if (v := (t.get("meta") or {}).get(META_TRACE_ID)) is not None}
 
 
 @dataclass
@@ -339,11 +426,19 @@ def _split_rejected(client, project_id, tasks, message, retries, on_rejected) ->
 
 
 def users_by_id(client: LabelStudio) -> dict[int, dict]:
-    out = {}
-    for user in call(client.users.list, what="listing users"):
-        u = _dump(user)
-        out[u["id"]] = u
-    return out
+    """Every user of the instance by id (``{"id", "email", "username", ...}``)."""
+    users = (_dump(user) for user in call(client.users.list, what="listing users"))
+    return {u["id"]: u for u in users}
+
+
+def ensure_user(client: LabelStudio, email: str, username: str | None = None) -> dict:
+    """The user with this email (an annotator), created when there is none; Label Studio makes a new user a
+    member of the organisation of the API key's user."""
+    for user in users_by_id(client).values():
+        if user.get("email") == email:
+            return user
+    return _dump(call(client.users.create, email=email, username=username or email.split("@")[0],
+                      what=f"creating the user {email}"))
 
 
 def create_annotation(client: LabelStudio, task_id: int, result: list[dict], **kwargs) -> dict:
@@ -371,7 +466,8 @@ def update_task_data(client: LabelStudio, task_id: int, fields: dict, data: dict
 
 def create_prediction(client: LabelStudio, task_id: int, prediction: dict) -> dict:
     """``prediction``: ``{"model_version", "score", "result"}`` (as an import carries it)."""
-    return _dump(call(client.predictions.create, task=task_id, **prediction, what=f"adding a prediction to task {task_id}"))
+    return _dump(call(client.predictions.create, task=task_id, **prediction,
+                      what=f"adding a prediction to task {task_id}"))
 
 
 def update_prediction(client: LabelStudio, prediction_id: int, prediction: dict) -> dict:
@@ -379,8 +475,39 @@ def update_prediction(client: LabelStudio, prediction_id: int, prediction: dict)
                       what=f"updating prediction {prediction_id}"))
 
 
+def delete_prediction(client: LabelStudio, prediction_id: int) -> None:
+    call(client.predictions.delete, id=prediction_id, what=f"deleting prediction {prediction_id}")
+
+
+def whoami(client: LabelStudio) -> dict:
+    """The user the API key belongs to."""
+    return _dump(call(client.users.whoami, what="reading the current user"))
+
+
 def task_predictions(client: LabelStudio, task_id: int) -> list[dict]:
-    return [_dump(p) for p in call(client.predictions.list, task=task_id, what=f"listing predictions of task {task_id}")]
+    """The predictions of a task."""
+    return [_dump(p) for p in call(client.predictions.list, task=task_id,
+                                   what=f"listing predictions of task {task_id}")]
+
+
+def ml_backends(client: LabelStudio, project_id: int) -> list[dict]:
+    """The ML backends connected to a project (``{"id", "url", "auth_method", "is_interactive", ...}``)."""
+    return [_dump(b) for b in call(client.ml.list, project=project_id, what="listing ML backends")]
+
+
+def remove_ml_backend(client: LabelStudio, backend_id: int) -> None:
+    """Disconnect an ML backend (its row goes; the predictions it made stay)."""
+    call(client.ml.delete, id=backend_id, what=f"removing ML backend {backend_id}")
+
+
+def webhooks(client: LabelStudio, project_id: int) -> list[dict]:
+    """The webhooks of a project (``{"id", "url", "actions", "headers", ...}``)."""
+    return [_dump(h) for h in call(client.webhooks.list, project=str(project_id), what="listing webhooks")]
+
+
+def remove_webhook(client: LabelStudio, hook_id: int) -> None:
+    """Delete a webhook."""
+    call(client.webhooks.delete, id=hook_id, what=f"removing webhook {hook_id}")
 
 
 def ensure_ml_backend(client: LabelStudio, project_id: int, url: str, *, title: str, interactive: bool = True,
@@ -389,8 +516,7 @@ def ensure_ml_backend(client: LabelStudio, project_id: int, url: str, *, title: 
     url = url.rstrip("/")
     auth = {"auth_method": "BASIC_AUTH", "basic_auth_user": user, "basic_auth_pass": password} if user else \
         {"auth_method": "NONE"}
-    existing = [_dump(b) for b in call(client.ml.list, project=project_id, what="listing ML backends")]
-    mine = [b for b in existing if (b.get("url") or "").rstrip("/") == url]
+    mine = [b for b in ml_backends(client, project_id) if (b.get("url") or "").rstrip("/") == url]
     if not mine:
         backend = _dump(call(client.ml.create, project=project_id, url=url, title=title, is_interactive=interactive,
                              **auth, what=f"connecting the ML backend {url}"))
@@ -401,7 +527,8 @@ def ensure_ml_backend(client: LabelStudio, project_id: int, url: str, *, title: 
     changes = []
     if bool(backend.get("is_interactive")) != interactive:
         changes.append(f"interactive pre-annotations {'on' if interactive else 'off'}")
-    if (backend.get("auth_method") or "NONE") != auth["auth_method"] or (user and backend.get("basic_auth_user") != user):
+    if (backend.get("auth_method") or "NONE") != auth["auth_method"] \
+            or (user and backend.get("basic_auth_user") != user):
         changes.append(f"authentication {auth['auth_method']}")
     # url= and project= are required alongside auth_method, or Label Studio answers 500 (facts sheet)
     backend = _dump(call(client.ml.update, id=backend["id"], url=url, project=project_id, title=title,
@@ -409,13 +536,23 @@ def ensure_ml_backend(client: LabelStudio, project_id: int, url: str, *, title: 
     return backend, changes
 
 
+def retitle_ml_backend(client: LabelStudio, backend: dict, title: str) -> dict:
+    """Give a connected backend (as :func:`ml_backends` lists it) a new title, its other settings as they are."""
+    # Label Studio checks the backend again on every update, with the authentication the update itself names:
+    # without it a Basic-auth backend answers 401 and the update is refused. An empty password keeps the stored one.
+    auth = {"auth_method": "BASIC_AUTH", "basic_auth_user": backend.get("basic_auth_user"), "basic_auth_pass": ""} \
+        if backend.get("auth_method") == "BASIC_AUTH" else {"auth_method": "NONE"}
+    return _dump(call(client.ml.update, id=backend["id"], url=backend["url"], project=backend["project"], title=title,
+                      **auth, what=f"retitling ML backend {backend['id']}"))
+
+
 def ensure_webhook(client: LabelStudio, project_id: int, url: str, actions: list[str],
                    headers: dict | None = None) -> tuple[dict, list[str]]:
     """The project's webhook to ``url``, with these actions and headers (created or updated)."""
-    hooks = [_dump(h) for h in call(client.webhooks.list, project=str(project_id), what="listing webhooks")]
+    hooks = webhooks(client, project_id)
     mine = [h for h in hooks if (h.get("url") or "").rstrip("/") == url.rstrip("/") and h.get("project") == project_id]
-    args = dict(url=url, actions=actions, headers=headers or {}, send_payload=True, send_for_all_actions=False,
-                is_active=True)
+    args: dict[str, Any] = dict(url=url, actions=actions, headers=headers or {}, send_payload=True,
+                                send_for_all_actions=False, is_active=True)
     if not mine:
         hook = _dump(call(client.webhooks.create, project=project_id, **args, what="creating the webhook"))
         return hook, [f"created webhook {url} for {', '.join(actions)}"]
@@ -430,20 +567,36 @@ def ensure_webhook(client: LabelStudio, project_id: int, url: str, actions: list
 
 
 def set_project_predictions(client: LabelStudio, project_id: int, model_version: str) -> list[str]:
-    """Retrieve predictions when a task opens, shown to annotators, under the backend's model version
-    (so "Retrieve predictions" and /next do not pile up copies)."""
+    """Retrieve predictions when a task opens, under the backend's model version (so "Retrieve predictions" and
+    /next do not pile up copies). Whether annotators start from them ("use predictions to prelabel tasks", on in a
+    new project) stays the team's choice (:func:`set_prelabel`)."""
     project = get_project(client, project_id)
     changes = []
     if project.get("model_version") != model_version:
         changes.append(f"project model version {project.get('model_version')!r} -> {model_version!r}")
     if not project.get("evaluate_predictions_automatically"):
         changes.append("retrieve predictions when a task opens: on")
-    if not project.get("show_collab_predictions"):
-        changes.append("use predictions to pre-label: on")
     if changes:
         call(client.projects.update, id=project_id, model_version=model_version,
-             evaluate_predictions_automatically=True, show_collab_predictions=True,
-             what=f"updating project {project_id}")
+             evaluate_predictions_automatically=True, what=f"updating project {project_id}")
+    return changes
+
+
+def set_prelabel(client: LabelStudio, project_id: int, prelabel: bool, model_version: str | None = None) -> list[str]:
+    """Whether annotators start from the predictions of ``model_version`` (Label Studio's "use predictions to
+    prelabel tasks"; the label stream fills a new annotation from that version's prediction) or from a blank
+    trace (off: the label stream sends no predictions, and Label Studio clears the project's model version)."""
+    project = get_project(client, project_id)
+    changes = []
+    settings: dict[str, Any] = {}
+    if bool(project.get("show_collab_predictions")) != prelabel:
+        settings["show_collab_predictions"] = prelabel
+        changes.append(f"use predictions to prelabel tasks: {'on' if prelabel else 'off'}")
+    if prelabel and model_version and project.get("model_version") != model_version:
+        settings["model_version"] = model_version
+        changes.append(f"project model version {project.get('model_version')!r} -> {model_version!r}")
+    if settings:
+        call(client.projects.update, id=project_id, **settings, what=f"updating project {project_id}")
     return changes
 
 

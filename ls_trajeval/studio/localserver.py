@@ -6,6 +6,7 @@ in ``ls-trajeval.json`` inside it.
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import secrets
@@ -55,10 +56,9 @@ def server_env(data_dir: Path, extra: dict | None = None) -> dict:
 
 
 def _label_studio_cmd() -> list[str]:
-    try:
-        import label_studio  # noqa: F401
-    except ImportError:
-        raise ServerError("the Label Studio server is not installed: pip install 'ls-trajeval[server]'") from None
+    # the server runs in a process of its own: finding its package is enough (the ``server`` extra brings it)
+    if importlib.util.find_spec("label_studio") is None:
+        raise ServerError("the Label Studio server is not installed: pip install 'ls-trajeval[server]'")
     return [sys.executable, "-m", "label_studio.server"]
 
 
@@ -67,6 +67,13 @@ class Credentials:
     email: str
     password: str
     token: str
+
+
+def init_args(creds: Credentials) -> list[str]:
+    """``label-studio init``'s arguments for ``creds``. Each value is joined to its option (``--password=...``): a
+    generated password starts with "-" once in 64, and argparse takes a separate "-..." for an option."""
+    return ["init", f"--username={creds.email}", f"--password={creds.password}", f"--user-token={creds.token}",
+            "--no-browser", "--quiet", "--enable-legacy-api-token"]
 
 
 def ensure_initialized(data_dir: Path, email: str = "admin@example.com", log=None,
@@ -78,11 +85,9 @@ def ensure_initialized(data_dir: Path, email: str = "admin@example.com", log=Non
     if state.exists():
         return Credentials(**json.loads(state.read_text()))
     creds = Credentials(email, secrets.token_urlsafe(12), secrets.token_hex(20))
-    cmd = _label_studio_cmd() + ["init", "--username", creds.email, "--password", creds.password,
-                                 "--user-token", creds.token, "--no-browser", "--quiet",
-                                 "--enable-legacy-api-token"]
+    cmd = _label_studio_cmd() + init_args(creds)
     if log:
-        log("initialising Label Studio in %s (first run only, about a minute)..." % data_dir)
+        log(f"initialising Label Studio in {data_dir} (first run only, about a minute)...")
     proc = subprocess.run(cmd, env=server_env(data_dir, extra_env), capture_output=True, text=True,
                           cwd=data_dir, timeout=900)
     if proc.returncode != 0:
@@ -110,7 +115,7 @@ class LocalLabelStudio:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 180) -> "LocalLabelStudio":
+    def start(self, timeout: float = 180) -> LocalLabelStudio:
         self.credentials = ensure_initialized(self.data_dir, self.email, self.log, self.extra_env)
         logfile = open(self.data_dir / "server.log", "ab")
         self.proc = subprocess.Popen(
@@ -127,7 +132,8 @@ class LocalLabelStudio:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc is not None and self.proc.poll() is not None:
-                raise ServerError(f"Label Studio exited with {self.proc.returncode}; see {self.data_dir / 'server.log'}")
+                raise ServerError(f"Label Studio exited with {self.proc.returncode}; "
+                                  f"see {self.data_dir / 'server.log'}")
             try:
                 if httpx.get(self.url + "/health", timeout=2).status_code == 200:
                     return
@@ -156,7 +162,7 @@ class LocalLabelStudio:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(10)
 
-    def __enter__(self) -> "LocalLabelStudio":
+    def __enter__(self) -> LocalLabelStudio:
         return self.start()
 
     def __exit__(self, *exc) -> None:

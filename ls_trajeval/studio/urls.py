@@ -11,6 +11,13 @@ def label_stream_url(url: str, project_id: int) -> str:
     return f"{url.rstrip('/')}/projects/{project_id}/data?labeling=1"
 
 
+def task_list_url(url: str, project_id: int, tab: int | None = None) -> str:
+    """A project's task list (the Data Manager), on its tab ``tab``: a task opened from there shows every
+    annotation and prediction as a tab of its own, with "Compare All" beside them, where the label stream
+    shows one."""
+    return f"{url.rstrip('/')}/projects/{project_id}/data" + (f"?tab={tab}" if tab else "")
+
+
 def task_url(url: str, project_id: int, task_id: int) -> str:
     """One task opened in its project's Data Manager (its annotations and predictions side by side)."""
     return f"{url.rstrip('/')}/projects/{project_id}/data?task={task_id}"

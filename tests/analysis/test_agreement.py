@@ -6,12 +6,12 @@ import math
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
+from commandline import invoke
 
 from ls_trajeval.analysis.agreement import collect, compute
-from ls_trajeval.analysis.stats import cohen_kappa, cohen_kappa_table, fleiss_kappa, krippendorff_alpha
 from ls_trajeval.analysis.disagreement import Thresholds, disagreements_in
 from ls_trajeval.analysis.settings import AnalysisSettings
+from ls_trajeval.analysis.stats import cohen_kappa, cohen_kappa_table, fleiss_kappa, krippendorff_alpha
 from ls_trajeval.cli.analysis import agreement_command
 
 from .conftest import export_line
@@ -180,7 +180,7 @@ def test_later_annotation_replaces_earlier(tmp_path):
 
 def test_cli_agreement(hand_export, tmp_path):
     out = tmp_path / "agr.json"
-    res = CliRunner().invoke(agreement_command, [str(hand_export), "--k", "1", "-o", str(out)])
+    res = invoke(hand_export, "--k", "1", "-o", out, command=agreement_command)
     assert res.exit_code == 0, res.output
     assert "correctness" in res.output and "most disagreement" in res.output
     doc = json.loads(out.read_text())
@@ -193,5 +193,5 @@ def test_cli_agreement(hand_export, tmp_path):
     assert [(d["trace_id"], d["steps_in_dispute"]) for d in doc["most_disagreement"]] == [
         ("T3", "#1, #3, #5"), ("T1", "#2, #3, #4"), ("T2", "#1")]
     assert "T3: disputedness 1.62, steps #1, #3, #5" in res.output
-    res = CliRunner().invoke(agreement_command, [str(hand_export), "--json"])
+    res = invoke(hand_export, "--json", command=agreement_command)
     assert json.loads(res.stdout)["annotators"]

@@ -21,13 +21,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from click.testing import CliRunner
+from commandline import invoke
 
 from ls_trajeval.analysis.align import align
 from ls_trajeval.analysis.settings import AnalysisSettings, read
 from ls_trajeval.cli.analysis import align_command
 
-from .conftest import export_line
+from .conftest import deep_line, export_line, write_lines
 
 WT = ("incorrect", "action", "wrong_tool", "major")
 WA = ("incorrect", "action", "wrong_arguments", "major")
@@ -59,7 +59,9 @@ def test_figures_by_hand(files):
     assert (r.traces, r.steps) == (4, 18)
     want = {"step_accuracy": 13 / 18, "error_precision": 2 / 5, "error_recall": 2 / 4, "error_f1": 4 / 9,
             "cohen_kappa": 32 / 122, "first_error_exact": 3 / 4, "first_error_within_1": 1.0,
-            "category_accuracy": 1.0, "type_accuracy": 1 / 2}
+            "category_accuracy": 1.0, "type_accuracy": 1 / 2,
+            # no cause links: the root causes are the first errors; no spans: both mark G1#2 and G4#5 whole
+            "root_cause_exact": 3 / 4, "root_cause_within_1": 1.0, "evidence_f1": 1.0}
     assert {k: m.value for k, m in r.metrics.items()} == pytest.approx(want)
     for name, m in r.metrics.items():
         assert m.low <= m.value + 1e-12 and m.value - 1e-12 <= m.high, name  # the interval covers the estimate
@@ -73,7 +75,8 @@ def test_figures_by_hand(files):
     assert r.mismatches == [{"trace_id": "G6", "pred_steps": 3, "gold_steps": 4, "pred_at": f"{files[0]}:6",
                              "gold_at": f"{files[1]}:6"}]
     g3 = next(t for t in r.per_trace if t["trace_id"] == "G3")
-    assert (g3["gold_errors"], g3["pred_errors"], g3["gold_first_error"], g3["first_error_distance"]) == ("#1", "#2", "#1", 1)
+    assert (g3["gold_errors"], g3["pred_errors"], g3["gold_first_error"], g3["first_error_distance"]) == \
+        ("#1", "#2", "#1", 1)
 
 
 def test_within_k_and_no_errors(tmp_path):
@@ -90,7 +93,7 @@ def test_within_k_and_no_errors(tmp_path):
 
 def test_cli_json_out_and_exit_code(files, tmp_path):
     out = tmp_path / "out"
-    res = CliRunner().invoke(align_command, [str(files[0]), str(files[1]), "--json", "--out", str(out)])
+    res = invoke(files[0], files[1], "--json", "--out", out, command=align_command)
     assert res.exit_code == 1, res.output  # G6's step counts differ
     doc = json.loads(res.stdout)
     for key in ("traces", "steps", "step_accuracy", "error_precision", "error_recall", "error_f1", "cohen_kappa",
@@ -104,12 +107,47 @@ def test_cli_json_out_and_exit_code(files, tmp_path):
     assert (out / "confusion_categories.csv").read_text().splitlines()[0] == \
         "gold \\ pred,action,perception,reasoning,(no error)"
     assert json.loads((out / "align.json").read_text())["traces"] == 4
-    text = CliRunner().invoke(align_command, [str(files[0]), str(files[1]), "--within", "2"]).stdout
+    text = invoke(files[0], files[1], "--within", "2", command=align_command).stdout
     assert "first_error_within_2" in text and "4 traces paired (18 steps)" in text
 
 
 def test_cli_nothing_paired(tmp_path):
     a = _write(tmp_path / "a.jsonl", [("X", 2, {})], "a")
     b = _write(tmp_path / "b.jsonl", [("Y", 2, {})], "b")
-    res = CliRunner().invoke(align_command, [str(a), str(b)])
+    res = invoke(a, b, command=align_command)
     assert res.exit_code == 2 and "no trace of PRED is in GOLD" in res.output
+
+
+# ---------------------------------------------------------------- root causes and evidence
+# V1 GOLD #2 [0,4) of "abcdefgh", #4 whole "0123456789" caused by #2   PRED #2 [2,6), #4 [0,5)
+#    overlap 2 of 4+4 and 5 of 10+5; root causes #2 and #2
+# V2 GOLD #3 whole "xy"                                                PRED #2, #3 whole: overlap 2 of 2+2;
+#    root causes #3 and #2 (one apart)
+# V3 no errors in either: no root cause in either (a match)
+# root_cause_exact 2/3, within_1 3/3; evidence_f1 = (2·2 + 2·5 + 2·2) / (8 + 15 + 4) = 18/27
+
+V1 = [("thought", "-"), ("action", "abcdefgh"), ("thought", "-"), ("thought", "0123456789"), ("thought", "-")]
+V2 = [("thought", "-"), ("thought", "-"), ("thought", "xy"), ("thought", "-")]
+V3 = [("thought", "-")] * 3
+
+
+def test_root_cause_and_evidence_figures(tmp_path):
+    gold = write_lines(tmp_path / "gold.jsonl", [
+        deep_line("V1", "gold", V1, {1: {"evidence": [(0, 4)]}, 3: {"caused_by": [1]}}),
+        deep_line("V2", "gold", V2, {2: {}}), deep_line("V3", "gold", V3, {})])
+    pred = write_lines(tmp_path / "pred.jsonl", [
+        deep_line("V1", "judge", V1, {1: {"evidence": [(2, 6)]}, 3: {"evidence": [(0, 5)]}}),
+        deep_line("V2", "judge", V2, {1: {}, 2: {}}), deep_line("V3", "judge", V3, {})])
+    res = invoke("align", *[str(pred), str(gold), "--json", "--resamples", "500",
+                                             "--out", str(tmp_path / "out")])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    want = {"root_cause_exact": (2 / 3, 3, "traces"), "root_cause_within_1": (1.0, 3, "traces"),
+            "evidence_f1": (18 / 27, 3, "steps both mark")}
+    for name, (value, n, unit) in want.items():
+        m = doc[name]
+        assert (m["value"], m["n"], m["unit"]) == (pytest.approx(value, abs=1e-6), n, unit), name
+        assert m["ci_low"] <= m["value"] <= m["ci_high"], name
+    assert doc["first_error_exact"]["value"] == pytest.approx(2 / 3, abs=1e-6)
+    per_trace = (tmp_path / "out" / "per_trace.csv").read_text().splitlines()
+    assert per_trace[0].endswith(",gold_root_cause,pred_root_cause") and per_trace[2].endswith(",#3,#2")

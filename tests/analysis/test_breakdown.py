@@ -23,7 +23,7 @@ import json
 
 import pandas as pd
 import pytest
-from click.testing import CliRunner
+from commandline import invoke
 
 from ls_trajeval.analysis.agreement import assess
 from ls_trajeval.analysis.report import aggregate, write_report
@@ -130,8 +130,8 @@ def test_agreement_and_adjudication_list_in_the_html(hand_export, tmp_path):
 
 
 def test_cli_by_and_url(export, tmp_path):
-    r = CliRunner().invoke(report_command, [str(export), "--by", "agent", "--url", "http://ls:8080/", "-o",
-                                            str(tmp_path / "r"), "--no-plots"])
+    r = invoke(export, "--by", "agent", "--url", "http://ls:8080/", "-o", tmp_path / "r", "--no-plots",
+               command=report_command)
     assert r.exit_code == 0, r.output
     assert "By agent (95% intervals)" in r.output and "planner" in r.output
     assert "0.3 [0, 0.5]" in r.output  # planner's error rate and its interval (see the module docstring)
@@ -145,3 +145,28 @@ def test_a_group_of_one_trace_has_its_value_as_interval(export, tmp_path):
     g = write_report(aggregate([str(export)], by="trace_id"), tmp_path / "t", plots=False).tables["groups"]
     p1 = g.set_index("trace_id").loc["P1"]
     assert (p1["error_rate"], p1["error_rate_low"], p1["error_rate_high"]) == (0.25, 0.25, 0.25)
+
+
+def test_by_a_key_no_trace_has_warns_names_the_keys_there_and_exits_1(export, tmp_path):
+    """A newcomer's typo would otherwise put every annotation under "(missing)" and exit 0."""
+    r = invoke(export, "--by", "agnet", "-o", tmp_path / "r", "--no-plots", "-q", command=report_command)
+    assert r.exit_code == 1, r.output
+    assert r.stderr.splitlines()[-1] == (
+        "warning: --by: no annotation has 'agnet', in its trace metadata or as a field of its line (the trace "
+        "metadata keys there are: agent, run; or a field such as annotator): every one is under (missing)")
+    g = pd.read_csv(tmp_path / "r" / "groups.csv")  # the report is still written, all of it one group
+    assert g["agnet"].tolist() == ["(missing)"] and g["annotations"].tolist() == [6]
+
+
+def test_by_a_key_some_traces_lack_warns_with_their_count(export, tmp_path):
+    lines = export.read_text().splitlines()
+    first = json.loads(lines[0])
+    del first["metadata"]["agent"]  # P1 (alice) says no agent
+    export.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    r = invoke(export, "--by", "agent", "-o", tmp_path / "r", "--no-plots", "-q", command=report_command)
+    assert r.exit_code == 0, r.output
+    assert r.stderr.splitlines() == ["warning: --by: 1 of 6 annotations have no 'agent': they are grouped under "
+                                     "(missing)"]
+    assert sorted(pd.read_csv(tmp_path / "r" / "groups.csv")["agent"]) == ["(missing)", "coder", "planner"]
+    r = invoke(export, "--by", "run", "-o", tmp_path / "r2", "--no-plots", "-q", command=report_command)
+    assert (r.exit_code, r.stderr) == (0, "")  # every line has it: nothing to say

@@ -24,7 +24,7 @@ from ls_trajeval.analysis.disagreement import Thresholds, find_disagreements, ra
 from ls_trajeval.analysis.settings import AnalysisSettings, read
 from ls_trajeval.analysis.trace_groups import group_by_trace, iter_trace_groups
 
-from .conftest import export_line
+from .conftest import deep_line, export_line, write_lines
 
 S = AnalysisSettings()
 
@@ -108,3 +108,36 @@ def test_the_summary_is_the_review_tasks_columns(groups):
     d = find_disagreements(groups["T1"], S)
     assert tuple(d.summary()) == DISPUTE_FIELDS
     assert d.to_json()["annotators"] == [r.annotator for r in groups["T1"]]  # the list, not its length
+
+
+# ---------------------------------------------------------------- roles and root causes
+# W: alice #2 wrong, #4 wrong caused by #2 (propagated); bob #2 and #4 wrong on their own: the role of #4 is
+#    disputed, 1 - 1/2 = 1/2, x 0.25 = 0.125; the root causes are the first errors (#2 each): no root dispute
+# X: both mark #2 and #4; alice's record (from elsewhere) names #4 the root cause, bob's is #2: 1 - 1/2 = 1/2
+
+
+def _trace(tmp_path, name, marks_a, marks_b, **alice):
+    steps = [("thought", f"s{i}") for i in range(5)]
+    path = write_lines(tmp_path / f"{name}.jsonl", [deep_line(name, "alice", steps, marks_a, **alice),
+                                                    deep_line(name, "bob", steps, marks_b)])
+    return list(read([str(path)], S))
+
+
+def test_a_role_dispute(tmp_path):
+    d = find_disagreements(_trace(tmp_path, "W", {1: {}, 3: {"caused_by": [1]}}, {1: {}, 3: {}}), S)
+    (step,) = d.steps
+    assert (step.number, step.kinds, step.score) == ("#4", ("role",), 0.125)
+    assert str(step.labels["alice@example.com"]) == "incorrect action/wrong_arguments major propagated"
+    assert not d.root_cause_disputed and d.score == 0.125
+    s = d.summary()
+    assert (s["role_disputes"], s["root_cause_disputed"]) == (1, False)
+    assert s["root_causes"] == "alice@example.com: #2; bob@example.com: #2"
+
+
+def test_a_root_cause_dispute_beyond_the_first_error(tmp_path):
+    recs = _trace(tmp_path, "X", {1: {}, 3: {}}, {1: {}, 3: {}}, root_cause_step=3)
+    d = find_disagreements(recs, S)
+    assert d.steps == [] and not d.first_error_disputed
+    assert d.root_cause_disputed and d.score == 0.5
+    assert d.summary()["root_causes"] == "alice@example.com: #4; bob@example.com: #2"
+    assert not find_disagreements(recs, S, Thresholds(root_cause_steps=2)).disputed

@@ -167,3 +167,56 @@ def test_gold_line_reads_back(hand_export, tmp_path):
 def test_unknown_method(hand_export):
     with pytest.raises(ValueError, match="majority, dawid-skene"):
         build_gold([], S, method="vote")
+
+
+# ---------------------------------------------------------------- the added keys
+# M (5 steps), three annotators:
+#   alice  #2 wrong, evidence [0,3), correction "fix2-a";  #4 wrong caused by #2, correction "fix4"
+#   bob    #2 wrong, evidence [0,3), correction "fix2-b";  #4 wrong caused by #2
+#   carol  #2 correct;                                     #4 wrong on its own, evidence [1,2);  #5 wrong
+# majority: #2 wrong (alice, bob agree): evidence [0,3); corrections tie 1-1, the first (alice's) wins, not listed
+#           #4 wrong (all three): links (#2) 2 of 3, evidence none (whole step) 2 of 3, correction "fix4"
+#           #5 correct (1 of 3); so #4 is propagated and the root cause is #2
+
+M = [("thought", f"M step {i}") for i in range(5)]
+
+
+def _lines(tmp_path, lines):
+    from .conftest import write_lines
+
+    return group_by_trace(read([str(write_lines(tmp_path / "m.jsonl", lines))], S))
+
+
+def test_majority_gold_carries_links_evidence_and_corrections(tmp_path):
+    from .conftest import deep_line
+
+    groups = _lines(tmp_path, [
+        deep_line("M", "alice", M, {1: {"evidence": [(0, 3)], "correction": "fix2-a"},
+                                    3: {"caused_by": [1], "correction": "fix4"}}),
+        deep_line("M", "bob", M, {1: {"evidence": [(0, 3)], "correction": "fix2-b"}, 3: {"caused_by": [1]}}),
+        deep_line("M", "carol", M, {3: {"evidence": [(1, 2)]}, 4: {}})])
+    (gold,) = build_gold(groups.items(), S)
+    assert (gold.method, gold.ties) == ("majority", [])
+    line = gold_line(gold, S)
+    steps = line["error_localization"]
+    assert [s["correctness"] for s in steps] == ["correct", "incorrect", "correct", "incorrect", "correct"]
+    assert steps[1]["evidence"] == [{"start": 0, "end": 3, "text": "M s"}] and steps[1]["correction"] == "fix2-a"
+    assert (steps[3]["caused_by"], steps[3]["evidence"], steps[3]["correction"]) == ([1], [], "fix4")
+    assert [s["role"] for s in steps] == [None, "origin", None, "propagated", None]
+    assert line["root_cause_step"] == 1
+    back = parse_record(json.loads(json.dumps(line)), "gold", 1)
+    assert back.steps[3].caused_by == (1,) and back.root_cause_step == 1
+
+
+def test_links_decide_unanimity_and_a_tie_is_listed(tmp_path):
+    from .conftest import deep_line
+
+    same = {1: {"correction": "a"}, 3: {"caused_by": [1]}}
+    groups = _lines(tmp_path, [deep_line("M", "alice", M, same), deep_line("M", "bob", M, same)])
+    (gold,) = build_gold(groups.items(), S)
+    assert gold.method == "unanimous" and gold_line(gold, S)["error_localization"][3]["role"] == "propagated"
+    # the same labels, but bob links #4 to nothing: not unanimous; the links tie 1-1, alice's come first
+    groups = _lines(tmp_path, [deep_line("M", "alice", M, same), deep_line("M", "bob", M, {1: {}, 3: {}})])
+    (gold,) = build_gold(groups.items(), S)
+    assert (gold.method, gold.ties) == ("majority", ["#4 caused_by"])
+    assert gold_line(gold, S)["error_localization"][3]["caused_by"] == [1]

@@ -22,7 +22,7 @@ import pytest
 
 from ls_trajeval.analysis.report import aggregate, build_tables
 
-from .conftest import export_line
+from .conftest import deep_line, export_line
 
 GUIDE = Path(__file__).resolve().parents[1] / "fixtures" / "guide" / "000_b868f1924f416570.txt"
 
@@ -172,8 +172,10 @@ def guide_snippets() -> list:
     return [m.group(1) for m in re.finditer(r"```python(.*?)```", text[start:], re.S)]
 
 
-def _incorrect_only_export(directory: Path) -> None:
-    """Two annotators, only the `incorrect` label (the guide's snippets count no other)."""
+def _incorrect_only_export(directory: Path, added_keys: bool = False) -> None:
+    """Two annotators, only the `incorrect` label (the guide's snippets count no other). With ``added_keys`` the
+    lines are written by the exporter's record writer with evidence, cause links (each later error caused by the
+    trace's first) and corrections: the same labels, in the export's current shape."""
     T = "incorrect"
     data = {
         "alice": [
@@ -193,16 +195,30 @@ def _incorrect_only_export(directory: Path) -> None:
              "C": ["thought", "action", "action", "observation", "thought"], "D": ["action"] * 12}
     directory.mkdir(parents=True)
     for who, items in data.items():
-        lines = [json.dumps(export_line(t, who, e, o, f, step_types=types[t])) for t, e, o, f in items]
+        if added_keys:
+            lines = [json.dumps(_with_added_keys(t, who, e, o, f, types[t])) for t, e, o, f in items]
+        else:
+            lines = [json.dumps(export_line(t, who, e, o, f, step_types=types[t])) for t, e, o, f in items]
         (directory / f"{who}.jsonl").write_text("\n".join(lines) + "\n")
 
 
-@pytest.fixture(scope="module")
-def snippet_run(tmp_path_factory):
+def _with_added_keys(trace_id, who, errors, outcome, final, step_types) -> dict:
+    steps = [(st, f"{trace_id} step {i} ({st})") for i, st in enumerate(step_types)]
+    first = min(errors, default=None)
+    marks = {i: {"correctness": c, "error_category": cat, "error_type": typ, "severity": sev,
+                 "evidence": [(0, len(trace_id))], "caused_by": [first] if i != first else [],
+                 "correction": f"what step {i} should have done"} for i, (c, cat, typ, sev) in errors.items()}
+    line = deep_line(trace_id, who, steps, marks, whole={} if outcome == "ABSENT" else {"overall_success": outcome})
+    assert line["final_score"] == final  # the same labels as the guide-shaped line
+    return line
+
+
+@pytest.fixture(scope="module", params=["guide shape", "with the added keys"])
+def snippet_run(tmp_path_factory, request):
     if not GUIDE.exists():
         pytest.skip(f"guide not found at {GUIDE}")
     work = tmp_path_factory.mktemp("guide")
-    _incorrect_only_export(work / "output")
+    _incorrect_only_export(work / "output", added_keys=request.param == "with the added keys")
     ns: dict = {}
     out = io.StringIO()
     import os

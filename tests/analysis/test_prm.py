@@ -5,7 +5,7 @@ import io
 import json
 
 import pytest
-from click.testing import CliRunner
+from commandline import invoke
 
 from ls_trajeval.analysis.prm import build_prm
 from ls_trajeval.cli.analysis import prm_command
@@ -13,7 +13,7 @@ from ls_trajeval.cli.analysis import prm_command
 from .conftest import ANNOTATIONS, write_export
 
 T, F = True, False
-I = ("incorrect", "action", "wrong_tool", "major")
+W = ("incorrect", "action", "wrong_tool", "major")
 P = ("partially_correct", "action", "wrong_arguments", "minor")
 
 # Votes per step (True = correct):
@@ -22,14 +22,14 @@ P = ("partially_correct", "action", "wrong_arguments", "minor")
 #   P3 alice F T F T F | carol T T T T F
 #   P4 bob F
 PRM_DATA = [
-    ("P1", "alice", {1: I, 3: I}, "failure", 0),
-    ("P1", "bob", {1: I}, "failure", 0),
-    ("P1", "carol", {1: P, 2: I}, "failure", 0),
+    ("P1", "alice", {1: W, 3: W}, "failure", 0),
+    ("P1", "bob", {1: W}, "failure", 0),
+    ("P1", "carol", {1: P, 2: W}, "failure", 0),
     ("P2", "alice", {}, "success", 0),
     ("P2", "bob", {0: P}, "success", 0),
-    ("P3", "alice", {0: I, 2: I, 4: I}, "failure", 0),
-    ("P3", "carol", {4: I}, "failure", 0),
-    ("P4", "bob", {0: I}, "failure", 0),
+    ("P3", "alice", {0: W, 2: W, 4: W}, "failure", 0),
+    ("P3", "carol", {4: W}, "failure", 0),
+    ("P4", "bob", {0: W}, "failure", 0),
 ]
 
 
@@ -102,7 +102,7 @@ def test_loads_with_datasets(prm_export, tmp_path, monkeypatch):
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     out = tmp_path / "prm.jsonl"
-    res = CliRunner().invoke(prm_command, [str(prm_export), "-o", str(out), "--after-error", "truncate"])
+    res = invoke(prm_export, "-o", out, "--after-error", "truncate", command=prm_command)
     assert res.exit_code == 0, res.output
     import datasets
 
@@ -116,7 +116,7 @@ def test_loads_with_datasets(prm_export, tmp_path, monkeypatch):
 def test_cli_rejects_bad_lines_and_still_writes(hand_export, tmp_path):
     (hand_export / "broken.jsonl").write_text("[1, 2]\n")
     out = tmp_path / "p.jsonl"
-    res = CliRunner().invoke(prm_command, [str(hand_export), "-o", str(out)])
+    res = invoke(hand_export, "-o", out, command=prm_command)
     assert res.exit_code == 1
     assert "broken.jsonl:1: expected a JSON object" in res.output
     assert len(out.read_text().splitlines()) == 4  # T1..T4
@@ -165,7 +165,7 @@ def test_context_steps_fold_into_prompt_and_next_step(tmp_path):
     from .conftest import write_export
 
     types = {"C": ["system", "thought", "action", "observation", "thought", "observation"]}
-    write_export(tmp_path / "c", [("C", "alice", {2: I}, "failure", 0)], types)
+    write_export(tmp_path / "c", [("C", "alice", {2: W}, "failure", 0)], types)
     rows, stats = run(tmp_path / "c")
     (r,) = rows
     assert r["prompt"] == "task of C\n\n[system]\nC step 0 (system)"
@@ -183,7 +183,7 @@ def test_every_shape_loads_with_datasets(prm_export, tmp_path, monkeypatch, shap
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     out = tmp_path / f"{shape}.jsonl"
-    res = CliRunner().invoke(prm_command, [str(prm_export), "-o", str(out), "--shape", shape])
+    res = invoke(prm_export, "-o", out, "--shape", shape, command=prm_command)
     assert res.exit_code == 0, res.output
     import datasets
 

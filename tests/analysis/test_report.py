@@ -7,7 +7,7 @@ import re
 
 import pandas as pd
 import pytest
-from click.testing import CliRunner
+from commandline import invoke
 
 from ls_trajeval.analysis.report import aggregate, build_tables, write_report
 from ls_trajeval.analysis.settings import AnalysisSettings, load_settings
@@ -226,7 +226,7 @@ def test_html_escapes_labels(tmp_path):
 
 
 def test_cli_report(hand_export, tmp_path):
-    r = CliRunner().invoke(report_command, [str(hand_export), "-o", str(tmp_path / "r")])
+    r = invoke(hand_export, "-o", tmp_path / "r", command=report_command)
     assert r.exit_code == 0, r.output
     assert "Errors by category" in r.output and "action" in r.output
     assert (tmp_path / "r" / "report.html").exists()
@@ -237,7 +237,7 @@ def test_cli_report_bad_lines(hand_export, tmp_path):
     good = json.dumps(export_line("T9", "zed", {}, "success", 100, step_types=["action"]))
     bad.write_text(good + "\n{not json\n" + json.dumps({"trace_id": "T8"}) + "\n"
                    + json.dumps(dict(json.loads(good), trace_id="T7", error_localization=[{"step_index": -1}])) + "\n")
-    r = CliRunner().invoke(report_command, [str(hand_export), "-o", str(tmp_path / "r"), "-q", "--no-plots"])
+    r = invoke(hand_export, "-o", tmp_path / "r", "-q", "--no-plots", command=report_command)
     assert r.exit_code == 1
     err = r.stderr if hasattr(r, "stderr") else r.output
     assert f"{bad}:2: invalid JSON" in err
@@ -249,7 +249,7 @@ def test_cli_report_bad_lines(hand_export, tmp_path):
 
 
 def test_cli_report_nothing_valid(tmp_path):
-    r = CliRunner().invoke(report_command, [str(tmp_path / "missing.jsonl"), "-o", str(tmp_path / "r")])
+    r = invoke(tmp_path / "missing.jsonl", "-o", tmp_path / "r", command=report_command)
     assert r.exit_code == 2
     assert "missing.jsonl: no such file or directory" in r.output
     assert r.exception is None or isinstance(r.exception, SystemExit)
@@ -272,9 +272,9 @@ def test_potato_native_config_keys(tmp_path):
 def test_bad_config_is_a_usage_error(hand_export, tmp_path):
     cfg = tmp_path / "c.yaml"
     cfg.write_text("annotation_schemes:\n  - annotation_type: radio\n    name: x\n    labels: [a]\n")
-    r = CliRunner().invoke(report_command, [str(hand_export), "--config", str(cfg), "-o", str(tmp_path / "r")])
+    r = invoke(hand_export, "--config", cfg, "-o", tmp_path / "r", command=report_command)
     assert r.exit_code == 2 and "annotation_schemes: needs one scheme with annotation_type: trajectory_eval" in r.output
-    r = CliRunner().invoke(report_command, [str(hand_export), "--config", str(tmp_path / "nope.yaml")])
+    r = invoke(hand_export, "--config", tmp_path / "nope.yaml", command=report_command)
     assert r.exit_code == 2 and "nope.yaml: file not found" in r.output
 
 
@@ -283,8 +283,8 @@ def test_correct_label_option(tmp_path):
                        "failure", 95, step_types=["action"] * 2)
     p = tmp_path / "a.jsonl"
     p.write_text(json.dumps(line) + "\n")
-    r = CliRunner().invoke(report_command, [str(p), "--correct-label", "fine", "--correct-label", "correct",
-                                            "-o", str(tmp_path / "r"), "--no-plots", "-q"])
+    r = invoke(p, "--correct-label", "fine", "--correct-label", "correct", "-o", tmp_path / "r", "--no-plots", "-q",
+               command=report_command)
     assert r.exit_code == 0, r.output
     assert pd.read_csv(tmp_path / "r" / "errors_by_category.csv")["count"].tolist() == [1]
 

@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from .ui import Annotator, Projects
+from .ui import Projects, logged_in
 
 pytestmark = pytest.mark.browser
 
@@ -18,12 +18,8 @@ pytestmark = pytest.mark.browser
 @pytest.fixture(scope="session")
 def annotator(browser, label_studio):
     """The admin user's logged-in page (one context for the session)."""
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    context.set_default_timeout(30_000)
-    a = Annotator(context.new_page(), label_studio.url)
-    a.login(label_studio.credentials.email, label_studio.credentials.password)
-    yield a
-    context.close()
+    with logged_in(browser, label_studio) as a:
+        yield a
 
 
 @pytest.fixture(scope="session")

@@ -8,12 +8,11 @@ import re
 import time
 
 import pytest
-from click.testing import CliRunner
+from commandline import invoke
 
-from ls_trajeval.core import config as cfg
 from ls_trajeval import label_configs
+from ls_trajeval.core import config as cfg
 from ls_trajeval.studio import client as studio
-from ls_trajeval.cli import main_group
 
 from .ui import dumps
 
@@ -21,7 +20,8 @@ pytestmark = pytest.mark.browser
 
 SHOTS = label_configs.path("trajectory_eval").parent.parent / "docs" / "screenshots"
 CONFIG = cfg.load(label_configs.path("trajectory_eval"))
-DIFF = "--- a/pricing.py\n+++ b/pricing.py\n@@ -45 +45 @@\n-    return price * pct / 100\n+    return price - price * pct / 100"
+DIFF = ("--- a/pricing.py\n+++ b/pricing.py\n@@ -45 +45 @@\n-    return price * pct / 100\n"
+        "+    return price - price * pct / 100")
 RATIONALE = "assumes the edit works <b>without</b> running tests & \"never\" checks\n  indented second line"
 
 
@@ -44,7 +44,10 @@ def step_entry(i: int, t: dict, **wrong) -> dict:
         given = s["action_input"]
         text += "\n" + (given if isinstance(given, str) else json.dumps(given, indent=2, ensure_ascii=False))
     entry = {"step_index": i, "step_type": s["type"], "step_text": text, "correctness": "correct",
-             "error_category": None, "error_type": None, "severity": None, "rationale": None, "score": 100}
+             "error_category": None, "error_type": None, "severity": None, "rationale": None, "score": 100,
+             # made by hand, no span, no links, no correction: a wrong step is then an origin
+             "source": "human", "suggested_by": None, "confidence": None, "evidence": [], "caused_by": [],
+             "role": None, "correction": None}
     entry.update(wrong)
     return entry
 
@@ -53,7 +56,8 @@ def expected_record(t: dict, layout: str, wrong: bool = True) -> dict:
     steps = [step_entry(i, t) for i in range(6)]
     if wrong:
         steps[3] = step_entry(3, t, correctness="incorrect", error_category="reasoning",
-                              error_type="incorrect_assumption", severity="major", rationale=RATIONALE, score=95)
+                              error_type="incorrect_assumption", severity="major", rationale=RATIONALE, score=95,
+                              role="origin")
         steps[4]["score"] = steps[5]["score"] = 95
     return {"trace_id": t["trace_id"], "task": t["task"], "layout": layout, "metadata": t.get("metadata", {}),
             "scheme": "error_localization",
@@ -61,7 +65,8 @@ def expected_record(t: dict, layout: str, wrong: bool = True) -> dict:
             "running_score": [s["score"] for s in steps], "final_score": steps[-1]["score"], "n_steps": 6,
             "n_errors": 1 if wrong else 0, "first_error_step": 3 if wrong else None,
             "worst_severity": "major" if wrong else None,
-            "severity_weights": {"minor": -1, "major": -5, "critical": -10}, "score_initial": 100, "score_min": 0}
+            "severity_weights": {"minor": -1, "major": -5, "critical": -10}, "score_initial": 100, "score_min": 0,
+            "root_cause_step": 3 if wrong else None, "rejected_suggestions": []}
 
 
 VOLATILE = ("project_id", "task_id", "annotation_id", "annotator_id", "created_at", "updated_at", "lead_time")
@@ -80,8 +85,7 @@ def same(got: dict, want: dict) -> None:
 
 def export(project_id: int, tmp_path) -> dict[str, dict]:
     out = tmp_path / f"export-{project_id}-{time.monotonic_ns()}.jsonl"
-    r = CliRunner().invoke(main_group, ["export", "--project", str(project_id), "-o", str(out)],
-                           catch_exceptions=False)
+    r = invoke("export", "--project", project_id, "-o", out)
     assert r.exit_code == 0, r.output
     lines = out.read_text(encoding="utf-8").splitlines()
     records = [json.loads(x) for x in lines]
@@ -178,8 +182,7 @@ def test_label_stream_printed_by_import(guard, ls_env, projects, ls_client, tmp_
     traces = [trace(f"stream-{layout}-{k}") for k in range(2)]
     src = tmp_path / "traces.jsonl"
     src.write_text("".join(json.dumps(t) + "\n" for t in traces), encoding="utf-8")
-    r = CliRunner().invoke(main_group, ["import", "--create", f"browser stream {layout}", "--layout", layout,
-                                        "--quiet", str(src)], catch_exceptions=False)
+    r = invoke("import", "--create", f"browser stream {layout}", "--layout", layout, "--quiet", src)
     assert r.exit_code == 0, r.output
     pid = int(re.search(r"project (\d+): imported 2", r.output).group(1))
     assert f"annotate: {ls_env.url}/projects/{pid}/data?labeling=1" in r.output

@@ -100,33 +100,92 @@ LINE_COLOUR = """([idx, line]) => {
 }"""
 
 
+
+#: each card brought to the pane's top, measured once the browser has drawn it: cards taller than 60% of the window, cards whose text overflows without scrolling,
+#: mark buttons outside the window
+CARDS_IN_REACH = """async pane => {
+  const vh = window.innerHeight, out = {n: 0, tall: [], unreachable: [], out_of_reach: []};
+  const drawn = () => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+  for (const ph of pane.querySelectorAll('[data-testid^="phrase:"]')) {
+    out.n++;
+    pane.scrollTop += ph.getBoundingClientRect().top - pane.getBoundingClientRect().top;
+    await drawn();
+    pane.scrollTop += ph.getBoundingClientRect().top - pane.getBoundingClientRect().top;
+    if (ph.getBoundingClientRect().height > 0.6 * vh) out.tall.push(ph.dataset.testid);
+    const text = ph.querySelector('[class*="dialoguetext"]');
+    if (text.scrollHeight > text.clientHeight + 1 && getComputedStyle(text).overflowY !== "auto")
+      out.unreachable.push(ph.dataset.testid);
+    const b = ph.querySelector('button[aria-label^="Label whole utterance"]').getBoundingClientRect();
+    if (b.top < 0 || b.bottom > vh) out.out_of_reach.push(ph.dataset.testid);
+  }
+  pane.scrollTop = 0;
+  return out;
+}"""
+
+
+def cards_in_reach(a) -> dict:
+    """:data:`CARDS_IN_REACH` over the open task's trace pane."""
+    return a.page.locator(".te-trace-pane").evaluate(CARDS_IN_REACH)
+
+
+def strings_in(value) -> list[str]:
+    """Every string inside an argument value (nested lists and objects too)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [x for v in value.values() for x in strings_in(v)]
+    if isinstance(value, list):
+        return [x for v in value for x in strings_in(v)]
+    return []
+
+
+SMOL = "6a4c3da772d50d76"  # smolagents: a 24 kB result (a 48,156 px card before)
+
+
+@pytest.mark.parametrize("trace_id", [CLAUDE, CODEX, GEMINI, TAU, SMOL, SWE, CREW])
+def test_every_card_bounded_whole_and_no_argument_json_escaped(guard, real, ls_client, trace_id):
+    """Beside OpenHands (above): every card of these traces within 60% of the window with its mark button in reach
+    and its whole text there; a multi-line argument as real lines: no more ``\\n`` or ``\\"`` in the card than
+    the argument's own strings hold (JSON would escape every line break and quote)."""
+    a = guard
+    t = open_trace(a, real, trace_id)
+    assert cards_in_reach(a) == {"n": len(t.steps), "tall": [], "unreachable": [], "out_of_reach": []}
+    texts = phrase_texts(a)
+    data = studio.get_task(ls_client, real[1]["transcript"][1][trace_id])["data"]
+    assert texts == [e["text"] for e in data["te_transcript"]]
+    checked = 0
+    for i, s in enumerate(t.steps):
+        raw = s.action_input_text if s.type == "action" else ""
+        try:
+            strings = strings_in(json.loads(raw)) if raw.strip()[:1] in "{[" else [raw]
+        except ValueError:
+            strings = [raw]
+        if not any("\n" in x for x in strings):
+            continue
+        for escaped in ("\\n", '\\"'):
+            assert texts[i].count(escaped) <= sum(x.count(escaped) for x in strings), (i, escaped)
+        checked += 1
+    if trace_id in (CLAUDE, GEMINI):  # their logs hold multi-line arguments (file contents, prompts, edits)
+        assert checked
+
+
 def test_a_long_trace_opens_at_its_top_every_card_bounded_and_its_mark_in_reach(guard, real, ls_client):
     a = guard
     t = open_trace(a, real, OPENHANDS)
     pane = a.page.locator(".te-trace-pane")
     assert pane.evaluate("el => el.scrollTop") == 0  # not mid system prompt
     a.screenshot(SHOTS / "readable-opens-at-top.png", full_page=False)
-    # each card brought to the pane's top, measured once the browser has drawn it (a step out of view is not laid
-    # out until it comes into view)
-    m = pane.evaluate("""async pane => {
-      const vh = window.innerHeight, out = {n: 0, tall: [], unreachable: [], out_of_reach: []};
-      const drawn = () => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
-      for (const ph of pane.querySelectorAll('[data-testid^="phrase:"]')) {
-        out.n++;
-        pane.scrollTop += ph.getBoundingClientRect().top - pane.getBoundingClientRect().top;
-        await drawn();
-        pane.scrollTop += ph.getBoundingClientRect().top - pane.getBoundingClientRect().top;
-        if (ph.getBoundingClientRect().height > 0.6 * vh) out.tall.push(ph.dataset.testid);
-        const text = ph.querySelector('[class*="dialoguetext"]');
-        if (text.scrollHeight > text.clientHeight + 1 && getComputedStyle(text).overflowY !== "auto")
-          out.unreachable.push(ph.dataset.testid);
-        const b = ph.querySelector('button[aria-label^="Label whole utterance"]').getBoundingClientRect();
-        if (b.top < 0 || b.bottom > vh) out.out_of_reach.push(ph.dataset.testid);
-      }
-      pane.scrollTop = 0;
-      return out;
-    }""")
+    m = cards_in_reach(a)
     assert m == {"n": len(t.steps), "tall": [], "unreachable": [], "out_of_reach": []}
+    # go to step #N: the browser's find (Ctrl+F, Enter for the next match) of "#N · ": its first match in the trace
+    # is card N's header (the task list behind the editor holds the transcript's data too)
+    n = len(t.steps) - 20
+    found = a.page.evaluate("""s => { for (let k = 0; k < 5 && window.find(s); k++) {
+      const node = getSelection().getRangeAt(0).startContainer.parentElement;
+      if (node.closest('.te-trace-pane')) return node.closest('[data-testid^="phrase:"]').dataset.testid; }
+      return null; }""", f"#{n} · ")
+    assert found == f"phrase:{n - 1}"
+    a.page.evaluate("() => getSelection().removeAllRanges()")
     # nothing is cut: every card holds its whole text, the longest scrolls inside its card
     data = studio.get_task(ls_client, real[1]["transcript"][1][OPENHANDS])["data"]
     assert phrase_texts(a) == [e["text"] for e in data["te_transcript"]]

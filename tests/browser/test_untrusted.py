@@ -125,8 +125,9 @@ def pick_hostile_type(a, choose: str):
                 titles.append(seen(t))
         if all(p in titles for p in PAYLOADS):
             break
-        holder.evaluate("el => { el.scrollTop += 120; }")
-        a.page.wait_for_timeout(80)
+        # scrolled, and the virtual list drawn again (two animation frames: its rows are rendered on the next one)
+        holder.evaluate("el => { el.scrollTop += 120; return new Promise(r => requestAnimationFrame("
+                        "() => requestAnimationFrame(r))); }")
     for p in PAYLOADS:
         assert p in titles, f"taxonomy label not shown literally: {p!r}"
     a.page.keyboard.press("Escape")

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from ls_trajeval.core import config as cfg
 from ls_trajeval import label_configs
-from ls_trajeval.studio import client as studio
+from ls_trajeval.core import config as cfg
 from ls_trajeval.core import trace
 from ls_trajeval.flows.importer import import_traces
+from ls_trajeval.studio import client as studio
 
 from .test_annotate import SHOTS, export
 
@@ -38,7 +38,8 @@ def long_trace(tid: str) -> dict:
     for i in range(N_STEPS):
         kind = kinds[i % 3]
         if kind == "action":
-            steps.append({"type": "action", "content": "run_shell", "action_input": {"cmd": f"pytest -q tests/test_{i}.py"}})
+            steps.append({"type": "action", "content": "run_shell",
+                          "action_input": {"cmd": f"pytest -q tests/test_{i}.py"}})
         else:
             steps.append({"type": kind, "content": f"{kind} {i}: the agent looks at pricing.py and the failing test."})
     return {"trace_id": tid, "task": "Fix the discount bug; 200 steps", "trace": steps}
@@ -81,8 +82,8 @@ def long_projects(projects, ls_client, ls_env):
     made = {}
     for walk in ("mouse", "keyboard"):
         made["after", walk] = projects.make(CONFIG, "transcript", [long_trace(f"after-{walk}")], f"workbench {walk}")
-        p = studio._dump(ls_client.projects.create(title=f"before the workbench {walk}",
-                                                   label_config=BEFORE_XML.read_text(encoding="utf-8")))
+        p = studio.create_project_from_xml(ls_client, f"before the workbench {walk}",
+                                           BEFORE_XML.read_text(encoding="utf-8"))
         assert import_traces(ls_client, p["id"], [trace.parse_trace(long_trace(f"before-{walk}"))], CONFIG,
                              progress=False).imported == 1
         made["before", walk] = p["id"], {}

@@ -8,12 +8,14 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from ls_trajeval.core import config as cfg
 from ls_trajeval.core import labelconfig, trace
-from ls_trajeval.studio import client as studio
 from ls_trajeval.flows.importer import import_traces
+from ls_trajeval.studio import client as studio
 
 #: Set by an XSS payload if any script ever runs.
 PWNED = "__pwned"
@@ -67,7 +69,8 @@ class Annotator:
         p.wait_for_function("() => { const main = document.querySelector('.lsf-main-view');"
                             " return !document.querySelector('.lsf-label-view__lsf-wrapper_mode_explorer')"
                             " || (!!main && getComputedStyle(main).pointerEvents !== 'none'); }")
-        time.sleep(0.5)
+        # the editor done loading, its annotation selected: what the keys and clicks that follow act on
+        p.wait_for_function("() => window.Htx && Htx.initialized && !Htx.isLoading && !!Htx.annotationStore.selected")
         if task_id is None:  # the stream opens with the project's instructions over the task
             modal = p.locator(".lsf-modal-ls_visible")
             if modal.count():
@@ -118,6 +121,58 @@ class Annotator:
 
     def live_score(self) -> str:
         return self.page.locator(".te-live [data-testid='htx-textbox-content']").inner_text()
+
+    # ------------------------------------------------------------ suggestions and marks (the workbench)
+    def selected_step(self) -> int | None:
+        """The step of the selected mark (its region's start), or None."""
+        return self.page.evaluate("() => { const n = Htx.annotationStore.selected.highlightedNode;"
+                                  " return n ? Number(n.start) : null; }")
+
+    def next_mark(self):
+        """Alt+. : Label Studio's "select the next region"; waits until the selection moved."""
+        before = self.selected_step()
+        self.page.keyboard.press("Alt+.")
+        self.page.wait_for_function("b => { const n = Htx.annotationStore.selected.highlightedNode;"
+                                    " return n && Number(n.start) !== b; }", arg=-1 if before is None else before)
+
+    def label_key(self, label: str) -> str:
+        """The key Label Studio shows on a marking label (e.g. "incorrect 1" -> "1")."""
+        text = self.main.locator(".te-side-pane .lsf-label", has_text=label).first.inner_text()
+        return re.fullmatch(rf"{re.escape(label)}\s*\[?(\w)\]?", " ".join(text.split())).group(1)
+
+    def undecided(self) -> int:
+        """The undecided suggestions the workbench counts: the highlights its own CSS counter counts (the selector
+        is read from the rule that increments the counter, so the test counts what the page counts)."""
+        return self.page.evaluate("""() => {
+            for (const sheet of document.styleSheets) {
+                let rules; try { rules = sheet.cssRules; } catch (e) { continue; }
+                for (const r of rules) if (r.style && (r.style.counterIncrement || '').startsWith('te-undecided'))
+                    return document.querySelectorAll(r.selectorText).length;
+            }
+            return -1; }""")
+
+    def warning(self) -> str:
+        """The text of Label Studio's warning dialog (e.g. Submit refused by a required choice)."""
+        box = self.page.locator(".ant-modal-content:visible, .lsf-modal:visible").first
+        box.wait_for()
+        return box.inner_text()
+
+    def close_warning(self):
+        box = self.page.locator(".ant-modal-content:visible, .lsf-modal:visible").first
+        box.get_by_role("button", name="OK").click()
+        box.wait_for(state="hidden")
+
+    def editor_settings(self, toggles: dict[str, bool]):
+        """Label Studio's own editor settings (the Settings button under the trace), by title: what an annotator
+        sets once per browser (Label Studio keeps them in the browser's storage, no config reaches them)."""
+        self.page.locator("button[aria-label='Settings']").click()
+        dialog = self.page.locator(".lsf-modal:visible, .ant-modal:visible").first
+        for title, on in toggles.items():
+            box = dialog.locator("label.lsf-settings__field", has_text=title).locator("input[type=checkbox]")
+            if box.is_checked() != on:
+                box.click()
+        self.page.keyboard.press("Escape")
+        dialog.wait_for(state="hidden")
 
     # ------------------------------------------------------------ paged layout
     def current_step(self) -> int:
@@ -175,7 +230,13 @@ class Annotator:
         press("Enter")
         self.page.locator("input[placeholder='Search']:focus").wait_for()
         type_text(leaf)
-        self.page.wait_for_timeout(300)
+        # the tree filters a moment after the typing: its visible leaves are then the matching ones
+        self.page.wait_for_function(
+            """text => {
+                const shown = [...document.querySelectorAll('.ant-select-tree-treenode')].filter(e => e.offsetParent);
+                const leaves = shown.filter(e => e.querySelector('.ant-select-tree-switcher-noop'));
+                return leaves.length > 0 && leaves.every(e => e.innerText.toLowerCase().includes(text.toLowerCase()));
+            }""", arg=leaf)
         chosen = self.page.locator(".te-step-details:visible .ant-select-selection-item")
         for _ in range(4):
             press("ArrowDown")
@@ -223,6 +284,20 @@ class Annotator:
         self.page.screenshot(path=str(path), full_page=full_page)
 
 
+@contextmanager
+def logged_in(browser, server) -> Iterator[Annotator]:
+    """A logged-in page of ``server``'s admin in a browser context of its own (its own storage, so Label Studio's
+    editor settings too), closed afterwards."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.set_default_timeout(30_000)
+    try:
+        a = Annotator(context.new_page(), server.url)
+        a.login(server.credentials.email, server.credentials.password)
+        yield a
+    finally:
+        context.close()
+
+
 class Projects:
     """Projects and tasks for the browser tests, made through the product's own API."""
 
@@ -239,7 +314,7 @@ class Projects:
         return project["id"], tasks
 
     def annotations(self, task_id: int) -> list[dict]:
-        return [studio._dump(a) for a in self.client.annotations.list(id=task_id)]
+        return studio.task_annotations(self.client, task_id)
 
     def drafts(self, task_id: int) -> list[dict]:
         r = self.client._client_wrapper.httpx_client.request(f"api/tasks/{task_id}/drafts", method="GET")

@@ -5,19 +5,18 @@ import hashlib
 import os
 import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
+from commandline import argv, run
+from pg import tracegen
+from waiting import wait_for
 
 from ls_trajeval import label_configs
 from ls_trajeval.core import config as cfg
 from ls_trajeval.core.trace import parse_trace
 from ls_trajeval.flows.importer import import_traces
 from ls_trajeval.studio import client as studio
-
-from pg import tracegen
 
 pytestmark = pytest.mark.studio
 
@@ -39,7 +38,7 @@ def project(pg_client):
 
 
 def export_cmd(pid, out):
-    return [sys.executable, "-m", "ls_trajeval", "export", "--project", str(pid), "-o", str(out)]
+    return argv("export", "--project", pid, "-o", out)
 
 
 def env(ls, **extra):
@@ -47,19 +46,18 @@ def env(ls, **extra):
 
 
 def wait_for_partial(directory: Path, proc, timeout=60) -> bool:
-    """True once the exporter has started writing its temporary file."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and proc.poll() is None:
-        if any(p.stat().st_size > 0 for p in directory.glob(".out.jsonl.*")):
-            return True
-        time.sleep(0.02)
-    return False
+    """True once the exporter has started writing its temporary file (False if it ended first)."""
+    def partial() -> bool:
+        return any(p.stat().st_size > 0 for p in directory.glob(".out.jsonl.*"))
+
+    wait_for(lambda: partial() or proc.poll() is not None, timeout, interval=0.02)
+    return partial()
 
 
 @pytest.fixture(scope="module")
 def reference(pg_label_studio, project, tmp_path_factory):
     out = tmp_path_factory.mktemp("ref") / "out.jsonl"
-    r = subprocess.run(export_cmd(project, out), env=env(pg_label_studio), capture_output=True, text=True, timeout=300)
+    r = run("export", "--project", project, "-o", out, env=env(pg_label_studio))
     assert r.returncode == 0, r.stderr
     assert "wrote 30 annotations of 300 tasks" in r.stdout
     return out.read_bytes()
@@ -73,7 +71,7 @@ def test_exporter_killed_then_rerun_gives_the_same_file(pg_label_studio, project
     proc.send_signal(signal.SIGKILL)
     proc.wait(10)
     assert not out.exists()  # never a half-written file under the real name
-    r = subprocess.run(export_cmd(project, out), env=env(pg_label_studio), capture_output=True, text=True, timeout=300)
+    r = run("export", "--project", project, "-o", out, env=env(pg_label_studio))
     assert r.returncode == 0, r.stderr
     assert hashlib.sha256(out.read_bytes()).hexdigest() == hashlib.sha256(reference).hexdigest()
 
@@ -93,6 +91,6 @@ def test_label_studio_killed_during_export_then_rerun_gives_the_same_file(pg_lab
     assert proc.returncode == 2 and "cannot reach Label Studio" in err, err
     assert out.read_bytes() == b"an earlier export\n"  # the old file stays whole
     assert not list(tmp_path.glob(".out.jsonl.*"))  # and the partial one is cleaned up
-    r = subprocess.run(export_cmd(project, out), env=env(pg_label_studio), capture_output=True, text=True, timeout=300)
+    r = run("export", "--project", project, "-o", out, env=env(pg_label_studio))
     assert r.returncode == 0, r.stderr
     assert out.read_bytes() == reference

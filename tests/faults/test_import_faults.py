@@ -6,20 +6,17 @@ import json
 import os
 import random
 import subprocess
-import sys
-import time
 
 import pytest
-from click.testing import CliRunner
+from commandline import argv, invoke, run
+from faults.faultproxy import FaultProxy
+from pg import tracegen
+from waiting import wait_for
 
 from ls_trajeval import label_configs
-from ls_trajeval.cli import main_group
 from ls_trajeval.core import config as cfg
 from ls_trajeval.core.fields import META_TRACE_ID
 from ls_trajeval.studio import client as studio
-
-from faults.faultproxy import FaultProxy
-from pg import tracegen
 
 pytestmark = pytest.mark.studio
 
@@ -48,8 +45,7 @@ def assert_exactly_once(pg, project_id: int, n: int = N):
 
 
 def import_cmd(path, project_id):
-    return [sys.executable, "-m", "ls_trajeval", "import", str(path), "--project", str(project_id), "--quiet",
-            "--batch-size", str(BATCH)]
+    return argv("import", path, "--project", project_id, "--quiet", "--batch-size", BATCH)
 
 
 def cli_env(ls, **extra):
@@ -57,12 +53,11 @@ def cli_env(ls, **extra):
 
 
 def kill_when(ls, pg, project_id, at_least: int, proc, timeout=120):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and proc.poll() is None:
-        if task_count(pg, project_id) >= at_least:
-            ls.kill()
-            return True
-        time.sleep(0.05)
+    """Kill Label Studio once the project holds ``at_least`` tasks; False if the import ended first."""
+    wait_for(lambda: task_count(pg, project_id) >= at_least or proc.poll() is not None, timeout, interval=0.05)
+    if task_count(pg, project_id) >= at_least and proc.poll() is None:
+        ls.kill()
+        return True
     return False
 
 
@@ -83,7 +78,7 @@ def test_killed_mid_import_then_restarted_and_rerun(pg_label_studio, pg_client, 
     assert "cannot reach Label Studio" in err
     partial = task_count(pg, pid)
     assert at_batch * BATCH <= partial < N
-    rerun = subprocess.run(import_cmd(traces_file, pid), env=cli_env(ls), capture_output=True, text=True, timeout=300)
+    rerun = run("import", traces_file, "--project", pid, "--quiet", "--batch-size", BATCH, env=cli_env(ls))
     assert rerun.returncode == 0, rerun.stderr
     assert f"imported {N - partial}, skipped {partial} (already there), rejected 0" in rerun.stdout
     assert_exactly_once(pg, pid)
@@ -119,9 +114,8 @@ def test_lost_answers_5xx_and_resets_are_retried_without_duplicates(pg_label_stu
         return None
 
     with FaultProxy(ls.url, plan) as proxy:
-        r = CliRunner(env={"LABEL_STUDIO_URL": proxy.url, "LABEL_STUDIO_API_KEY": ls.credentials.token}).invoke(
-            main_group, ["import", str(traces_file), "--project", str(pid), "--quiet", "--batch-size", str(BATCH)],
-            catch_exceptions=False)
+        r = invoke("import", traces_file, "--project", pid, "--quiet", "--batch-size", BATCH,
+                   env={"LABEL_STUDIO_URL": proxy.url, "LABEL_STUDIO_API_KEY": ls.credentials.token})
     assert r.exit_code == 0, r.output
     assert set(proxy.counts) == {"lost", "503", "reset", "502", "500"}
     assert proxy.counts["lost"] == 3
@@ -140,9 +134,8 @@ def test_a_refused_batch_is_split_and_only_the_bad_traces_are_reported(pg_label_
     lines[90] = lines[90].replace('"content": "', '"content": "\\ud800', 1)  # a lone surrogate: not UTF-8
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     pid = studio.create_project(pg_client, CONFIG, "transcript", "faults: refused")["id"]
-    r = CliRunner(env={"LABEL_STUDIO_URL": ls.url, "LABEL_STUDIO_API_KEY": ls.credentials.token}).invoke(
-        main_group, ["import", str(path), "--project", str(pid), "--quiet", "--batch-size", "40"],
-        catch_exceptions=False)
+    r = invoke("import", path, "--project", pid, "--quiet", "--batch-size", 40,
+               env={"LABEL_STUDIO_URL": ls.url, "LABEL_STUDIO_API_KEY": ls.credentials.token})
     assert r.exit_code == 1
     assert "imported 116, skipped 0 (already there), rejected 4" in r.stdout
     refused = sorted(x.split("'")[1] for x in r.stderr.splitlines() if x.startswith("rejected:"))

@@ -6,6 +6,7 @@ import zipfile
 from importlib.metadata import requires
 from pathlib import Path
 
+from commandline import run
 from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,7 +21,7 @@ def _requirements():
     extras = {}
     for r in reqs:
         if r.marker is not None:
-            for extra in ("analysis", "server", "ml", "test", "parquet"):
+            for extra in ("analysis", "server", "ml", "test", "parquet", "judge", "tracing", "phoenix", "langfuse"):
                 if r.marker.evaluate({"extra": extra}):
                     extras.setdefault(extra, set()).add(r.name.lower())
     return base, extras
@@ -32,14 +33,20 @@ def test_the_base_install_is_the_plugin_without_server_or_analysis_stack():
     assert extras["analysis"] == ANALYSIS
     assert extras["server"] == {"label-studio"}
     assert {"flask", "gunicorn"} <= extras["ml"] and "label-studio-ml" not in extras["ml"]
+    assert extras["judge"] == {"openai", "jsonschema"}
+    # the tracing tools' clients, each in its own extra; never the Phoenix server beside Label Studio's (they pin
+    # incompatible openai versions: the tests run it from a venv of its own)
+    assert {"opentelemetry-proto", "protobuf", "flask", "waitress"} <= extras["tracing"]
+    assert extras["phoenix"] == {"arize-phoenix-client"} and extras["langfuse"] == {"langfuse"}
+    assert "arize-phoenix" not in extras["test"] | extras["phoenix"]
     # the test extra brings everything the suite runs against, through the extras themselves
     assert "ls-trajeval" in extras["test"]
 
 
 def test_python_dash_m_and_console_script_agree():
-    a = subprocess.run([sys.executable, "-m", "ls_trajeval", "--version"], capture_output=True, text=True)
+    a = run("--version")
     assert a.returncode == 0 and a.stdout.strip().startswith("ls-trajeval, version ")
-    b = subprocess.run([sys.executable, "-m", "ls_trajeval", "formats"], capture_output=True, text=True)
+    b = run("formats")
     assert b.returncode == 0 and "claude_code" in b.stdout and "shapes:" in b.stdout
 
 
@@ -51,7 +58,7 @@ def test_the_wheel_builds_without_warnings_and_holds_every_package_and_its_data(
     assert "Deprecat" not in log and "_Warning" not in log and "is absent from the `packages`" not in log, log[-3000:]
     (wheel,) = tmp_path.glob("ls_trajeval-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    for package in ("core", "studio", "flows", "analysis", "cli", "ml", "converters", "label_configs"):
+    for package in ("core", "studio", "flows", "analysis", "cli", "ml", "tracing", "converters", "label_configs"):
         assert f"ls_trajeval/{package}/__init__.py" in names
     source = ROOT / "ls_trajeval"
     for data in [*source.glob("templates/*.j2"), *source.glob("samples/*")]:

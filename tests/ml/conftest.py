@@ -7,12 +7,13 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import httpx
 import pytest
+from commandline import PROGRAM
+from waiting import wait_for
 
 from ls_trajeval.studio.localserver import free_port
 
@@ -21,9 +22,11 @@ USER, PASSWORD = "ml-user", "s3cret-backend-pw"
 
 class Backend:
     def __init__(self, config: str, log: Path, *, workers: int = 2, ls=None, auth: bool = True,
-                 program: Sequence[str] = (sys.executable, "-m", "ls_trajeval"), cwd: Path | None = None):
+                 program: Sequence[str] = PROGRAM, cwd: Path | None = None):
         self.config, self.log_path, self.workers, self.ls, self.auth = config, log, workers, ls, auth
         self.program, self.cwd = list(program), cwd
+        # learned judges of its own, never the user's data directory
+        self.model_dir = log.with_suffix(".models")
         self.port = free_port()
         self.proc: subprocess.Popen | None = None
 
@@ -35,7 +38,7 @@ class Backend:
     def auth_tuple(self):
         return (USER, PASSWORD) if self.auth else None
 
-    def start(self, timeout: float = 60) -> "Backend":
+    def start(self, timeout: float = 60) -> Backend:
         env = clean_env(Path(self.program[0]).parent)
         if self.ls is not None:
             env.update(LABEL_STUDIO_URL=self.ls.url, LABEL_STUDIO_API_KEY=self.ls.credentials.token)
@@ -44,24 +47,24 @@ class Backend:
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
             [*self.program, "ml", "serve", "--config", self.config, "--port", str(self.port),
-             "--workers", str(self.workers)], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+             "--workers", str(self.workers), "--model-dir", str(self.model_dir)], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             cwd=self.cwd)
         log.close()
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"backend exited {self.proc.returncode}:\n{self.log_path.read_text()[-3000:]}")
-            try:
-                r = httpx.get(self.url + "/health", auth=self.auth_tuple, timeout=2)
-                if r.status_code == 200 and "model_version" in r.json():
-                    # every worker must be up before tests count on any of them
-                    if self.workers == 1 or self.log_path.read_text().count("Booting worker") >= self.workers:
-                        return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.3)
+        if wait_for(self._ready, timeout, interval=0.3):
+            return self
         self.stop()
         raise RuntimeError("backend did not come up:\n" + self.log_path.read_text()[-3000:])
+
+    def _ready(self) -> bool:
+        """Every worker answers (tests count on any of them); an exited server is an error at once."""
+        if self.proc is not None and self.proc.poll() is not None:
+            raise RuntimeError(f"backend exited {self.proc.returncode}:\n{self.log_path.read_text()[-3000:]}")
+        try:
+            r = httpx.get(self.url + "/health", auth=self.auth_tuple, timeout=2)
+        except httpx.HTTPError:
+            return False
+        return r.status_code == 200 and "model_version" in r.json() and \
+            (self.workers == 1 or self.log_path.read_text().count("Booting worker") >= self.workers)
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -76,17 +79,6 @@ class Backend:
         if self.proc is not None and self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(5)
-
-
-def wait_for(predicate, timeout: float = 15, interval: float = 0.3):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = predicate()
-        if last:
-            return last
-        time.sleep(interval)
-    return last
 
 
 @pytest.fixture(scope="module")

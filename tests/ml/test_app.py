@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -88,8 +89,9 @@ def test_without_configured_credentials_everything_is_open(open_client):
 
 
 def test_unknown_paths_and_wrong_methods(client):
-    assert (client.post("/train", json={}, headers=AUTH).status_code, client.post("/train", headers=AUTH).json) == \
-        (404, {"error": "not found"})
+    # label-studio-ml's training-job status: not a route here (training is a queue of the backend's own)
+    assert (client.post("/job_status", json={}, headers=AUTH).status_code,
+            client.post("/job_status", headers=AUTH).json) == (404, {"error": "not found"})
     for method in ("get", "put", "delete", "options"):
         r = getattr(client, method)("/predict", headers=AUTH)
         assert (r.status_code, r.json, r.headers["Allow"]) == (405, {"error": "method not allowed"}, "POST"), method
@@ -127,6 +129,20 @@ def test_predict_marks_the_suspect_steps_in_the_transcript_layout(client):
     assert r.json["model_version"] == pred["model_version"] == client.get("/health", headers=AUTH).json["model_version"]
     marked = sorted({int(x["value"]["start"]) for x in pred["result"] if x["from_name"] == "error_localization"})
     assert marked == FLAGGED_STEPS and pred["score"] == PREDICTED_SCORE
+    # the workbench's label config has the suggestion label: each mark is a suggestion to accept or reject, and the
+    # live score it opens with is the annotator's (nothing decided yet), each suggestion listed with its cost
+    assert {(tuple(x["value"]["paragraphlabels"]), x["correctness"]) for x in pred["result"]
+            if x["from_name"] == "error_localization"} == {(("suggested",), "incorrect")}
+    (live,) = [x for x in pred["result"] if x["from_name"] == "error_localization_live_score"]
+    lines = live["value"]["text"][0].splitlines()
+    assert lines[0] == "Running score now: 100 of 100" and len(lines) == 1 + len(FLAGGED_STEPS)
+    assert all(": suggested, \u2212" in line for line in lines[1:])
+    # a label config from before the suggestion label gets the marks' own labels
+    before = predict_body(label_config=(Path(__file__).parents[1] / "fixtures" / "transcript_before_workbench.xml")
+                          .read_text(encoding="utf-8"))
+    (old,) = client.post("/predict", json=before, headers=AUTH).json["results"]
+    assert {tuple(x["value"]["paragraphlabels"]) for x in old["result"] if x["from_name"] == "error_localization"} \
+        == {("incorrect",)}
 
 
 def test_predict_in_the_paged_layout(client):

@@ -13,17 +13,17 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
-from click.testing import CliRunner
+from commandline import invoke
+from waiting import wait_for
 
-from ls_trajeval.core import config as cfg
 from ls_trajeval import label_configs
-from ls_trajeval.studio import client as studio
-from ls_trajeval.cli import main_group
+from ls_trajeval.core import config as cfg
+from ls_trajeval.core.trace import parse_trace
 from ls_trajeval.flows.importer import import_traces
 from ls_trajeval.ml import writeback
-from ls_trajeval.core.trace import parse_trace
+from ls_trajeval.studio import client as studio
 
-from .conftest import PASSWORD, USER, wait_for
+from .conftest import PASSWORD, USER
 from .samples import FLAGGED_STEPS, PREDICTED_SCORE, TRACES, marks
 
 pytestmark = pytest.mark.studio
@@ -41,16 +41,16 @@ def setup(label_studio, ls_client, backend_factory):
     return {"config": c, "project": project["id"], "tasks": tasks, "backend": backend}
 
 
-def run_cli(env_ls, *args):
-    return CliRunner().invoke(main_group, [str(a) for a in args], catch_exceptions=False,
-                              env={"LABEL_STUDIO_URL": env_ls.url, "LABEL_STUDIO_API_KEY": env_ls.credentials.token})
+def studio_env(ls) -> dict:
+    """The CLI's environment for the server ``ls`` (other tests here point it at a dead address)."""
+    return {"LABEL_STUDIO_URL": ls.url, "LABEL_STUDIO_API_KEY": ls.credentials.token}
 
 
 @pytest.fixture(scope="module")
 def connected(setup, label_studio):
     b = setup["backend"]
-    r = run_cli(label_studio, "ml", "connect", "--project", setup["project"], "--backend-url", b.url,
-                "--basic-auth-user", USER, "--basic-auth-password", PASSWORD)
+    r = invoke("ml", "connect", "--project", setup["project"], "--backend-url", b.url,
+                "--basic-auth-user", USER, "--basic-auth-password", PASSWORD, env=studio_env(label_studio))
     assert r.exit_code == 0, r.output
     setup["connect_output"] = r.output
     return setup
@@ -70,15 +70,13 @@ def test_connect_prints_changes_and_is_idempotent(connected, label_studio, ls_cl
     out = connected["connect_output"]
     assert "registered ML backend" in out and "webhook" in out and "titled" in out
     # --url is Label Studio's, as in every other command: the environment's dead address is not used
-    again = CliRunner().invoke(main_group, ["ml", "connect", "--project", str(connected["project"]),
-                                            "--backend-url", connected["backend"].url, "--url", label_studio.url,
-                                            "--basic-auth-user", USER, "--basic-auth-password", PASSWORD],
-                               env={"LABEL_STUDIO_URL": "http://127.0.0.1:9",
-                                    "LABEL_STUDIO_API_KEY": label_studio.credentials.token})
+    again = invoke("ml", "connect", "--project", connected["project"], "--backend-url", connected["backend"].url,
+                   "--url", label_studio.url, "--basic-auth-user", USER, "--basic-auth-password", PASSWORD,
+                   env={**studio_env(label_studio), "LABEL_STUDIO_URL": "http://127.0.0.1:9"})
     assert again.exit_code == 0 and "nothing to change" in again.output, again.output
     backends = list(ls_client.ml.list(project=connected["project"]))
     assert len(backends) == 1 and backends[0].is_interactive
-    hooks = [studio._dump(h) for h in ls_client.webhooks.list(project=str(connected["project"]))]
+    hooks = studio.webhooks(ls_client, connected["project"])
     mine = [h for h in hooks if h["url"].endswith("/webhook")]
     assert len(mine) == 1 and mine[0]["headers"]["Authorization"].startswith("Basic ")
     project = studio.get_project(ls_client, connected["project"])
@@ -113,7 +111,9 @@ def test_annotation_events_arrive_with_auth_and_set_the_score(connected, ls_clie
     ann = studio.create_annotation(ls_client, task["id"], marks(tr, (1, "major"), (3, "critical")))
     got = wait_for(lambda: (d := fields(ls_client, task["id"]))["running_score"] == 85 and d)
     assert got, fields(ls_client, task["id"])
-    assert (got["n_errors"], got["first_error_step"], got["worst_severity"], got["score_mean"]) == (2, 1, "critical", 85)
+    # steps 1 and 3 marked: the first error is #2 as the UI numbers steps (the export keeps step_index 1)
+    assert (got["n_errors"], got["first_error_step"], got["worst_severity"], got["score_mean"]) == \
+        (2, 2, "critical", 85)
     assert got["trace"] == TRACES[0]["trace"] and got["task"] == TRACES[0]["task"]  # data merged, not replaced
     ls_client.annotations.update(id=ann["id"], result=marks(tr, (1, "minor")))
     assert wait_for(lambda: fields(ls_client, task["id"])["running_score"] == 99)
@@ -170,12 +170,12 @@ def test_backend_down_then_resync_restores(connected, label_studio, ls_client):
     studio.create_annotation(ls_client, task["id"], marks(task["data"]["te_transcript"], (4, "critical")))
     assert fields(ls_client, task["id"])["running_score"] == 100  # the event was lost
     b.start()
-    r = run_cli(label_studio, "ml", "resync", "--project", connected["project"])
+    r = invoke("ml", "resync", "--project", connected["project"], env=studio_env(label_studio))
     assert r.exit_code == 0, r.output
     assert re.search(r"6 tasks checked, [1-9]\d* updated", r.output)
     d = fields(ls_client, task["id"])
-    assert (d["running_score"], d["n_errors"], d["first_error_step"]) == (90, 1, 4)
-    again = run_cli(label_studio, "ml", "resync", "--project", connected["project"])
+    assert (d["running_score"], d["n_errors"], d["first_error_step"]) == (90, 1, 5)  # step_index 4 is #5
+    again = invoke("ml", "resync", "--project", connected["project"], env=studio_env(label_studio))
     assert "0 updated" in again.output
 
 
@@ -189,7 +189,8 @@ def test_burst_of_1000_events_converges(connected, ls_client):
         anns.append((t, studio.create_annotation(ls_client, t["id"], marks(tr, (0, "minor")))))
     # change them after the fact, so stale events would write stale scores if replayed naively
     for t, a in anns:
-        ls_client.annotations.update(id=a["id"], result=marks(t["data"]["te_transcript"], (0, "critical"), (2, "major")))
+        ls_client.annotations.update(id=a["id"],
+                                     result=marks(t["data"]["te_transcript"], (0, "critical"), (2, "major")))
     events = []
     for i in range(1000):
         t, a = anns[i % 2]
@@ -226,7 +227,7 @@ def test_serve_refuses_a_config_that_cannot_work(tmp_path):
     raw["ml_backend"] = {"detectors": {"loop": {"window": "six"}, "nope": True}}
     bad = tmp_path / "bad.yaml"
     bad.write_text(json.dumps(raw))
-    r = CliRunner().invoke(main_group, ["ml", "serve", "--config", str(bad), "--port", "1"])
+    r = invoke("ml", "serve", "--config", bad, "--port", "1")
     assert r.exit_code == 2 and "Traceback" not in r.output
     assert "ml_backend.detectors.loop.window: expected int" in r.output
     assert "ml_backend.detectors.nope: unknown detector" in r.output

@@ -11,14 +11,15 @@ import time
 
 import httpx
 import pytest
+from waiting import wait_for
 
 from ls_trajeval import label_configs
 from ls_trajeval.core import config as cfg
-from ls_trajeval.studio import client as studio
-from ls_trajeval.flows.importer import import_traces
-from ls_trajeval.studio.localserver import free_port
-from ls_trajeval.ml.app import build
 from ls_trajeval.core.trace import parse_trace
+from ls_trajeval.flows.importer import import_traces
+from ls_trajeval.ml.app import build
+from ls_trajeval.studio import client as studio
+from ls_trajeval.studio.localserver import free_port
 
 from .conftest import clean_env, fresh_venv
 from .samples import FLAGGED_STEPS, PREDICTED_SCORE, TRACES, marks
@@ -46,17 +47,17 @@ def lsml_server(lsml_venv, tmp_path_factory):
         proc = subprocess.Popen(["label-studio-ml", "start", "backend", "--host", "127.0.0.1", "-p", str(port)],
                                 cwd=where, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
+    def up() -> bool:
+        if proc.poll() is not None:
+            pytest.fail("label-studio-ml's server exited:\n" + log.read_text()[-3000:])
+        try:
+            return httpx.get(url + "/health", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(url + "/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail("label-studio-ml's server did not come up:\n" + log.read_text()[-3000:])
-            time.sleep(0.3)
+        if not wait_for(up, 60, interval=0.3):
+            pytest.fail("label-studio-ml's server did not come up:\n" + log.read_text()[-3000:])
         yield url
     finally:
         os.killpg(proc.pid, signal.SIGTERM)

@@ -6,15 +6,16 @@ import time
 
 import pytest
 
-from ls_trajeval.core import config as cfg, labelconfig, results
 from ls_trajeval import label_configs
+from ls_trajeval.core import config as cfg
+from ls_trajeval.core import labelconfig, results
+from ls_trajeval.core.tasks import task_data
+from ls_trajeval.core.trace import Step, parse_trace
 from ls_trajeval.ml import detectors
 from ls_trajeval.ml.app import BadRequest, Events, safe_project, safe_version
 from ls_trajeval.ml.model import Predictor
 from ls_trajeval.ml.queue import WorkQueue
 from ls_trajeval.ml.writeback import task_fields
-from ls_trajeval.core.tasks import task_data
-from ls_trajeval.core.trace import Step, parse_trace
 
 CONFIG = cfg.load(label_configs.path("trajectory_eval"))
 
@@ -51,7 +52,8 @@ def test_ignored_observation_contradiction_and_unused():
     d = detectors.IgnoredObservation()
     steps = [S("observation", "Traceback (most recent call last):\nValueError"), S("thought", "Great, it works now.")]
     assert hits(d, steps) == [1]
-    honest = [S("observation", "Traceback (most recent call last):\nValueError"), S("thought", "It failed with an error.")]
+    honest = [S("observation", "Traceback (most recent call last):\nValueError"),
+              S("thought", "It failed with an error.")]
     assert hits(d, honest) == []
     unused = [S("observation", "temperature Munich twelve degrees rain wind northwest humidity eighty percent"),
               S("thought", "I should book flights to Paris tomorrow morning because prices are lower there")]
@@ -81,14 +83,16 @@ def test_empty_and_truncated_observations():
     steps = [S("observation", "  "), S("observation", "None"), S("observation", "lots of output ... [truncated]"),
              S("observation", "fine output")]
     assert hits(d, steps) == [0, 1, 2]
-    silent = [S("action", "bash", "rm build.log"), S("observation", ""), S("action", "bash", "cat a"), S("observation", "")]
+    silent = [S("action", "bash", "rm build.log"), S("observation", ""), S("action", "bash", "cat a"),
+              S("observation", "")]
     assert hits(d, silent) == [3]
 
 
 def test_tool_error_flags_the_action_only_within_three_steps_and_before_another_observation():
     steps = [S("action", "bash", "make"), S("thought", "wait"), S("thought", "wait"), S("observation", "Error: boom"),
              S("action", "bash", "ls"), S("thought", "hm"), S("thought", "hm"), S("thought", "hm"),
-             S("observation", "fatal: x"), S("action", "bash", "cat a"), S("observation", "ok"), S("observation", "error: y")]
+             S("observation", "fatal: x"), S("action", "bash", "cat a"), S("observation", "ok"),
+             S("observation", "error: y")]
     assert hits(detectors.ToolError(), steps) == [0, 8, 11]
 
 
@@ -106,7 +110,8 @@ def test_error_patterns_match_case_insensitively_as_re_does(text, reason):
 def test_odd_case_letters_in_commands_and_loops():
     assert hits(detectors.DestructiveCommand(), [S("action", "sql", "DROP DATABAſE prod")]) == [0]
     # any Unicode whitespace run counts as one space
-    assert hits(detectors.Loop(), [S("action", "search", "foo\u00a0 bar"), S("action", "Search", "foo bar\u2003")]) == [1]
+    assert hits(detectors.Loop(), [S("action", "search", "foo\u00a0 bar"),
+                                   S("action", "Search", "foo bar\u2003")]) == [1]
 
 
 def test_findings_hand_plugins_a_plain_list_of_the_steps():
@@ -124,7 +129,8 @@ def test_findings_hand_plugins_a_plain_list_of_the_steps():
     steps = [S("action", "bash", "x"), S("observation", "Error: no")]
     found = detectors.findings(active, steps, CONFIG)
     assert seen == [(True, 2, "Error: no")]
-    assert {i: (f.detector, f.severity) for i, f in found.items()} == {1: ("plugin", "major"), 0: ("tool_error", "minor")}
+    assert {i: (f.detector, f.severity) for i, f in found.items()} == {1: ("plugin", "major"),
+                                                                       0: ("tool_error", "minor")}
 
 
 @pytest.mark.parametrize("layout", labelconfig.LAYOUTS)
@@ -143,8 +149,8 @@ def test_prediction_region_ids_are_unique_and_shared_within_a_region(layout):
             if r["from_name"] != "error_localization_live_score":  # the score box, not a region
                 by_id.setdefault(r["id"], set()).add(r["value"]["start"])
         assert len(by_id) == 300 and all(len(v) == 1 for v in by_id.values())
-    assert Predictor(CONFIG).predict({"id": 1, "data": task_data(parse_trace(trace), CONFIG)}, layout)["result"][0]["id"] \
-        not in ids  # another prediction, other ids
+    again = Predictor(CONFIG).predict({"id": 1, "data": task_data(parse_trace(trace), CONFIG)}, layout)
+    assert again["result"][0]["id"] not in ids  # another prediction, other ids
 
 
 def test_detector_config_errors_are_located():
@@ -207,7 +213,8 @@ def test_task_fields_latest_and_mean():
             {"id": 8, "updated_at": "2026-01-01T00:00:00Z", "result": []},
             {"id": 9, "updated_at": "2026-01-03T00:00:00Z", "result": res, "was_cancelled": True}]
     f = task_fields(CONFIG, data, anns)
-    assert (f["running_score"], f["n_errors"], f["first_error_step"], f["worst_severity"]) == (85, 2, 0, "critical")
+    # the first wrong step is step_index 0; the Data Manager's column numbers it as the UI does: #1
+    assert (f["running_score"], f["n_errors"], f["first_error_step"], f["worst_severity"]) == (85, 2, 1, "critical")
     assert f["score_mean"] == 92.5 and f["te_scores"] == {"8": 100, "7": 85}
     # the score after each step of the latest annotation (the paged layout shows it on each step): TRACE's
     # steps 1 and 3 are wrong, Major (-5) and Critical (-10) by the guide's weights

@@ -6,14 +6,15 @@ from __future__ import annotations
 import time
 
 import pytest
+from waiting import wait_for
 
-from ls_trajeval.core.fields import SCORE_KEPT, SCORE_NOT_KEPT
-from ls_trajeval.core import config as cfg
 from ls_trajeval import label_configs
-from ls_trajeval.studio import client as studio
+from ls_trajeval.core import config as cfg
+from ls_trajeval.core.fields import SCORE_KEPT, SCORE_NOT_KEPT
+from ls_trajeval.core.trace import parse_trace
 from ls_trajeval.flows.importer import import_traces
 from ls_trajeval.ml.connect import connect_backend
-from ls_trajeval.core.trace import parse_trace
+from ls_trajeval.studio import client as studio
 
 pytestmark = [pytest.mark.studio, pytest.mark.browser]
 
@@ -27,7 +28,8 @@ def annotate_with_backend(label_studio, ls_client, backend_factory, browser, lay
     c = cfg.load(label_configs.path("trajectory_eval"))
     project = studio.create_project(ls_client, c, layout, f"live score browser {layout}")
     import_traces(ls_client, project["id"], [parse_trace(trace)], c, progress=False)
-    backend = backend_factory(str(label_configs.path("trajectory_eval")), ls=label_studio, workers=1, auth=False).start()
+    backend = backend_factory(str(label_configs.path("trajectory_eval")), ls=label_studio, workers=1,
+                              auth=False).start()
     connect_backend(ls_client, project["id"], backend.url)
     task = next(studio.iter_tasks(ls_client, project["id"]))
     ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
@@ -50,14 +52,11 @@ def test_marks_and_a_severity_change_move_the_live_score_without_a_toggle(label_
     a.page.evaluate("window.__te_same_page = true")  # gone if the page reloads
 
     def shown(expect: str) -> str:
-        deadline = time.monotonic() + 10
-        text = ""
-        while time.monotonic() < deadline:
-            text = a.live_score() if a.page.locator(".te-live [data-testid='htx-textbox-content']").count() else ""
-            if expect in text:
-                break
-            time.sleep(0.2)
-        return text
+        def text() -> str:
+            return a.live_score() if a.page.locator(".te-live [data-testid='htx-textbox-content']").count() else ""
+
+        wait_for(lambda: expect in text(), 10)
+        return text()
 
     def score(value: float) -> str:
         return f"Running score now: {value:g} of {start:g}"
@@ -87,7 +86,8 @@ def test_paged_header_and_step_scores_follow_each_save_without_reopening(label_s
     written back, and the header and every step show that score. The backend answers Label Studio's webhook
     once the task is recomputed, and Label Studio sends it inside the save request and reloads the task after
     that request: so the open task shows the new score after Submit, and again after Update, with no reopening."""
-    trace = {"trace_id": "paged-1", "task": "t", "trace": [{"type": "thought", "content": f"step {i}"} for i in range(4)]}
+    trace = {"trace_id": "paged-1", "task": "t",
+             "trace": [{"type": "thought", "content": f"step {i}"} for i in range(4)]}
     c, a, project, task, ctx = annotate_with_backend(label_studio, ls_client, backend_factory, browser, "paged", trace)
     weight = {s.name: s.weight for s in c.trajectory.severities}
     start = c.trajectory.running_score.initial
@@ -99,11 +99,7 @@ def test_paged_header_and_step_scores_follow_each_save_without_reopening(label_s
     def shows(expect: str, timeout: float = 5) -> float | None:
         """Seconds until a header says ``expect`` (None if it never does within ``timeout``)."""
         t0 = time.monotonic()
-        while time.monotonic() - t0 < timeout:
-            if expect in headers():
-                return time.monotonic() - t0
-            time.sleep(0.1)
-        return None
+        return time.monotonic() - t0 if wait_for(lambda: expect in headers(), timeout) else None
 
     def step_scores() -> list[str]:
         """Each step's "Score after this step" line, paging through the steps."""

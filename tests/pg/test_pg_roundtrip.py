@@ -8,24 +8,20 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from click.testing import CliRunner
+from commandline import invoke
+from studio.test_suggestions import decided_through_the_api
+from studio.uishapes import EXPECTED_REJECTED, EXPECTED_STEPS, NASTY, RATIONALE, TRACES, provenance_of, ui_result
 
 from ls_trajeval import label_configs
-from ls_trajeval.cli import main_group
-from ls_trajeval.core import config as cfg, labelconfig
+from ls_trajeval.core import config as cfg
+from ls_trajeval.core import labelconfig
 from ls_trajeval.flows.projects import project_config
 from ls_trajeval.studio import client as studio
-
-from studio.uishapes import NASTY, RATIONALE, TRACES, ui_result
 
 pytestmark = pytest.mark.studio
 
 # every character class that a database can get wrong; \u0000 is the one PostgreSQL's jsonb refuses
 HOSTILE = NASTY + " \u202eRTL\u202c 😀 \t\r\n tab<&>'\" \\u0041 %s %(x)s ' OR 1=1; --"
-
-
-def run_cli(*args, env=None):
-    return CliRunner(env=env).invoke(main_group, [str(a) for a in args], catch_exceptions=False)
 
 
 @pytest.fixture(scope="module")
@@ -54,8 +50,8 @@ def test_label_studio_stores_its_data_in_postgresql(pg_label_studio):
 def test_round_trip_on_postgresql(pg_label_studio, pg_client, env, traces_file, layout, tmp_path):
     pg = pg_label_studio.pg
     xml = tmp_path / "config.xml"
-    assert run_cli("generate", "--layout", layout, "-o", xml).exit_code == 0
-    r = run_cli("import", traces_file, "--create", f"pg roundtrip {layout}", "--layout", layout, "--quiet",
+    assert invoke("generate", "--layout", layout, "-o", xml).exit_code == 0
+    r = invoke("import", traces_file, "--create", f"pg roundtrip {layout}", "--layout", layout, "--quiet",
                 "--batch-size", 2, env=env)
     assert r.exit_code == 1, r.output  # the NUL trace is refused by PostgreSQL, the rest is imported
     pid = int(re.search(r"project (\d+):", r.stdout).group(1))
@@ -65,7 +61,7 @@ def test_round_trip_on_postgresql(pg_label_studio, pg_client, env, traces_file, 
     # the rows really are in PostgreSQL, once each, with the trace id in meta
     rows = pg.psql(f"select meta->>'te_trace_id', data->>'trace_id' from task where project_id={pid} order by id")
     assert rows.split() == ["rt-1|rt-1", "rt-2|rt-2", "pg-hostile|pg-hostile"]
-    again = run_cli("import", traces_file, "--project", pid, "--quiet", env=env)
+    again = invoke("import", traces_file, "--project", pid, "--quiet", env=env)
     assert "imported 0, skipped 3 (already there), rejected 1" in again.stdout
 
     tasks = {t["data"]["trace_id"]: t for t in studio.iter_tasks(pg_client, pid)}
@@ -77,8 +73,8 @@ def test_round_trip_on_postgresql(pg_label_studio, pg_client, env, traces_file, 
 
     # three annotators on one task at the same moment: PostgreSQL takes concurrent writes, SQLite serialises
     run = uuid.uuid4().hex[:8]  # a kept test database ($LS_TRAJEVAL_TEST_PG_DIR) has the users of earlier runs
-    users = [studio._dump(pg_client.users.create(email=f"pg{i}-{layout}-{run}@example.com",
-                                                 username=f"pg{i}{layout}{run}")) for i in range(3)]
+    users = [studio.ensure_user(pg_client, f"pg{i}-{layout}-{run}@example.com", f"pg{i}{layout}{run}")
+             for i in range(3)]
     def annotate(i):
         return studio.create_annotation(pg_client, tasks["pg-hostile"]["id"], [
             {"id": f"o{i}", "from_name": "overall_success", "to_name": "te_task", "type": "choices",
@@ -89,7 +85,7 @@ def test_round_trip_on_postgresql(pg_label_studio, pg_client, env, traces_file, 
     assert len({a["id"] for a in created}) == 3
 
     out = tmp_path / "out.jsonl"
-    r = run_cli("export", "--project", pid, "-o", out, env=env)
+    r = invoke("export", "--project", pid, "-o", out, env=env)
     assert r.exit_code == 0, r.output
     assert "wrote 4 annotations of 3 tasks" in r.stdout
     lines = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
@@ -103,7 +99,7 @@ def test_round_trip_on_postgresql(pg_label_studio, pg_client, env, traces_file, 
     assert {x["task"] for x in others} == {HOSTILE}
     # a rerun gives the same bytes
     out2 = tmp_path / "again.jsonl"
-    assert run_cli("export", "--project", pid, "-o", out2, env=env).exit_code == 0
+    assert invoke("export", "--project", pid, "-o", out2, env=env).exit_code == 0
     assert out2.read_bytes() == out.read_bytes()
 
 
@@ -112,3 +108,12 @@ def test_shipped_configs_are_accepted_on_postgresql(pg_client):
         c = cfg.load(label_configs.path(name))
         project = studio.create_project(pg_client, c, "transcript", f"pg accept {name}")
         assert project_config(studio.get_project(pg_client, project["id"])).trajectory == c.trajectory
+
+
+def test_suggestions_decided_in_the_browsers_shapes_export_their_provenance_on_postgresql(pg_client, env, tmp_path,
+                                                                                        monkeypatch):
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    records, _ = decided_through_the_api(pg_client, tmp_path, "pg suggestions")
+    assert len(records) == 2
+    assert all(provenance_of(r) == (EXPECTED_STEPS, EXPECTED_REJECTED) for r in records)

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 
 import pytest
-from click.testing import CliRunner
+from commandline import invoke
 
-from ls_trajeval.cli import main_group
 from ls_trajeval.core import results
 from ls_trajeval.core.fields import DISPUTE_FIELDS, META_SOURCE, META_TRACE_ID
 from ls_trajeval.core.layouts import layout_of
@@ -46,15 +46,13 @@ MARKS = {  # trace -> annotator -> {step: mark}
     "S": {"a": {1: LE}},
 }
 EMAIL = {k: f"ann-{k}@adjudicate.test" for k in "abc"}
-
-
-def cli(*args):
-    return CliRunner().invoke(main_group, [str(a) for a in args], catch_exceptions=False)
+#: a kept test data dir ($LS_TRAJEVAL_TEST_DATA_DIR) has the projects of earlier runs: this run's titles are its own
+RUN = uuid.uuid4().hex[:8]
 
 
 @pytest.fixture(scope="module")
 def users(ls_client):
-    return {k: studio._dump(ls_client.users.create(email=e, username=f"ann-{k}"))["id"] for k, e in EMAIL.items()}
+    return {k: studio.ensure_user(ls_client, e, f"ann-{k}")["id"] for k, e in EMAIL.items()}
 
 
 @pytest.fixture(scope="module", params=["transcript", "paged"])
@@ -64,7 +62,7 @@ def source(request, ls_env, ls_client, users, tmp_path_factory):
     path.write_text("".join(json.dumps({"trace_id": t, "task": f"task {t}", "trace": [
         {"type": "action" if i % 2 else "thought", "content": f"{t} step {i} <b>&</b>"} for i in range(n)]}) + "\n"
         for t, n in STEPS.items()))
-    r = cli("import", path, "--create", f"adjudicate source {layout}", "--layout", layout, "--quiet")
+    r = invoke("import", path, "--create", f"adjudicate source {layout} {RUN}", "--layout", layout, "--quiet")
     assert r.exit_code == 0, r.output
     pid = int(re.search(r"project (\d+):", r.stdout).group(1))
     tasks = {t["data"]["trace_id"]: t for t in studio.iter_tasks(ls_client, pid)}
@@ -89,11 +87,12 @@ def labels_of(pred_or_annotation, config, n):
 @pytest.fixture(scope="module")
 def review(source, ls_client):
     layout = source["layout"]
-    r = cli("adjudicate", "--project", source["project"], "--create", f"review {layout}")
+    r = invoke("adjudicate", "--project", source["project"], "--create", f"review {layout} {RUN}")
     assert r.exit_code == 0, r.output
     assert "4 traces with 2+ annotators, 3 disputed" in r.stdout
     assert "added 3 tasks and 9 predictions" in r.stdout
     assert "D3: disputedness 1, steps #1, #3, first errors" in r.stdout
+    source["adjudicate_output"] = r.output
     return int(re.search(r"review project (\d+) \(created\)", r.stdout).group(1))
 
 
@@ -101,13 +100,13 @@ def review(source, ls_client):
 def reruns(source, review, ls_client, users):
     """Two reruns that change nothing (by id, and by the same title), then ann-c agrees on D1 and a third."""
     layout, out = source["layout"], {}
-    out["into"] = cli("adjudicate", "--project", source["project"], "--into", review)
-    out["title"] = cli("adjudicate", "--project", source["project"], "--create", f"review {layout}")
+    out["into"] = invoke("adjudicate", "--project", source["project"], "--into", review)
+    out["title"] = invoke("adjudicate", "--project", source["project"], "--create", f"review {layout} {RUN}")
     out["predictions"] = sum(len(t["predictions"]) for t in review_tasks(ls_client, review).values())
     d1 = source["tasks"]["D1"]
     ls_client.annotations.create(id=d1["id"], result=ui_marks(layout, d1["data"]["te_transcript"], {1: WT}),
                                  completed_by=users["c"], lead_time=5)
-    out["changed"] = cli("adjudicate", "--project", source["project"], "--into", review)
+    out["changed"] = invoke("adjudicate", "--project", source["project"], "--into", review)
     return out
 
 
@@ -119,8 +118,8 @@ def gold(source, review, reruns, ls_client, ls_env):
     d2 = review_tasks(ls_client, review)["D2"]
     verdict = (LE[0], LE[1], "critical", "the adjudicator's reading")
     ls_client.annotations.create(id=d2["id"], result=ui_marks(layout, d2["data"]["te_transcript"], {2: verdict}))
-    runs = {"majority": cli("export", "--project", source["project"], "--gold", "-o", out / "gold.jsonl"),
-            "dawid-skene": cli("export", "--project", source["project"], "--gold", "--aggregate", "dawid-skene",
+    runs = {"majority": invoke("export", "--project", source["project"], "--gold", "-o", out / "gold.jsonl"),
+            "dawid-skene": invoke("export", "--project", source["project"], "--gold", "--aggregate", "dawid-skene",
                                "--review", review, "-o", out / "gold-ds.jsonl")}
     return runs, out / "gold.jsonl", out / "gold-ds.jsonl"
 
@@ -148,17 +147,49 @@ def test_the_review_project_holds_exactly_the_disputed_traces(source, review, ls
     assert summary["D2"] == {"disputedness": 0.25, "n_annotators": 3, "disputed_steps": 1, "correctness_disputes": 0,
                              "error_type_disputes": 1, "severity_disputes": 1, "first_error_disputed": False,
                              "steps_in_dispute": "#3",
-                             "first_errors": f"{EMAIL['a']}: #3; {EMAIL['b']}: #3; {EMAIL['c']}: #3"}
+                             "first_errors": f"{EMAIL['a']}: #3; {EMAIL['b']}: #3; {EMAIL['c']}: #3",
+                             # no cause links: the root causes are the first errors, and no role is disputed
+                             "role_disputes": 0, "root_cause_disputed": False,
+                             "root_causes": f"{EMAIL['a']}: #3; {EMAIL['b']}: #3; {EMAIL['c']}: #3"}
     # the Data Manager tab sorts most disputed first, and Label Studio sorts by that field
-    views = [studio._dump(v) for v in ls_client.views.list(project=review)]
+    views = studio.views(ls_client, review)
     assert [v["data"]["ordering"] for v in views if v["data"].get("title") == "Most disputed"] == \
         [["-tasks:data.disputedness"]]
     assert project["description"].splitlines()[-1] == f"ls-trajeval: adjudication of project {source['project']}"
 
 
 def sorted_by_disputedness(client, pid):
-    pager = client.tasks.list(project=pid, query=json.dumps({"ordering": ["-tasks:data.disputedness"]}))
-    return [studio._dump(t)["meta"][META_TRACE_ID] for t in pager.items]
+    return [t["meta"][META_TRACE_ID] for t in studio.first_tasks(client, pid, ["-tasks:data.disputedness"], 100)]
+
+
+def test_each_annotators_tab_shows_the_share_of_the_score_they_keep(source, review, ls_client):
+    """A prediction's score is what Label Studio shows on its tab as a percentage: the running score kept, as a share
+    of 100 (trajectory_eval: minor -1, major -5, critical -10)."""
+    kept = {"D3": {"a": 0.89, "b": 0.90, "c": 1.0},  # a: #1 critical, #3 minor; b: #1 critical
+            "D2": {"a": 0.99, "b": 0.99, "c": 0.95}}  # minor, minor, major
+    tasks = review_tasks(ls_client, review)
+    for tid, by in kept.items():
+        got = {p["model_version"]: p["score"] for p in tasks[tid]["predictions"]}
+        assert got == {EMAIL[w]: share for w, share in by.items()}
+
+
+def test_it_prints_the_task_list_on_the_most_disputed_tab_with_numbers_typed(source, review, ls_client,
+                                                                              label_studio):
+    """The label stream shows a review task with one pre-filled annotation and no tabs; the task list does not."""
+    (tab,) = [v for v in studio.views(ls_client, review) if v["data"]["title"] == "Most disputed"]
+    assert f"adjudicate: {label_studio.url}/projects/{review}/data?tab={tab['id']} (open a task" in \
+        source["adjudicate_output"]
+    assert "labeling=1" not in source["adjudicate_output"]
+    types = tab["data"]["columnsDisplayType"]
+    assert {k: types[f"tasks:data.{k}"] for k in ("disputedness", "n_annotators", "severity_disputes")} == \
+        {"disputedness": "Number", "n_annotators": "Number", "severity_disputes": "Number"}
+    assert "tasks:data.steps_in_dispute" not in types
+    # the source project, made by `import --create` and never opened, got the tab Label Studio would make
+    (default,) = studio.views(ls_client, source["project"])
+    assert default["data"]["title"] == "Default"
+    assert default["data"]["columnsDisplayType"]["tasks:data.running_score"] == "Number"
+    assert "tasks:inner_id" in default["data"]["hiddenColumns"]["explore"]
+    assert "tasks:data.running_score" in default["data"]["hiddenColumns"]["labeling"]
 
 
 def test_rerun_is_idempotent_and_follows_changes(source, review, reruns, ls_client):
@@ -184,9 +215,9 @@ def test_into_a_project_of_another_layout_is_refused(source, review, ls_client):
     other = "paged" if source["layout"] == "transcript" else "transcript"
     config = project_config(studio.get_project(ls_client, source["project"]))
     p = studio.create_project(ls_client, config, other, f"other {other}")
-    r = cli("adjudicate", "--project", source["project"], "--into", p["id"])
+    r = invoke("adjudicate", "--project", source["project"], "--into", p["id"])
     assert r.exit_code == 2 and f"does not have project {source['project']}'s {source['layout']} layout" in r.output
-    r = cli("adjudicate", "--project", source["project"], "--into", source["project"])
+    r = invoke("adjudicate", "--project", source["project"], "--into", source["project"])
     assert r.exit_code == 2 and "the review needs a project of its own" in r.output
 
 
@@ -221,12 +252,12 @@ def test_predictions_export_measured_against_the_gold(source, review, gold, ls_e
     1; kappa: po 11/12, pe (3/12)(4/12) + (9/12)(8/12) = 84/144, so (132 - 84) / (144 - 84) = 0.8; first errors
     all equal; categories and types 3 of 3."""
     out = source["out"]
-    r = cli("export", "--project", review, "--predictions", "--model-version", EMAIL["a"], "-o", out / "a.jsonl")
+    r = invoke("export", "--project", review, "--predictions", "--model-version", EMAIL["a"], "-o", out / "a.jsonl")
     assert r.exit_code == 0, r.output
     assert "wrote 3 predictions of 3 tasks" in r.stdout
     lines = [json.loads(x) for x in (out / "a.jsonl").read_text().splitlines()]
     assert {x["annotator"] for x in lines} == {EMAIL["a"]} and {x["model_version"] for x in lines} == {EMAIL["a"]}
-    r = cli("align", out / "a.jsonl", gold[1], "--json")
+    r = invoke("align", out / "a.jsonl", gold[1], "--json")
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     assert (doc["traces"], doc["steps"]) == (3, 12)

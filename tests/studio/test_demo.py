@@ -3,10 +3,9 @@ import json
 import re
 import socket
 import stat
-import subprocess
-import sys
 
 import pytest
+from commandline import run
 
 from ls_trajeval.core.trace import Trace, read_traces
 from ls_trajeval.flows.demo import BACKEND_STATE, sample_traces
@@ -17,8 +16,7 @@ pytestmark = pytest.mark.studio
 
 
 def run_demo(data_dir):
-    proc = subprocess.run([sys.executable, "-m", "ls_trajeval", "demo", "--no-wait", "--data-dir", str(data_dir),
-                           "--port", "0"], capture_output=True, text=True, timeout=900)
+    proc = run("demo", "--no-wait", "--data-dir", data_dir, "--port", 0, timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout
 
@@ -45,7 +43,9 @@ def test_demo_sets_up_once_and_reuses_instance_project_and_backend(tmp_path):
     state = json.loads(state_file.read_text())
     assert state["user"] and len(state["password"]) >= 24 and state["port"] == int(ml.group(2))
     assert stat.S_IMODE(state_file.stat().st_mode) == 0o600
-    assert state["password"] not in first  # never printed
+    assert state["password"] not in first  # never printed: the `ml connect` line for one's own project reads it
+    assert f"ls-trajeval ml connect --project ID --backend-url {ml.group(1)} --basic-auth-user {state['user']} " \
+           f"--basic-auth-password \"$(python3 -c " in first and f"{state_file} password)\"" in first
 
     second = run_demo(tmp_path / "ls")
     assert f"reusing project {url.group(3)}" in second
@@ -63,10 +63,10 @@ def test_demo_sets_up_once_and_reuses_instance_project_and_backend(tmp_path):
     with LocalLabelStudio(tmp_path / "ls") as server:
         client = studio.connect(server.url, token)
         pid = int(url.group(3))
-        backends = [studio._dump(b) for b in client.ml.list(project=pid)]
+        backends = studio.ml_backends(client, pid)
         assert [(b["url"], b["auth_method"], b["basic_auth_user"], b["is_interactive"]) for b in backends] == [
             (ml.group(1), "BASIC_AUTH", state["user"], True)]
-        hooks = [studio._dump(h) for h in client.webhooks.list(project=str(pid))]
+        hooks = studio.webhooks(client, pid)
         assert [h["url"] for h in hooks] == [ml.group(1) + "/webhook"]
         assert hooks[0]["headers"]["Authorization"].startswith("Basic ")
         tasks = list(studio.iter_tasks(client, pid))

@@ -11,18 +11,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from commandline import invoke
 
-from ls_trajeval.cli import main_group
 from ls_trajeval.studio import client as studio
 
 pytestmark = pytest.mark.studio
 
 KINDS = ("swe_agent", "inspect_ai", "claude_code", "who_and_when")
-
-
-def cli(*args):
-    return CliRunner().invoke(main_group, [str(a) for a in args], catch_exceptions=False)
 
 
 def traces_in_sources(real: Path) -> int:
@@ -48,7 +43,7 @@ def real_inputs(fixtures_dir, tmp_path_factory) -> list[Path]:
 
 @pytest.fixture(scope="module")
 def imported(ls_env, ls_client, real_inputs):
-    r = cli("import", "--create", "real logs", "--format", "auto", "--quiet", *real_inputs)
+    r = invoke("import", "--create", "real logs", "--format", "auto", "--quiet", *real_inputs)
     assert r.exit_code == 0, r.output
     pid = int(re.search(r"project (\d+): imported", r.output).group(1))
     return pid, r
@@ -74,7 +69,7 @@ def test_every_real_trace_becomes_one_task(imported, ls_client, fixtures_dir):
 def test_reimport_adds_nothing(imported, ls_env, ls_client, real_inputs):
     pid, _ = imported
     before = {t["data"]["trace_id"] for t in tasks_of(ls_client, pid)}
-    r = cli("import", "--project", pid, "--format", "auto", "--quiet", *real_inputs)
+    r = invoke("import", "--project", pid, "--format", "auto", "--quiet", *real_inputs)
     assert r.exit_code == 0, r.output
     assert f"imported 0, skipped {len(before)} (already there)" in r.output
     after = [t["data"]["trace_id"] for t in tasks_of(ls_client, pid)]
@@ -88,7 +83,7 @@ def test_bad_file_is_located_and_the_rest_imports(ls_env, ls_client, fixtures_di
     good = (real / "who_and_when" / "hand_crafted_12.json").read_text()
     (tmp_path / "cut.json").write_text(good[: len(good) // 2])
     (tmp_path / "unknown.json").write_text('{"hello": "world"}\n')
-    r = cli("import", "--create", "bad input", "--format", "auto", "--quiet", tmp_path)
+    r = invoke("import", "--create", "bad input", "--format", "auto", "--quiet", tmp_path)
     assert r.exit_code == 1, r.output
     assert "rejected 2" in r.output and "imported 1," in r.output
     assert re.search(r"rejected: \S*cut\.json:\d+: invalid JSON", r.output), r.output
@@ -102,7 +97,7 @@ def test_bad_jsonl_line_is_located(ls_env, ls_client, fixtures_dir, tmp_path):
     src = (fixtures_dir / "real" / "claude_code" / "session_b.jsonl").read_text().splitlines()
     lines = src[:1] + ["{not json"] + src[1:]
     (tmp_path / "session.jsonl").write_text("\n".join(lines) + "\n")
-    r = cli("import", "--create", "bad line", "--format", "claude_code", "--quiet", tmp_path / "session.jsonl")
+    r = invoke("import", "--create", "bad line", "--format", "claude_code", "--quiet", tmp_path / "session.jsonl")
     assert r.exit_code == 1, r.output
     assert re.search(r"rejected: \S*session\.jsonl:2: invalid JSON", r.output), r.output
     assert "imported 1," in r.output
@@ -110,7 +105,7 @@ def test_bad_jsonl_line_is_located(ls_env, ls_client, fixtures_dir, tmp_path):
 
 def test_unknown_format_name_is_one_line(ls_env, tmp_path):
     (tmp_path / "x.json").write_text("{}")
-    r = cli("import", "--create", "never", "--format", "nonsense", tmp_path / "x.json")
+    r = invoke("import", "--create", "never", "--format", "nonsense", tmp_path / "x.json")
     assert r.exit_code == 2
     assert "unknown format 'nonsense'" in r.output and "Traceback" not in r.output
     assert "created project" not in r.output  # checked before anything is created
@@ -126,24 +121,24 @@ def test_paged_projects_warn_about_traces_longer_than_the_layout_handles(ls_env,
 
     src = tmp_path / "mixed.jsonl"
     src.write_text("".join(json.dumps(make(f"len-{n}", n)) + "\n" for n in (3, PAGED_MAX_STEPS, PAGED_MAX_STEPS + 7)))
-    r = cli("generate", "--layout", "paged")
+    r = invoke("generate", "--layout", "paged")
     assert r.exit_code == 0 and f"traces longer than {PAGED_MAX_STEPS} steps open slowly" in r.output
-    assert "open slowly" not in cli("generate", "--layout", "transcript").output
-    r = cli("import", "--create", "long paged", "--layout", "paged", "--quiet", src)
+    assert "open slowly" not in invoke("generate", "--layout", "transcript").output
+    r = invoke("import", "--create", "long paged", "--layout", "paged", "--quiet", src)
     assert r.exit_code == 0, r.output
     assert (f"warning: 1 traces have more than {PAGED_MAX_STEPS} steps (longest {PAGED_MAX_STEPS + 7}); "
             "the paged layout opens them slowly: prefer --layout transcript") in r.output
-    r = cli("import", "--create", "long transcript", "--quiet", src)
+    r = invoke("import", "--create", "long transcript", "--quiet", src)
     assert r.exit_code == 0 and "warning" not in r.output and "imported 3," in r.output
 
 
 def test_a_trace_whose_steps_are_all_empty_is_refused_and_the_rest_imports(ls_env, ls_client, tmp_path):
     src = tmp_path / "traces.jsonl"
-    src.write_text(json.dumps({"trace_id": "has-text", "task": "t", "trace": [{"type": "thought", "content": "plan"},
-                                                                              {"type": "observation", "content": ""}]}) + "\n"
-                   + json.dumps({"trace_id": "hollow", "task": "t", "trace": [{"type": "message", "content": ""},
-                                                                            {"type": "action", "content": " ", "action_input": ""}]}) + "\n")
-    r = cli("import", "--create", "empty steps", "--quiet", src)
+    has_text = [{"type": "thought", "content": "plan"}, {"type": "observation", "content": ""}]
+    hollow = [{"type": "message", "content": ""}, {"type": "action", "content": " ", "action_input": ""}]
+    src.write_text(json.dumps({"trace_id": "has-text", "task": "t", "trace": has_text}) + "\n"
+                   + json.dumps({"trace_id": "hollow", "task": "t", "trace": hollow}) + "\n")
+    r = invoke("import", "--create", "empty steps", "--quiet", src)
     assert r.exit_code == 1, r.output
     assert re.search(r"rejected: \S*traces\.jsonl:2: trace: all 2 step\(s\) are empty", r.output), r.output
     assert "imported 1," in r.output and "rejected 1" in r.output
@@ -157,7 +152,7 @@ def test_potato_files_import_with_their_text_and_empty_ones_are_refused(ls_env, 
     recs = {p.name: json.loads(p.read_text(encoding="utf-8").splitlines()[0]) for p in files}
     empty = sorted(n for n, rec in recs.items() if not rec["conversation"])
     assert len(empty) == 2
-    r = cli("import", "--create", "potato", "--format", "auto", "--quiet", *files)
+    r = invoke("import", "--create", "potato", "--format", "auto", "--quiet", *files)
     assert r.exit_code == 1, r.output
     for name in empty:
         assert re.search(rf"rejected: \S*{re.escape(name)}:1: conversation: empty", r.output), r.output

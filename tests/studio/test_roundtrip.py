@@ -13,10 +13,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from commandline import invoke
 
 from ls_trajeval import label_configs
-from ls_trajeval.cli import main_group
 from ls_trajeval.core import config as cfg
 from ls_trajeval.core import labelconfig
 from ls_trajeval.core.fields import SCORE_NOT_KEPT
@@ -41,10 +40,6 @@ def traces_file(tmp_path_factory):
     return p
 
 
-def run_cli(*args):
-    return CliRunner().invoke(main_group, [str(a) for a in args], catch_exceptions=False)
-
-
 @pytest.mark.parametrize("name", ["trajectory_eval", "coding_agent", "mast", "trail", "who_and_when"])
 @pytest.mark.parametrize("layout", labelconfig.LAYOUTS)
 def test_every_shipped_config_is_accepted_by_label_studio(ls_client, name, layout):
@@ -62,16 +57,16 @@ def exported(ls_env, ls_client, traces_file, tmp_path_factory):
     """Both layouts: project from the CLI, traces imported, one UI-shaped annotation per layout,
     a second annotator, a cancelled annotation and a draft; then exported."""
     out = {}
-    bob = studio._dump(ls_client.users.create(email="bob@example.com", username="bob"))
+    bob = studio.ensure_user(ls_client, "bob@example.com", "bob")
     for layout in labelconfig.LAYOUTS:
-        r = run_cli("import", traces_file, "--create", f"roundtrip {layout}", "--layout", layout, "--quiet",
+        r = invoke("import", traces_file, "--create", f"roundtrip {layout}", "--layout", layout, "--quiet",
                     "--batch-size", 1)
         assert r.exit_code == 1, r.output  # two bad lines rejected, the rest imported
         pid = int(re.search(r"project (\d+):", r.stdout).group(1))
         assert "imported 2, skipped 0 (already there), rejected 2" in r.stdout
         assert ":3: trace: empty: a trace needs at least one step" in r.stderr
         assert ":4: invalid JSON" in r.stderr
-        again = run_cli("import", traces_file, "--project", pid, "--quiet")
+        again = invoke("import", traces_file, "--project", pid, "--quiet")
         assert "imported 0, skipped 2 (already there), rejected 2" in again.stdout
         tasks = {t["data"]["trace_id"]: t for t in studio.iter_tasks(ls_client, pid)}
         assert len(tasks) == 2
@@ -91,11 +86,11 @@ def exported(ls_env, ls_client, traces_file, tmp_path_factory):
         ls_client._client_wrapper.httpx_client.request(f"api/tasks/{t2['id']}/drafts", method="POST",
                                                        json={"result": [], "lead_time": 1})
         path = tmp_path_factory.mktemp("export") / "annotations.jsonl"
-        r = run_cli("export", "--project", pid, "-o", path)
+        r = invoke("export", "--project", pid, "-o", path)
         assert r.exit_code == 0, r.output
         assert "wrote 2 annotations of 2 tasks" in r.stdout and "left out 1 skipped/cancelled and 1 drafts" in r.stdout
         per = tmp_path_factory.mktemp("per")
-        r = run_cli("export", "--project", pid, "-o", per, "--per-annotator")
+        r = invoke("export", "--project", pid, "-o", per, "--per-annotator")
         assert r.exit_code == 0, r.output
         out[layout] = {"project": pid, "path": path, "per": per,
                        "lines": [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]}
@@ -112,12 +107,16 @@ def test_export_has_every_step_with_its_labels_and_scores(exported, layout):
     assert [s["correctness"] for s in steps] == ["correct"] * 3 + ["incorrect", "correct", "correct", "incorrect"]
     assert steps[3] == {"step_index": 3, "step_type": "thought", "step_text": f"It must subtract the discount. {NASTY}",
                         "correctness": "incorrect", "error_category": "reasoning", "error_type": "incorrect_assumption",
-                        "severity": "major", "rationale": RATIONALE, "score": 95}
+                        "severity": "major", "rationale": RATIONALE, "score": 95,
+                        # made by hand, a whole-step mark, linked to nothing
+                        "source": "human", "suggested_by": None, "confidence": None, "evidence": [], "caused_by": [],
+                        "role": "origin", "correction": None}
     assert (steps[6]["error_category"], steps[6]["error_type"], steps[6]["severity"], steps[6]["rationale"]) == (
         "action", "premature_termination", "critical", None)
     assert all(s["error_type"] is None and s["severity"] is None for i, s in enumerate(steps) if i not in (3, 6))
     assert rec["running_score"] == [100, 100, 100, 95, 95, 95, 85] and rec["final_score"] == 85
     assert (rec["n_errors"], rec["first_error_step"], rec["worst_severity"]) == (2, 3, "critical")
+    assert (rec["root_cause_step"], rec["rejected_suggestions"]) == (3, [])
     assert rec["overall_success"] == "failure"
     assert rec["task"] == TRACES[0]["task"]
     assert rec["annotator"] == "admin@example.com" and rec["lead_time"] == 42.5
@@ -146,7 +145,7 @@ def test_per_annotator_files(exported):
 
 def test_export_rerun_gives_the_same_file(exported, ls_env, tmp_path):
     again = tmp_path / "again.jsonl"
-    assert run_cli("export", "--project", exported["paged"]["project"], "-o", again).exit_code == 0
+    assert invoke("export", "--project", exported["paged"]["project"], "-o", again).exit_code == 0
     assert again.read_bytes() == exported["paged"]["path"].read_bytes()
 
 
@@ -154,16 +153,16 @@ def test_personal_access_token_works(ls_client, label_studio, exported, tmp_path
     pat = ls_client.tokens.create().token
     assert pat.count(".") == 2  # a JWT, not a legacy token
     out = tmp_path / "pat.jsonl"
-    r = CliRunner().invoke(main_group, ["export", "--project", str(exported["transcript"]["project"]), "-o", str(out),
-                                        "--url", label_studio.url, "--api-key", pat])
+    r = invoke("export", "--project", exported["transcript"]["project"], "-o", out, "--url", label_studio.url,
+               "--api-key", pat)
     assert r.exit_code == 0, r.output
     assert out.read_bytes() == exported["transcript"]["path"].read_bytes()
 
 
 def test_bad_credentials_and_unreachable_server_give_one_line(label_studio, tmp_path):
-    r = CliRunner().invoke(main_group, ["export", "--project", "1", "--url", label_studio.url, "--api-key", "nope"])
+    r = invoke("export", "--project", "1", "--url", label_studio.url, "--api-key", "nope")
     assert r.exit_code == 2 and r.output.startswith("error: ") and "401" in r.output
-    r = CliRunner().invoke(main_group, ["export", "--project", "1", "--url", "http://127.0.0.1:9", "--api-key", "x"])
+    r = invoke("export", "--project", "1", "--url", "http://127.0.0.1:9", "--api-key", "x")
     assert r.exit_code == 2 and "cannot reach Label Studio" in r.output
 
 
@@ -231,10 +230,10 @@ def test_task_listing_pages_by_id_and_misses_nothing(ls_client):
 def test_switching_a_transcript_project_to_paged_renders_its_pages(ls_client, traces_file, tmp_path):
     """`layout paged` on a transcript project: every task gets its cards, then the config changes; a second
     run changes nothing; a project whose annotations the other layout cannot read is refused untouched."""
-    r = run_cli("import", traces_file, "--create", "relayout", "--quiet")
+    r = invoke("import", traces_file, "--create", "relayout", "--quiet")
     pid = int(re.search(r"project (\d+):", r.stdout).group(1))
     assert all("te_pages" not in t["data"] for t in studio.iter_tasks(ls_client, pid))
-    r = run_cli("layout", "paged", "--project", pid, "--quiet")
+    r = invoke("layout", "paged", "--project", pid, "--quiet")
     assert r.exit_code == 0, r.output
     assert "paged layout (label config replaced), pages rendered for 2 tasks" in r.stdout
     project = studio.get_project(ls_client, pid)
@@ -244,18 +243,18 @@ def test_switching_a_transcript_project_to_paged_renders_its_pages(ls_client, tr
         expected = task_data(parse_trace(TRACES[0] if t["data"]["trace_id"] == "rt-1" else TRACES[1]), c, "paged")
         assert t["data"]["te_pages"] == expected["te_pages"]
         assert t["data"]["trace"] == expected["trace"]  # the update merged, nothing else lost
-    again = run_cli("layout", "paged", "--project", pid, "--quiet")
+    again = invoke("layout", "paged", "--project", pid, "--quiet")
     assert "paged layout (unchanged), pages rendered for 0 tasks" in again.stdout
     # the paged project's labels export unchanged (through the same UI-shaped result)
     t1 = next(t for t in studio.iter_tasks(ls_client, pid) if t["data"]["trace_id"] == "rt-1")
     studio.create_annotation(ls_client, t1["id"], ui_result("paged", t1["data"]["te_transcript"]))
     out = tmp_path / "paged.jsonl"
-    assert run_cli("export", "--project", pid, "-o", out).exit_code == 0
+    assert invoke("export", "--project", pid, "-o", out).exit_code == 0
     rec = json.loads(out.read_text(encoding="utf-8"))
     assert [s["correctness"] for s in rec["error_localization"]].count("incorrect") == 2
     # back to transcript: Label Studio refuses (the annotation names paged controls); nothing changes
     before = studio.get_project(ls_client, pid)["label_config"]
-    refused = run_cli("layout", "transcript", "--project", pid, "--quiet")
+    refused = invoke("layout", "transcript", "--project", pid, "--quiet")
     assert refused.exit_code == 2 and "checking the new label config" in refused.stderr, refused.output
     assert studio.get_project(ls_client, pid)["label_config"] == before
 
@@ -270,7 +269,7 @@ def test_switching_a_project_made_before_the_task_header_gives_its_tasks_the_new
     old = task_data(parse_trace(TRACES[0]), c)
     del old["te_header"], old["te_score_status"]
     studio.import_batch(ls_client, pid, [{"data": old}])
-    assert run_cli("layout", "paged", "--project", pid, "--quiet").exit_code == 0
+    assert invoke("layout", "paged", "--project", pid, "--quiet").exit_code == 0
     data = next(studio.iter_tasks(ls_client, pid))["data"]
     assert (data["te_header"], data["te_score_status"]) == ("", SCORE_NOT_KEPT) and len(data["te_pages"]) == len(
         TRACES[0]["trace"])

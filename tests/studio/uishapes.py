@@ -1,9 +1,12 @@
 """Two traces with hostile text and the results the labeling UI saves for one set of labels on them, written out
 literally (not produced by our own encoder), so decoders are checked against Label Studio's shapes and not against
-themselves. Shared by the round trips on SQLite (test_roundtrip) and PostgreSQL (tests/pg) and by the fuzzer."""
+themselves. Shared by the round trips on SQLite (test_roundtrip) and PostgreSQL (tests/pg) and by the fuzzer; and the
+suggestions an annotator decides in the workbench, with the provenance the export must give them (test_suggestions
+in tests/browser, tests/studio and tests/pg)."""
 from __future__ import annotations
 
 from ls_trajeval.core import labelconfig
+from ls_trajeval.core.labels import StepLabel, TraceLabels
 
 NASTY = "<script>alert('x')</script> & \"q\" {{idx}} $task ]]> — 東京"
 TRACES = [
@@ -115,3 +118,89 @@ def ui_marks(layout: str, transcript: list[dict], marks: dict, outcome: str = "f
          "origin": "manual", "value": {"choices": [labelconfig.REVIEWED_TEXT]}},
         {"id": "out", "from_name": "overall_success", "to_name": "te_task", "type": "choices", "origin": "manual",
          "value": {"choices": [outcome]}}]
+
+
+# ---------------------------------------------------------------- suggestions decided in the workbench
+#: three suggestions on rt-1 (two judges merged, the third from the merged prediction's own model version)
+SUGGESTIONS_BY = "merged-judges"
+SUGGESTIONS = TraceLabels([StepLabel(i, "correct") for i in range(7)])
+SUGGESTIONS.steps[1] = StepLabel(1, "incorrect", "action", "wrong_tool", "minor", "searched the wrong thing",
+                                 confidence=0.6, suggested_by="judge-a")
+SUGGESTIONS.steps[3] = StepLabel(3, "incorrect", "reasoning", "incorrect_assumption", "major",
+                                 f"assumes the discount is a percentage {NASTY}", confidence=0.9)
+SUGGESTIONS.steps[5] = StepLabel(5, "incorrect", "perception", "missed_element", "critical", "the edit was not checked",
+                                 confidence=0.3, suggested_by="judge-b")
+#: what the annotator does: accept #2, change #4's type to Wrong Arguments and accept it, reject #6, mark #7 themselves
+ACCEPT, EDIT, EDIT_TYPE, REJECT = 1, 3, "wrong_arguments", 5
+OWN, OWN_SEVERITY, OWN_TYPE = 6, "critical", "premature_termination"
+#: and what the export must say, by hand: (step, source, suggested_by, confidence, error_type, severity)
+EXPECTED_STEPS = [
+    (0, "human", None, None, None, None),
+    (1, "accepted", "judge-a", 0.6, "wrong_tool", "minor"),
+    (2, "human", None, None, None, None),
+    (3, "edited", SUGGESTIONS_BY, 0.9, "wrong_arguments", "major"),
+    (4, "human", None, None, None, None),
+    (5, "human", None, None, None, None),
+    (6, "human", None, None, "premature_termination", "critical"),
+]
+EXPECTED_REJECTED = [{"step_index": 5, "error_type": "missed_element", "severity": "critical",
+                      "suggested_by": "judge-b"}]
+EXPECTED_SCORE = 100 - 1 - 5 - 10
+
+
+def ui_decided(prediction: list[dict], transcript: list[dict], own_id: str = "ownmark7") -> list[dict]:
+    """What the workbench saves (read in tests/browser/test_suggestions.py) when the annotator, starting from the
+    prediction's suggestions, does what the constants above say, ticks the review box and picks "failure". Label
+    Studio keeps a kept region's result ids and per-region ``score``, turns every result of a relabelled region to
+    ``origin: prediction-changed``, repeats the step's text under ``text`` in each value but the TextArea's, and drops
+    the keys it does not know (``judge``, ``correctness``)."""
+    out = []
+    for r in prediction:
+        step = int(r["value"]["start"])
+        if step not in (ACCEPT, EDIT):
+            continue
+        value = dict(r["value"])
+        if r["type"] != "textarea":
+            value["text"] = transcript[step]["text"]
+        if r["from_name"] == "error_localization":
+            value["paragraphlabels"] = ["incorrect"]
+        if r["from_name"] == "error_localization_type" and step == EDIT:
+            value["choices"] = [EDIT_TYPE]
+        out.append({"value": value, "id": r["id"], "from_name": r["from_name"], "to_name": "te_trace",
+                    "type": r["type"], "origin": "prediction-changed", "score": r["score"]})
+    text = transcript[OWN]["text"]
+    span = {"start": str(OWN), "end": str(OWN), "startOffset": 0, "endOffset": len(text), "text": text}
+    out += [{"value": {**span, **value}, "id": own_id, "from_name": name, "to_name": "te_trace", "type": rtype,
+             "origin": "manual"} for name, rtype, value in (
+        ("error_localization", "paragraphlabels", {"paragraphlabels": ["incorrect"]}),
+        ("error_localization_severity", "paragraphlabels", {"paragraphlabels": [OWN_SEVERITY]}),
+        ("error_localization_type", "choices", {"choices": [OWN_TYPE]}))]
+    return out + [
+        {"value": {"choices": [labelconfig.REVIEWED_TEXT]}, "id": "rev", "from_name": "error_localization_reviewed",
+         "to_name": "te_trace", "type": "choices", "origin": "manual"},
+        {"value": {"choices": ["failure"]}, "id": "out", "from_name": "overall_success", "to_name": "te_task",
+         "type": "choices", "origin": "manual"}]
+
+
+def project_with_suggestions(client, config, title: str) -> tuple[int, dict]:
+    """A workbench project holding rt-1 with SUGGESTIONS stored as a judge stores them (``judge merge --prelabel``:
+    the project's model version, annotators start from them); its id and the task as Label Studio lists it."""
+    from ls_trajeval.core.trace import parse_trace
+    from ls_trajeval.flows.importer import import_traces
+    from ls_trajeval.flows.suggestions import SuggestionStore
+    from ls_trajeval.studio import client as studio
+
+    project = studio.create_project(client, config, "transcript", title)
+    assert import_traces(client, project["id"], [parse_trace(TRACES[0])], config, progress=False).imported == 1
+    (task,) = studio.iter_tasks(client, project["id"])
+    store = SuggestionStore(client, project["id"], config, project["label_config"], SUGGESTIONS_BY)
+    assert store.put(task, SUGGESTIONS) == "created"
+    store.finish(prelabel=True)
+    (task,) = studio.iter_tasks(client, project["id"])
+    return project["id"], task
+
+
+def provenance_of(record: dict) -> tuple[list[tuple], list[dict]]:
+    """A record's provenance in the shape of EXPECTED_STEPS, and its rejected suggestions."""
+    return ([(e["step_index"], e["source"], e["suggested_by"], e["confidence"], e["error_type"], e["severity"])
+             for e in record["error_localization"]], record["rejected_suggestions"])

@@ -7,14 +7,9 @@ import subprocess
 import sys
 
 import pytest
-from click.testing import CliRunner
+from commandline import argv, invoke
 
-from ls_trajeval.cli import main_group
 from ls_trajeval.cli.analysis import report_command
-
-
-def run(*args, **kw):
-    return CliRunner().invoke(main_group, [str(a) for a in args], **kw)
 
 
 def error_lines_only(output: str) -> bool:
@@ -34,28 +29,28 @@ def error_lines_only(output: str) -> bool:
     ["adjudicate", "--project", "1", "--correctness-share", "2"],
 ])
 def test_usage_errors_exit_2_with_an_error_line(args):
-    r = run(*args)
+    r = invoke(*args)
     assert r.exit_code == 2 and error_lines_only(r.output), r.output
 
 
 def test_unknown_format_is_refused_before_anything_else(tmp_path):
-    r = run("import", "--create", "x", "--format", "nonsense", tmp_path)
+    r = invoke("import", "--create", "x", "--format", "nonsense", tmp_path)
     assert r.exit_code == 2 and "error: Invalid value for '--format': unknown format 'nonsense'" in r.output
     assert "claude_code" in r.output  # the known ones are listed
 
 
 def test_an_unwritable_output_exits_2(tmp_path, fixtures_dir):
     target = tmp_path / "missing-dir" / "x.xml"
-    r = run("generate", "-o", target)
+    r = invoke("generate", "-o", target)
     assert r.exit_code == 2 and r.output == f"error: cannot write {target}: No such file or directory\n"
-    r = run("convert", fixtures_dir / "converters" / "react.jsonl", "-o", target)
+    r = invoke("convert", fixtures_dir / "converters" / "react.jsonl", "-o", target)
     assert r.exit_code == 2 and f"error: cannot write {target}" in r.output
 
 
 def test_every_line_of_a_config_error_is_an_error_line(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("annotation_schemes:\n  - annotation_type: radio\n    name: x\n    labels: []\nnope: 1\n")
-    r = run("generate", bad)
+    r = invoke("generate", bad)
     assert r.exit_code == 2
     lines = r.output.splitlines()
     assert len(lines) >= 2 and all(line.startswith(f"error: {bad}: ") for line in lines), r.output
@@ -68,7 +63,7 @@ def test_a_bug_is_one_error_line_not_a_traceback(monkeypatch):
         raise RuntimeError("boom")
 
     monkeypatch.setattr(labelconfig, "generate", broken)
-    r = run("generate")
+    r = invoke("generate")
     assert r.exit_code == 2 and "Traceback" not in r.output
     assert r.output.startswith("error: internal error: RuntimeError: boom (set LS_TRAJEVAL_DEBUG=1")
 
@@ -79,7 +74,7 @@ def test_a_command_names_the_extra_it_needs(command, missing, monkeypatch, tmp_p
     monkeypatch.setitem(sys.modules, missing, None)  # importlib finds no such module now
     export = tmp_path / "e.jsonl"
     export.write_text(json.dumps({"trace_id": "t", "scheme": "s", "s": [{"step_index": 0}]}) + "\n")
-    r = run(command, export, "-o", tmp_path / "out")
+    r = invoke(command, export, "-o", tmp_path / "out")
     assert r.exit_code == 2
     assert r.output == f"error: {missing} not installed: pip install 'ls-trajeval[analysis]'\n"
 
@@ -90,40 +85,41 @@ def test_prm_needs_no_extra(monkeypatch, tmp_path):
     export = tmp_path / "e.jsonl"
     export.write_text(json.dumps({"trace_id": "t", "task": "q", "scheme": "s",
                                   "s": [{"step_index": 0, "step_text": "a", "correctness": "correct"}]}) + "\n")
-    r = run("prm", export, "-o", tmp_path / "prm.jsonl")
+    r = invoke("prm", export, "-o", tmp_path / "prm.jsonl")
     assert r.exit_code == 0, r.output
     assert json.loads((tmp_path / "prm.jsonl").read_text()) == {"prompt": "q", "completions": ["a"], "labels": [True]}
 
 
 def test_a_command_run_on_its_own_keeps_the_contract(tmp_path):
-    r = CliRunner().invoke(report_command, [str(tmp_path / "missing.jsonl"), "-o", str(tmp_path / "r")])
+    r = invoke(tmp_path / "missing.jsonl", "-o", tmp_path / "r", command=report_command)
     assert r.exit_code == 2
     assert r.output.splitlines()[-1] == "error: no valid annotation lines in the input"
 
 
-def _loaded_by(argv: list[str], modules: list[str]) -> str:
-    """``EXIT_CODE [modules of the list a fresh process has imported after running the CLI with argv]``."""
+def _loaded_by(args: list[str], modules: list[str]) -> str:
+    """``EXIT_CODE [modules of the list a fresh process has imported after running the CLI with args]``."""
     code = ("import sys\nfrom ls_trajeval.cli import main_group\n"
-            f"code = main_group.main({argv!r}, prog_name='ls-trajeval', standalone_mode=False)\n"
+            f"code = main_group.main({args!r}, prog_name='ls-trajeval', standalone_mode=False)\n"
             f"print(code, [m for m in {modules!r} if m in sys.modules], file=sys.stderr)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     return out.stderr.splitlines()[-1] if out.stderr else out.stdout
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["convert", "{fixture}", "-o", "{out}"], ["formats"]])
-def test_fast_commands_load_neither_the_sdk_nor_the_config_model_nor_pandas(argv, fixtures_dir, tmp_path):
-    argv = [a.format(fixture=fixtures_dir / "converters" / "react.jsonl", out=tmp_path / "o.jsonl") for a in argv]
+@pytest.mark.parametrize("args", [["--help"], ["convert", "{fixture}", "-o", "{out}"], ["formats"]])
+def test_fast_commands_load_neither_the_sdk_nor_the_config_model_nor_pandas(args, fixtures_dir, tmp_path):
+    args = [a.format(fixture=fixtures_dir / "converters" / "react.jsonl", out=tmp_path / "o.jsonl") for a in args]
     heavy = ["label_studio_sdk", "httpx", "ls_trajeval.core.config", "yaml", "jinja2", "pandas", "numpy", "tqdm"]
-    assert _loaded_by(argv, heavy) == "0 []"
+    assert _loaded_by(args, heavy) == "0 []"
 
 
 def test_convert_with_a_format_loads_only_what_converting_needs(fixtures_dir, tmp_path):
     """Start-up is a good part of a small conversion: the other command families, the worker machinery, archive
     and compression modules stay out of a run that converts one plain JSONL file with a named format."""
-    argv = ["convert", str(fixtures_dir / "converters" / "react.jsonl"), "--format", "react", "-o", str(tmp_path / "o.jsonl")]
+    args = ["convert", str(fixtures_dir / "converters" / "react.jsonl"), "--format", "react", "-o",
+            str(tmp_path / "o.jsonl")]
     unneeded = ["ls_trajeval.cli.studio", "ls_trajeval.cli.analysis", "ls_trajeval.cli.ml", "zipfile", "gzip", "pickle",
                 "concurrent.futures", "ls_trajeval.converters.openai_chat"]
-    assert _loaded_by(argv, unneeded) == "0 []"
+    assert _loaded_by(args, unneeded) == "0 []"
 
 
 def test_a_reader_that_goes_away_is_no_error(tmp_path):
@@ -132,8 +128,7 @@ def test_a_reader_that_goes_away_is_no_error(tmp_path):
     big.write_text("".join(json.dumps({"trace_id": f"t{i}", "task": "x", "trace": [{"type": "thought",
                                                                                     "content": "y" * 200}]}) + "\n"
                            for i in range(3000)))
-    proc = subprocess.Popen([sys.executable, "-m", "ls_trajeval", "convert", str(big), "-o", "-"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(argv("convert", big, "-o", "-"), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdout.read(100).startswith(b'{"trace_id":"t0"')
     proc.stdout.close()
     err = proc.stderr.read().decode()
@@ -142,5 +137,20 @@ def test_a_reader_that_goes_away_is_no_error(tmp_path):
 
 def test_ml_serve_names_the_ml_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "flask", None)
-    r = run("ml", "serve", "--config", "trajectory_eval")
+    r = invoke("ml", "serve", "--config", "trajectory_eval")
     assert r.exit_code == 2 and r.output == "error: flask not installed: pip install 'ls-trajeval[ml]'\n"
+
+
+def test_judge_names_the_judge_extra_and_its_help_needs_none_of_it(monkeypatch):
+    assert _loaded_by(["judge", "--help"], ["openai", "jsonschema", "ls_trajeval.ml.llm_judge"]) == "0 []"
+    monkeypatch.setitem(sys.modules, "openai", None)
+    r = invoke("judge", "--project", "1", "--base-url", "http://127.0.0.1:9/v1", "--model", "m")
+    assert r.exit_code == 2 and r.output == "error: openai not installed: pip install 'ls-trajeval[judge]'\n"
+
+
+def test_judge_says_what_it_needs():
+    r = invoke("judge", "--project", "1")
+    assert r.exit_code == 2 and error_lines_only(r.output)
+    assert "error: judging needs --base-url, --model (or a subcommand: merge, accept, audit)" in r.output
+    r = invoke("judge", "--project", "1", "--base-url", "http://x/v1", "--model", "m", "--cost-budget", "5")
+    assert r.exit_code == 2 and "--cost-budget needs --prompt-price and --completion-price" in r.output

@@ -118,6 +118,14 @@ def test_guide_dialect_config_matches_the_english_guide(fixtures_dir):
     assert f'placeholder: "{t.rationale.placeholder}"' in block
 
 
+def test_suggestions_default_to_prelabelling_with_their_own_label_and_round_trip():
+    c = load(MINIMAL)
+    assert (c.suggestions.label, c.suggestions.color, c.suggestions.prelabel) == ("suggested", "#1E88E5", True)
+    beside = load(MINIMAL + "suggestions:\n  label: judge says\n  color: '#00897B'\n  prelabel: false\n")
+    assert beside.suggestions == cfg.Suggestions("judge says", "#00897B", False)
+    assert cfg.load_dict(beside.to_dict()).suggestions == beside.suggestions
+
+
 def test_config_roundtrips_through_the_embedded_copy():
     c = cfg.load(label_configs.path("coding_agent"))
     from ls_trajeval.core import labelconfig
@@ -158,6 +166,16 @@ def test_config_roundtrips_through_the_embedded_copy():
      "display.step_display.thought.color: expected a CSS colour such as '#E8F0FE', got 'red;background:url(x)'"),
     (MINIMAL + "item_properties:\n  id_key: running_score\n",
      "item_properties.id_key: 'running_score' is reserved for ls-trajeval's own task fields; choose another key"),
+    (MINIMAL + "suggestions:\n  label: incorrect\n",
+     "suggestions.label: 'incorrect' is already a correctness or severity label; choose another"),
+    (MINIMAL + "suggestions:\n  label: major\n",
+     "suggestions.label: 'major' is already a correctness or severity label; choose another"),
+    (MINIMAL + "suggestions:\n  color: 'blue;x'\n",
+     "suggestions.color: expected a colour as '#RRGGBB' or '#RGB', got 'blue;x'"),
+    (MINIMAL + "suggestions:\n  color: blue\n",
+     "suggestions.color: expected a colour as '#RRGGBB' or '#RGB', got 'blue'"),
+    (MINIMAL + "suggestions:\n  prelabel: beside\n", "suggestions.prelabel: expected true or false, got 'beside'"),
+    (MINIMAL + "suggestions:\n  prelabels: true\n", "suggestions.prelabels: unknown key (did you mean 'prelabel'?)"),
     ("a: 1\na: 2\n", "line 2, column 1: invalid YAML: duplicate key 'a' (first at line 1)"),
     ("annotation_schemes: [\n", "invalid YAML"),
     ("- just\n- a list\n", "expected a mapping, got a list"),
@@ -225,3 +243,133 @@ def test_mixing_both_spellings_of_one_thing_is_an_error():
                                      "name: e\n    severities: [{name: a, weight: 1}]\n"
                                      "    severity_levels: [{name: a, weight: 1}]"))
     assert "annotation_schemes[0].severities: give either 'severity_levels' or 'severities', not both" in errs
+
+
+# ---------------------------------------------------------------- Potato's keys, translated into the guide's
+
+POTATO = """
+instance_display:
+  layout: vertical
+  fields:
+    - {key: task, type: text, label: Task}
+    - key: steps
+      type: agent_trace
+      display_options:
+        show_timestamps: true
+        step_type_colors: {thought: "#E8F0FE", tool: "#FFF3E0"}
+        step_type_labels: {thought: Reasoning}
+annotation_schemes:
+  - annotation_type: trajectory_eval
+    name: s
+    correctness_options: [correct, incorrect]
+    error_types:
+      - name: tool
+        subtypes: [wrong_tool, {name: bad_args, label: Bad args}]
+      - plain
+    severities:
+      - {name: low, weight: -2}
+    max_score: 50
+    show_score: false
+  - annotation_type: radio
+    name: outcome
+    horizontal: true
+    labels: [done, {name: failed, key_value: f}]
+    label_requirement: {required: true}
+output_annotation_dir: out/
+export_annotation_format: json
+"""
+#: the same config as the guide writes it, by hand
+GUIDE = """
+display:
+  trace_key: steps
+  show_timestamps: true
+  step_display:
+    thought: {label: Reasoning, color: "#E8F0FE"}
+    tool: {color: "#FFF3E0"}
+annotation_schemes:
+  - annotation_type: trajectory_eval
+    name: s
+    step_correctness: {labels: [correct, incorrect], default: correct}
+    error_taxonomy:
+      - category: tool
+        types: [{name: wrong_tool}, {name: bad_args, label: Bad args}]
+      - category: plain
+        types: [{name: plain}]
+    severity_levels:
+      - {name: low, weight: -2}
+    running_score: {initial: 50, display: false}
+  - annotation_type: radio
+    name: outcome
+    labels: [done, {name: failed}]
+    required: true
+output: {path: out/, format: json}
+"""
+
+
+def test_potato_keys_translate_into_the_guides_dialect():
+    import yaml
+
+    from ls_trajeval.core.config import dialect, validation
+
+    ck = validation.Checker("t.yaml")
+    assert dialect.to_guide(yaml.safe_load(POTATO), ck) == {**yaml.safe_load(GUIDE), "annotation_schemes": [
+        {**s, **({"labels": ["done", {"name": "failed"}]} if s["name"] == "outcome" else {})}
+        for s in yaml.safe_load(GUIDE)["annotation_schemes"]]} | {"display": {
+            "trace_key": "steps", "show_timestamps": True,
+            "step_display": {"thought": {"label": "Reasoning", "color": "#E8F0FE"}, "tool": {"color": "#FFF3E0"}}}}
+    assert ck.errors == []
+    potato, guide = load(POTATO), load(GUIDE)
+    assert potato == guide
+    assert potato.step_display["tool"].label == "Tool" and potato.whole_trace[0].required
+
+
+def test_a_guide_config_passes_the_translation_unchanged():
+    import yaml
+
+    from ls_trajeval.core.config import dialect, validation
+
+    shipped = yaml.safe_load(label_configs.path("trajectory_eval").read_text(encoding="utf-8"))
+    ck = validation.Checker("t.yaml")
+    assert dialect.to_guide(shipped, ck) == shipped and ck.origins == {} and ck.errors == []
+
+
+@pytest.mark.parametrize("change, expected", [
+    (("correctness_options: [correct, incorrect]", "correctness_options: [correct, 'in correct']"),
+     "annotation_schemes[0].correctness_options[1]: expected a name of letters, digits and '_' starting with a letter, "
+     "got 'in correct'"),
+    (("correctness_options: [correct, incorrect]", "correctness_options: [correct]"),
+     "annotation_schemes[0].correctness_options: expected at least two labels (a correct one and an error one)"),
+    (("subtypes: [wrong_tool,", "subtypes: [wrong tool,"),
+     "annotation_schemes[0].error_types[0].subtypes[0]: expected a name of letters, digits and '_' starting with a "
+     "letter, got 'wrong tool'"),
+    (("- name: tool\n", "- name: tool\n        colour: red\n"),
+     "annotation_schemes[0].error_types[0].colour: unknown key (allowed: description, label, name, subtypes)"),
+    (("      - plain\n", "      - {label: Plain}\n"),
+     "annotation_schemes[0].error_types[1].name: required key is missing"),
+    (("- plain", "- wrong_tool"),
+     "annotation_schemes[0].error_types: error type 'wrong_tool' appears in both 'tool' and 'wrong_tool'; type names "
+     "must be unique"),
+    (("weight: -2", "weight: high"), "annotation_schemes[0].severities[0].weight: expected a number, got 'high'"),
+    (("max_score: 50", "max_score: lots"), "annotation_schemes[0].max_score: expected a number, got 'lots'"),
+    (("max_score: 50", "max_score: 50\n    running_score: {initial: 10}"),
+     "annotation_schemes[0].max_score: give either 'running_score.initial' or 'max_score', not both"),
+    (("show_score: false", "show_score: 'no'"), "annotation_schemes[0].show_score: expected true or false, got 'no'"),
+    (('tool: "#FFF3E0"', 'tool: "red;x"'),
+     "instance_display.fields[1].display_options.step_type_colors.tool: expected a CSS colour such as '#E8F0FE', got "
+     "'red;x'"),
+    (("key: steps", "key: running_score"),
+     "instance_display.fields[1].key: 'running_score' is reserved for ls-trajeval's own task fields; choose another "
+     "key"),
+    (("type: agent_trace", "type: text"),
+     "instance_display.fields: no field of type 'agent_trace' (which key holds the steps?)"),
+    (("export_annotation_format: json", "export_annotation_format: csv"),
+     "export_annotation_format: expected 'jsonl' or 'json', got 'csv'"),
+    (("label_requirement: {required: true}", "label_requirement: {required: maybe}"),
+     "annotation_schemes[1].label_requirement.required: expected true or false, got 'maybe'"),
+    (("name: s\n", "name: s\n    steps_key: n_steps\n"),
+     "annotation_schemes[0].steps_key: 'n_steps' is reserved for ls-trajeval's own task fields; choose another key"),
+])
+def test_errors_in_potatos_keys_name_the_key_as_written(change, expected):
+    old, new = change
+    assert old in POTATO
+    assert expected in errors_of(POTATO.replace(old, new, 1))

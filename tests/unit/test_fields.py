@@ -6,7 +6,15 @@ import pytest
 
 from ls_trajeval import label_configs
 from ls_trajeval.core import config as cfg
-from ls_trajeval.core.fields import DISPUTE_FIELDS, SCORE_FIELDS, TASK_FIELDS, n_steps
+from ls_trajeval.core.fields import (
+    ACCEPTANCE_FIELDS,
+    DISPUTE_FIELDS,
+    SCORE_FIELDS,
+    SUGGESTED,
+    SUGGESTION_FIELDS,
+    TASK_FIELDS,
+    n_steps,
+)
 from ls_trajeval.core.tasks import task_data
 from ls_trajeval.core.trace import parse_trace
 
@@ -14,7 +22,8 @@ BASE = cfg.load(label_configs.path("trajectory_eval")).to_dict()
 
 
 @pytest.mark.parametrize("key", ["te_transcript", "te_pages", "n_steps", "running_score", "n_errors",
-                                 "first_error_step", "worst_severity", "score_mean", "te_scores", "disputedness"])
+                                 "first_error_step", "worst_severity", "score_mean", "te_scores", "disputedness",
+                                 "least_confidence", "acceptance", "te_suggested"])
 def test_a_config_may_not_claim_a_field_ls_trajeval_writes(key):
     spec = {**BASE, "item_properties": {"id_key": key, "text_key": "task"}}
     with pytest.raises(cfg.ConfigError, match=f"item_properties.id_key: '{key}' is reserved"):
@@ -24,10 +33,15 @@ def test_a_config_may_not_claim_a_field_ls_trajeval_writes(key):
 def test_import_writes_the_listed_fields_and_nothing_else_of_its_own():
     c = cfg.load_dict(BASE)
     trace = {"trace_id": "t", "task": "x", "trace": [{"type": "thought", "content": "y"}], "extra": 1}
-    imported = set(TASK_FIELDS) - set(DISPUTE_FIELDS)  # those only `adjudicate` writes, on its review tasks
+    # less those only `adjudicate` writes, on its review tasks, and those the judges write with their suggestions
+    imported = set(TASK_FIELDS) - set(DISPUTE_FIELDS) - set(SUGGESTION_FIELDS) - set(ACCEPTANCE_FIELDS) - {SUGGESTED}
     for layout, expected in (("transcript", imported - {"te_pages"}), ("paged", imported)):
         data = task_data(parse_trace(trace), c, layout)
         assert set(data) - {"trace_id", "task", "trace", "extra"} == expected
+    # where annotators start from a blank trace, the suggestions' field the workbench shows beside it
+    beside = cfg.load_dict({**BASE, "suggestions": {"prelabel": False}})
+    data = task_data(parse_trace(trace), beside)
+    assert set(data) - {"trace_id", "task", "trace", "extra"} == imported - {"te_pages"} | {SUGGESTED}
     assert set(SCORE_FIELDS) <= set(TASK_FIELDS) and set(DISPUTE_FIELDS) <= set(TASK_FIELDS)
 
 

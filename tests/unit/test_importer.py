@@ -10,8 +10,9 @@ import pytest
 
 from ls_trajeval import label_configs
 from ls_trajeval.core import config as cfg
-from ls_trajeval.core.fields import META_TRACE_ID, SCORE_FIELDS
+from ls_trajeval.core.fields import META_TRACE_ID, NUMBER_FIELDS, SCORE_FIELDS
 from ls_trajeval.core.labelconfig import from_label_config
+from ls_trajeval.core.trace import parse_trace
 from ls_trajeval.flows.importer import import_files, import_traces, read_inputs, sized_batches
 
 from .fakestudio import FakeStudio
@@ -79,6 +80,30 @@ def test_skips_what_the_project_holds_and_locates_every_rejection(tmp_path):
 
     again = import_traces(fake, 7, read_inputs([path], CONFIG), CONFIG, progress=False)
     assert (again.imported, again.skipped, again.rejected) == (0, 3, 3) and fake.batches == [2]
+
+
+def test_an_import_types_the_number_columns_of_every_tab(tmp_path):
+    """Label Studio types every task-data column as text; the import gives a project nobody opened the tab Label
+    Studio would make, with the number fields typed, and types them in the tabs someone made, keeping their choice."""
+    fake = FakeStudio(label_config="<View/>")
+    import_traces(fake, 7, [parse_trace(trace("t-0"))], CONFIG, progress=False)
+    (tab,) = fake.tabs
+    assert tab["data"]["title"] == "Default"
+    assert tab["data"]["columnsDisplayType"] == {f"tasks:data.{f}": "Number" for f in NUMBER_FIELDS}
+    assert "tasks:data.running_score" in tab["data"]["columnsDisplayType"] and "tasks:data.task" not in \
+        tab["data"]["columnsDisplayType"]
+    # hidden as Label Studio's first tab hides them: its own columns that say so, task data beside an open task
+    assert tab["data"]["hiddenColumns"] == {
+        "explore": ["tasks:inner_id"],
+        "labeling": [f"tasks:data.{k}" for k in sorted(fake.stored[0]["data"])] + ["tasks:inner_id"]}
+
+    fake.tabs[0]["data"]["columnsDisplayType"] = {"tasks:data.running_score": "String"}  # the user's choice
+    fake._create_view(7, {"title": "mine"})
+    import_traces(fake, 7, [parse_trace(trace("t-1"))], CONFIG, progress=False)
+    first, mine = fake.tabs
+    assert first["data"]["columnsDisplayType"]["tasks:data.running_score"] == "String"
+    assert first["data"]["columnsDisplayType"]["tasks:data.n_errors"] == "Number"
+    assert mine["data"]["columnsDisplayType"] == {f"tasks:data.{f}": "Number" for f in NUMBER_FIELDS}
 
 
 def test_paged_project_tasks_carry_their_cards_and_long_traces_are_counted(tmp_path):

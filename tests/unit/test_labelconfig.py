@@ -1,7 +1,9 @@
 """Generated XML: well-formed, escaping exact, names as results expects, shipped XML in sync."""
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
+from commandline import invoke
 
 from ls_trajeval import label_configs
 from ls_trajeval.core import config as cfg
@@ -32,7 +34,8 @@ annotation_schemes:
   - annotation_type: radio
     name: outcome
     labels:
-      - {name: "A <b>&amp;</b> \\"quoted\\" 'single' & <script>alert(1)</script> --> ]]>", tooltip: "A <b>&amp;</b> \\"quoted\\" 'single' & <script>alert(1)</script> --> ]]>"}
+      - name: "A <b>&amp;</b> \\"quoted\\" 'single' & <script>alert(1)</script> --> ]]>"
+        tooltip: "A <b>&amp;</b> \\"quoted\\" 'single' & <script>alert(1)</script> --> ]]>"
 """)
     xml = labelconfig.generate(c, layout)
     root = ET.fromstring(xml)  # well-formed
@@ -66,14 +69,24 @@ def test_structure_and_names(layout):
                 "error_localization_live_score", "error_localization_reviewed"} <= side
         # marks call an interactive backend without the Auto-Annotation toggle; the first error label is preselected
         marks = next(el for el in root.iter("ParagraphLabels") if el.get("name") == "error_localization")
-        assert marks.get("smartOnly") == "true" and [(lb.get("value"), lb.get("selected")) for lb in marks] == [
-            ("incorrect", "true")]
+        # and an undecided suggestion is a mark of its own label and colour
+        assert marks.get("smartOnly") == "true" and [(lb.get("value"), lb.get("selected"), lb.get("background"))
+                                                     for lb in marks] == [("incorrect", "true", "#D32F2F"),
+                                                                          ("suggested", None, "#1E88E5")]
+        # a choice required only on undecided suggestions, which nobody can tick, keeps Submit from taking them
+        decision = next(el for el in root.iter("Choices") if el.get("name") == "error_localization_decision")
+        assert (decision.get("perRegion"), decision.get("required"), decision.get("whenLabelValue")) == (
+            "true", "true", "suggested")
+        assert "Backspace" in decision.get("requiredMessage") and [c.get("hotkey") for c in decision] == [
+            "ctrl+alt+shift+f12"]
+        assert all(">" not in style.text for style in root.iter("Style"))
         # the severity is a second set of labels on the mark (a relabel calls the backend), saved by its name
         severity = next(el for el in root.iter("ParagraphLabels") if el.get("name") == "error_localization_severity")
-        assert [(lb.get("value"), lb.get("alias")) for lb in severity] == list(zip(severities, ["minor", "major", "critical"]))
+        assert [(lb.get("value"), lb.get("alias")) for lb in severity] == \
+            list(zip(severities, ["minor", "major", "critical"]))
         # every error type is one radio of one per-region group, under its category's header
         types = next(el for el in root.iter("Choices") if el.get("name") == "error_localization_type")
-        assert types.get("perRegion") == "true" and types.get("choice") == "single-radio" and types.get("required") == "true"
+        assert (types.get("perRegion"), types.get("choice"), types.get("required")) == ("true", "single-radio", "true")
         groups = [(g.find("Header").get("value"), [c.get("alias") for c in g.iter("Choice")]) for g in types]
         assert (groups[0][0], groups[0][1]) == ("Reasoning Error", first_category[1])
         assert all(c.get("hint") for c in types.iter("Choice"))  # descriptions shown as hints
@@ -89,7 +102,8 @@ def test_structure_and_names(layout):
         cats = [(ch.get("alias"), [g.get("alias") for g in ch]) for ch in taxonomy]
         assert cats[0] == first_category
         assert all(g.get("hint") for ch in taxonomy for g in ch)  # descriptions shown as hints
-        severity = next(el for el in root.iter("Choices") if el.get("name", "").startswith("error_localization_severity"))
+        severity = next(el for el in root.iter("Choices")
+                        if el.get("name", "").startswith("error_localization_severity"))
         assert [ch.get("value") for ch in severity] == severities
         assert "Running score: $running_score ($te_score_status)" in [el.get("value") for el in root.iter("Header")]
         rep = next(root.iter("Repeater"))
@@ -115,6 +129,18 @@ def test_structure_and_names(layout):
         assert all(v.count("{{idx}}") <= 1 for el in root.iter() for v in el.attrib.values())
 
 
+def test_the_suggestion_label_is_recognised_in_a_project_config():
+    c = cfg.load(label_configs.path("trajectory_eval"))
+    assert labelconfig.shows_suggestions(labelconfig.generate(c, "transcript"), c)
+    assert not labelconfig.shows_suggestions(labelconfig.generate(c, "paged"), c)
+    before = (Path(__file__).parents[1] / "fixtures" / "transcript_before_workbench.xml").read_text(encoding="utf-8")
+    assert not labelconfig.shows_suggestions(before, c) and not labelconfig.shows_suggestions("<View", c)
+    # its colour is what the workbench finds its marks by, as Label Studio writes it in a mark's inline style
+    assert labelconfig.rgb("#1E88E5") == "30, 136, 229" and labelconfig.rgb("#fa0") == "255, 170, 0"
+    xml = labelconfig.generate(c, "transcript")
+    assert '.htx-highlight-last[style*="rgba(30, 136, 229,"] { counter-increment: te-undecided; }' in xml
+
+
 def test_no_rationale_no_score_display():
     c = cfg.loads("""
 annotation_schemes:
@@ -132,14 +158,11 @@ annotation_schemes:
 @pytest.mark.parametrize("name", ["trajectory_eval", "coding_agent", "mast", "trail", "who_and_when"])
 @pytest.mark.parametrize("layout", labelconfig.LAYOUTS)
 def test_shipped_xml_equals_what_the_generator_prints(name, layout):
-    from click.testing import CliRunner
-
-    from ls_trajeval.cli import main_group
-
     shipped = (label_configs.DIR / f"{name}.{layout}.xml").read_text(encoding="utf-8")
-    out = CliRunner().invoke(main_group, ["generate", str(label_configs.path(name)), "--layout", layout])
+    out = invoke("generate", label_configs.path(name), "--layout", layout)
     assert out.exit_code == 0
-    assert out.stdout == shipped, f"regenerate with: ls-trajeval generate label_configs/{name}.yaml --layout {layout} -o label_configs/{name}.{layout}.xml"
+    assert out.stdout == shipped, (f"regenerate with: ls-trajeval generate label_configs/{name}.yaml --layout {layout} "
+                                   f"-o label_configs/{name}.{layout}.xml")
 
 
 def test_paged_cards_are_one_item_lists_and_earlier_shapes_need_rendering():

@@ -152,6 +152,36 @@ def test_encode_decode_is_identity_in_both_layouts(config):
     assert decoded["transcript"].steps == decoded["paged"].steps
 
 
+def test_a_suggestion_carries_its_confidence_on_its_region_and_its_judge_on_the_mark():
+    labels = TraceLabels([
+        StepLabel(0, "correct", confidence=0.7),
+        StepLabel(1, "incorrect", "action", "wrong_tool", "major", "why", confidence=0.25, suggested_by="judge-a"),
+        StepLabel(2, "incorrect", "action", "wrong_tool", None, None),
+    ])
+    transcript = [{"author": "Thought", "text": "abc"}] * 3
+    out = results.encode(labels, CONFIG, "transcript", transcript, origin="prediction", confirm_review=False)
+    region1 = [r for r in out if r["value"]["start"] == "1"]
+    assert len(region1) == 4 and {r["score"] for r in region1} == {0.25}
+    assert [r["from_name"] for r in region1 if "judge" in r] == ["error_localization"]
+    assert region1[0]["judge"] == "judge-a"
+    # a label without a confidence (a person's, a rule's) carries no score; a correct step has no region here
+    assert all("score" not in r and "judge" not in r for r in out if r["value"]["start"] == "2")
+    paged = results.encode(labels, CONFIG, "paged", confirm_review=False)
+    by_name = {r["from_name"]: r for r in paged}
+    assert by_name["error_localization_correctness_0"]["score"] == 0.7  # the paged layout has a correct step's
+    assert by_name["error_localization_correctness_1"]["judge"] == "judge-a"
+    assert by_name["error_localization_severity_1"]["score"] == 0.25
+    assert "judge" not in by_name["error_localization_severity_1"]
+    assert "score" not in by_name["error_localization_correctness_2"]
+    # and back: read as a prediction, both layouts decode each step's confidence and judge (the transcript's correct
+    # step has none); read as an annotation, none (an annotation's provenance comes from its parent prediction)
+    assert results.decode(out, CONFIG, 3, prediction=True).steps == [StepLabel(0, "correct"), *labels.steps[1:]]
+    assert results.decode(paged, CONFIG, 3, prediction=True).steps == labels.steps
+    assert results.decode(paged, CONFIG, 3).steps[1].confidence is None
+    hostile = [{**r, "score": s} for r, s in zip(out, (True, 1.5, "0.5", float("nan")))]
+    assert results.decode(hostile, CONFIG, 3, prediction=True).steps[1].confidence is None
+
+
 def test_values_of_the_wrong_shape_never_raise():
     result = [
         {"from_name": "error_localization_correctness_0", "value": {"choices": {"a": 1}}},

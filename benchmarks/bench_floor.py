@@ -43,11 +43,13 @@ with open(src, "rb") as fh:
                 steps.append({"type": "thought" if follows else "message", "content": o["output"]["content"],
                               "timestamp": o["startTime"], "metadata": meta})
             else:
-                steps.append({"type": "action", "content": o["name"], "action_input": orjson.dumps(o["input"], option=IND).decode(),
+                steps.append({"type": "action", "content": o["name"],
+                              "action_input": orjson.dumps(o["input"], option=IND).decode(),
                               "timestamp": o["startTime"], "metadata": meta})
                 steps.append({"type": "observation", "content": orjson.dumps(o["output"], option=IND).decode(),
                               "timestamp": o["startTime"], "metadata": {"tool_name": o["name"], **meta}})
-        md = {"source_format": "langfuse", "source_file": src, "source_line": n, "name": rec["name"], "final_output": rec["output"]}
+        md = {"source_format": "langfuse", "source_file": src, "source_line": n, "name": rec["name"],
+              "final_output": rec["output"]}
         out.append(orjson.dumps({"trace_id": rec["id"], "task": rec["input"]["query"], "trace": steps, "metadata": md},
                                 option=orjson.OPT_APPEND_NEWLINE))
 with open(dst, "wb") as fh:
@@ -76,15 +78,15 @@ def main() -> None:
     for _ in range(args.repeat):
         runs["ours"].append(bench.measure([*ours, str(src), "--format", "langfuse", "-o", str(o), "-q"], cwd=outdir)[1])
         runs["floor"].append(bench.measure([ours[0], "-c", FLOOR, str(src), str(f)], cwd=outdir)[1])
-        runs["Potato"].append(bench.measure([str(potato), "-m", "potato.trace_converter", "-i", str(src), "-f", "langfuse",
-                                             "-o", str(p)], cwd=outdir)[1])
+        runs["Potato"].append(bench.measure([str(potato), "-m", "potato.trace_converter", "-i", str(src),
+                                             "-f", "langfuse", "-o", str(p)], cwd=outdir)[1])
     same = o.read_bytes() == f.read_bytes()
     shutil.rmtree(outdir, ignore_errors=True)
     if not same:
         sys.exit("the floor's output differs from ours: its time would not be a floor of the same work")
     cpu = {k: statistics.median(v) for k, v in runs.items()}
-    print(f"langfuse, {bench.size_mb(src):.0f} MB, median CPU s of {args.repeat} runs (Python {sys.version.split()[0]}, "
-          f"{os.cpu_count()} CPUs); the floor's output is byte for byte ours\n")
+    print(f"langfuse, {bench.size_mb(src):.0f} MB, median CPU s of {args.repeat} runs "
+          f"(Python {sys.version.split()[0]}, {os.cpu_count()} CPUs); the floor's output is byte for byte ours\n")
     print("| program | CPU s | Potato / program |\n|---|---|---|")
     for k in ("ours", "floor", "Potato"):
         print(f"| {k} | {cpu[k]:.3f} | {cpu['Potato'] / cpu[k]:.2f}× |")

@@ -56,7 +56,8 @@ def measured(cmd: list[str], env: dict) -> tuple[float, float, str, str, int]:
                "t = time.perf_counter(); p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
                "w = time.perf_counter() - t\n"
                "r = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024\n"
-               "print(json.dumps({'wall': w, 'rss': r, 'out': p.stdout, 'err': p.stderr[-4000:], 'rc': p.returncode}))\n")
+               "print(json.dumps({'wall': w, 'rss': r, 'out': p.stdout, 'err': p.stderr[-4000:], "
+               "'rc': p.returncode}))\n")
     res = subprocess.run([sys.executable, "-c", wrapper, *cmd], env=env, capture_output=True, text=True)
     data = json.loads(res.stdout.strip().splitlines()[-1])
     return data["wall"], data["rss"], data["out"], data["err"], data["rc"]

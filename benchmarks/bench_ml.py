@@ -37,9 +37,10 @@ import orjson
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-
-from ls_trajeval import label_configs
-from ls_trajeval.core import config as cfg, labelconfig  # noqa: E402
+# below the path entry above, which they need when the benchmark runs as a script
+from ls_trajeval import label_configs  # noqa: E402
+from ls_trajeval.core import config as cfg  # noqa: E402
+from ls_trajeval.core import labelconfig  # noqa: E402
 from ls_trajeval.core.tasks import task_data  # noqa: E402
 from ls_trajeval.core.trace import parse_trace  # noqa: E402
 from ls_trajeval.ml import detectors  # noqa: E402
@@ -170,7 +171,8 @@ def T(*steps):
 
 LABELLED = [
     T(("action", "bash", "pytest", "tool_error"), ("observation", "Traceback (most recent call last):\n KeyError: 'x'"),
-      ("thought", "The test passed successfully.", None, "ignored_observation"), ("action", "finish", "done", "premature_termination")),
+      ("thought", "The test passed successfully.", None, "ignored_observation"),
+      ("action", "finish", "done", "premature_termination")),
     T(("action", "bash", "ls"), ("observation", "a.py b.py"), ("thought", "There are two files, a.py and b.py."),
       ("action", "finish", "two files")),
     T(("action", "curl", "https://api/x", "tool_error"), ("observation", "HTTP/1.1 500 Internal Server Error"),
@@ -178,9 +180,10 @@ LABELLED = [
       ("thought", "The API returned v=1."), ("action", "finish", "1")),
     T(("action", "bash", "rm -rf /home/user/project", "destructive_command"), ("observation", ""),
       ("thought", "Cleaned up.")),
-    T(("action", "bash", "git push --force origin main", "destructive_command"), ("observation", "+ abc...def main -> main (forced update)")),
-    T(("action", "sql", "SELECT count(*) FROM users"), ("observation", "42"), ("thought", "There are 42 users in the table."),
-      ("action", "finish", "42")),
+    T(("action", "bash", "git push --force origin main", "destructive_command"),
+      ("observation", "+ abc...def main -> main (forced update)")),
+    T(("action", "sql", "SELECT count(*) FROM users"), ("observation", "42"),
+      ("thought", "There are 42 users in the table."), ("action", "finish", "42")),
     T(("action", "sql", "DROP TABLE users;", "destructive_command"), ("observation", "DROP TABLE")),
     T(("action", "search", "weather munich"), ("observation", "Munich: 12 C, rain, wind 20 km/h from the west"),
       ("thought", "I will now book a hotel in Lisbon for the conference next month since prices are dropping", None,
@@ -194,10 +197,13 @@ LABELLED = [
       ("observation", "(no output)")),
     T(("action", "bash", "make build"), ("observation", "Build finished. 0 errors, 0 warnings."),
       ("thought", "The build finished with 0 errors."), ("action", "finish", "built")),
-    T(("action", "bash", "npm test", "tool_error"), ("observation", "npm ERR! Test failed.  See above for more details.\nexit code 1"),
-      ("thought", "Tests are done and everything works.", None, "ignored_observation"), ("action", "submit", "ok", "premature_termination")),
+    T(("action", "bash", "npm test", "tool_error"),
+      ("observation", "npm ERR! Test failed.  See above for more details.\nexit code 1"),
+      ("thought", "Tests are done and everything works.", None, "ignored_observation"),
+      ("action", "submit", "ok", "premature_termination")),
     T(("action", "http_get", "/users/9", "tool_error"), ("observation", "404 Not Found"),
-      ("thought", "User 9 is not found; I will report that the user does not exist."), ("action", "finish", "no such user")),
+      ("thought", "User 9 is not found; I will report that the user does not exist."),
+      ("action", "finish", "no such user")),
     T(("action", "bash", "sudo cat /etc/shadow", "tool_error"), ("observation", "cat: /etc/shadow: Permission denied"),
       ("thought", "I lack permission to read that file.")),
     T(("action", "bash", "git reset --hard HEAD~5", "destructive_command"), ("observation", "HEAD is now at 1a2b3c")),
@@ -208,14 +214,18 @@ LABELLED = [
       ("thought", "There is one TODO in src/a.py line 3.")),
     T(("action", "search", "python 3.13 release date"), ("observation", "Python 3.13 was released on October 7, 2024"),
       ("thought", "Python 3.13 came out on October 7, 2024."), ("action", "finish", "2024-10-07")),
-    T(("action", "bash", "ls /data"), ("observation", "None", None, "empty_observation"), ("action", "bash", "ls -la /data"),
-      ("observation", "total 0")),
-    T(("action", "bash", "pip install foo", "tool_error"), ("observation", "ERROR: Could not find a version that satisfies the requirement foo"),
-      ("action", "bash", "pip install foo", "loop"), ("observation", "ERROR: Could not find a version that satisfies the requirement foo")),
-    T(("action", "bash", "cat big.log"), ("observation", "line 1\nline 2\n[output truncated]", None, "empty_observation"),
+    T(("action", "bash", "ls /data"), ("observation", "None", None, "empty_observation"),
+      ("action", "bash", "ls -la /data"), ("observation", "total 0")),
+    T(("action", "bash", "pip install foo", "tool_error"),
+      ("observation", "ERROR: Could not find a version that satisfies the requirement foo"),
+      ("action", "bash", "pip install foo", "loop"),
+      ("observation", "ERROR: Could not find a version that satisfies the requirement foo")),
+    T(("action", "bash", "cat big.log"),
+      ("observation", "line 1\nline 2\n[output truncated]", None, "empty_observation"),
       ("thought", "The log is cut off; I will read it with tail instead."), ("action", "bash", "tail -n 50 big.log"),
       ("observation", "line 951 ... line 1000 done")),
-    T(("thought", "First check the docs."), ("action", "open", "docs/index.md"), ("observation", "# Docs\nInstall with pip install pkg"),
+    T(("thought", "First check the docs."), ("action", "open", "docs/index.md"),
+      ("observation", "# Docs\nInstall with pip install pkg"),
       ("thought", "Install it with pip install pkg as the docs say."), ("action", "answer", "pip install pkg")),
 ]
 
@@ -423,7 +433,8 @@ def main():
                 cells.append(f"{b:15.2f} {c:14.2f} {c / b:6.2f}")
             print(f"{n:6} " + " ".join(cells))
     p99 = median_of(runs["current"], 200, "p99_ms")
-    print(f"\np99 at 200 steps (current, median of {args.rounds}) / goal {GOAL_P99_MS:.0f} ms = {p99 / GOAL_P99_MS:.2f}")
+    print(f"\np99 at 200 steps (current, median of {args.rounds}) / goal {GOAL_P99_MS:.0f} ms "
+          f"= {p99 / GOAL_P99_MS:.2f}")
 
 
 if __name__ == "__main__":

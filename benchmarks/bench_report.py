@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import os
+import random
 import subprocess
 import sys
 import time
@@ -106,7 +106,8 @@ def main() -> None:
     t0 = time.perf_counter()
     files = generate(out / "export", args.traces, args.steps, args.annotators)
     size = sum(f.stat().st_size for f in files) / 2**20
-    print(f"generated {args.traces} traces x {args.annotators} annotators ({size:.0f} MiB) in {time.perf_counter() - t0:.1f}s")
+    print(f"generated {args.traces} traces x {args.annotators} annotators ({size:.0f} MiB) "
+          f"in {time.perf_counter() - t0:.1f}s")
     code = ("import sys; from ls_trajeval.cli.analysis import {0}_command as c; "
             "c.main(sys.argv[1:], standalone_mode=True)")
     for name in args.commands.split(","):

@@ -73,9 +73,12 @@ def _rel(p: Path) -> Path:
 
 
 def _files(root: Path) -> list[Path]:
-    from ls_trajeval.converters.support.files import expand_inputs
+    try:
+        from ls_trajeval.core.jsonfiles import expand_inputs
+    except ImportError:  # a version from before the one reading layer
+        from ls_trajeval.converters.support.files import expand_inputs
 
-    return [_rel(p) for p in expand_inputs([root])]
+    return [_rel(p) for p in expand_inputs([root]) if isinstance(p, Path)]
 
 
 def _one(out: Path, path: Path, conv_names) -> int:

@@ -2,7 +2,8 @@
 
 Each ``# aider chat started at <time>`` heading starts a session: one trace per session,
 ``trace_id`` = stable id of the file name and the session's start time (its index when the
-heading has no time). ``#### `` lines are the user's messages (consecutive ones are one message);
+heading has no time; the time and the index when a session before it started at the same time).
+``#### `` lines are the user's messages (consecutive ones are one message);
 ``> `` lines are aider's own output (tool output: edits applied, commits, command output, lint
 and test results); everything else is the assistant's reply. In a reply, each SEARCH/REPLACE
 edit block (with the file name line and fence before it) becomes an ``action`` step ``edit`` whose
@@ -14,13 +15,14 @@ the user (``/run``, ``/test``, ``/add``, ...) it is that command's observation, 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
+from typing import Any
 
-from ls_trajeval.core.trace import TraceError, open_text
+from ls_trajeval.core.jsonfiles import open_text
+from ls_trajeval.core.trace import TraceError
 
 from .base import Converter, Sample
-from .support.errors import guarded
 from .support.files import Origin
 from .support.steps import StepList, finish, stable_id, step
 
@@ -30,7 +32,9 @@ SESSION = re.compile(r"^# aider chat started at[ \t]*(.*)$")
 # The file-name line is "a line whose first non-blank character is not ` < > =", written with
 # possessive quantifiers: the same matches as before, without backtracking over every long line.
 EDIT = re.compile(
-    r"(?:^(?P<file>[^\S\n]*+[^\s`<>=][^\n]*+)\n)?(?:^```[^\n]*\n)?^<<<<<<< SEARCH[ \t]*\n(?P<search>.*?)^=======[ \t]*\n(?P<replace>.*?)^>>>>>>> REPLACE[ \t]*(?:\n|$)(?:^```[ \t]*(?:\n|$))?",
+    r"(?:^(?P<file>[^\S\n]*+[^\s`<>=][^\n]*+)\n)?(?:^```[^\n]*\n)?"
+    r"^<<<<<<< SEARCH[ \t]*\n(?P<search>.*?)^=======[ \t]*\n(?P<replace>.*?)^>>>>>>> REPLACE[ \t]*(?:\n|$)"
+    r"(?:^```[ \t]*(?:\n|$))?",
     re.M | re.S,
 )
 
@@ -107,7 +111,9 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 def _blocks(lines: list[tuple[int, str]]) -> Iterator[tuple[str, int, str]]:
     """(kind, first line, text) runs: 'user', 'tool' or 'assistant', line by line (any line ends)."""
-    kind, start, buf = None, 0, []
+    kind: str | None = None
+    start = 0
+    buf: list[str] = []
     for n, ln in lines:
         body = ln.rstrip("\r\n")
         if body.startswith("#### ") or body == "####":
@@ -127,11 +133,19 @@ def _blocks(lines: list[tuple[int, str]]) -> Iterator[tuple[str, int, str]]:
         yield kind, start, "\n".join(buf)
 
 
+def _past_blank_lines(text: str, pos: int, end: int) -> int:
+    """Where the whitespace-only lines of ``text`` from ``pos`` (before ``end``) end."""
+    blank = _BLANK_LINES.match(text, pos, end)
+    return pos if blank is None else blank.end()
+
+
 def _fast_blocks(text: str, first: int) -> Iterator[tuple[str, int, str]]:
     """The runs of :func:`_blocks` for a session's text whose lines all end in "\n" (the last may have none),
     line ``first`` first: only the user and aider-output lines are visited one by one; the assistant's text
     between them (most of a session) is sliced whole."""
-    kind, start, buf = None, 0, []  # the user or aider-output run being gathered
+    kind: str | None = None  # the user or aider-output run being gathered
+    start = 0
+    buf: list[str] = []
     pos, line = 0, first  # the text before ``pos`` is handled; ``line`` is the number of the line at ``pos``
     end = len(text)
     # searched in the text after a "\n": each match's span then is its line's span in ``text``, minus one
@@ -139,7 +153,7 @@ def _fast_blocks(text: str, first: int) -> Iterator[tuple[str, int, str]]:
         gap_end = m.start()
         if gap_end > pos:  # assistant lines between the previous marked line and this one: a run of their own
             if kind is not None:  # blank lines after a user or aider block are dropped
-                skip = _BLANK_LINES.match(text, pos, gap_end).end()
+                skip = _past_blank_lines(text, pos, gap_end)
                 line += text.count("\n", pos, skip)
                 pos = skip
             if gap_end > pos:
@@ -159,7 +173,7 @@ def _fast_blocks(text: str, first: int) -> Iterator[tuple[str, int, str]]:
         line += 1
     if end > pos:  # assistant lines after the last marked line
         if kind is not None:
-            pos = _BLANK_LINES.match(text, pos, end).end()
+            pos = _past_blank_lines(text, pos, end)
             if pos < end and text[pos:].isspace():  # a last blank line without its "\n"
                 pos = end
             line = first + text.count("\n", 0, pos)
@@ -172,14 +186,21 @@ def _fast_blocks(text: str, first: int) -> Iterator[tuple[str, int, str]]:
         yield kind, start, "\n".join(buf)
 
 
-def _finish(path: Path, s: _Session) -> list:
-    origin = Origin(NAME, str(path), s.line)
-    meta = {"started_at": s.started or None, "session_index": s.index}
-    return guarded(origin, lambda: [finish(origin, stable_id(path.name, s.started or s.index), s.task or "", s.out.steps(), meta)])
+class _Text:
+    """One session's text as read: its heading's time ("" for text before the first heading), its number in the file,
+    its runs of user, aider and assistant lines (:func:`_blocks`), and whether a session before it started at the
+    same time (then its number tells their ids apart)."""
+
+    __slots__ = ("started", "index", "blocks", "again")
+
+    def __init__(self, started: str, index: int, blocks: Iterator[tuple[str, int, str]], again: bool) -> None:
+        self.started, self.index, self.blocks, self.again = started, index, blocks, again
 
 
-def _session(path: Path, s: _Session, blocks: Iterator[tuple[str, int, str]]) -> Iterator:
-    for kind, n, body in blocks:
+def one(part: _Text, origin: Origin) -> list:
+    """One session's steps: the user's messages and commands, aider's output, the assistant's replies and edits."""
+    s = _Session(part.started, origin.line or 1, part.index)
+    for kind, n, body in part.blocks:
         if kind == "user":
             s.pending = None
             if body.startswith("/"):
@@ -204,7 +225,9 @@ def _session(path: Path, s: _Session, blocks: Iterator[tuple[str, int, str]]) ->
                 continue
             last = _reply(body, s.out, n, n)
             s.pending = last
-    yield from _finish(path, s)
+    meta = {"started_at": s.started or None, "session_index": s.index}
+    key = (s.started, s.index) if part.again else s.started or s.index
+    return [finish(origin, stable_id(origin.file_name, key), s.task or "", s.out.steps(), meta)]
 
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")  # a line as text mode reads it: "\r\n", "\r" or "\n" ends it
@@ -212,35 +235,39 @@ _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")  # a line as text mode re
 _HEADER_LINE = re.compile(r"\n# aider chat started at[ \t]*(.*)")
 
 
-def _sessions(path: Path, header: re.Match | None, first: int, text: str, index: int):
-    """The errors and the trace of one session: its heading (None for text before the first one) and its
-    text (whole lines), the first line numbered ``first``; returns whether it made a session (text before the
-    first heading makes none when it is blank). A session with undecodable bytes or a "\r" line end is read
-    line by line (each bad line an error, the rest converted); the usual one is sliced whole."""
+def _session(path: Path, fmt: str, header: re.Match | None, first: int, text: str, index: int,
+             seen: set) -> Iterator[tuple[Origin, Any]]:
+    """The errors and the text of one session: its heading (None for text before the first one) and its text
+    (whole lines), the first line numbered ``first``. Text before the first heading makes no session when it is
+    blank. A session with undecodable bytes or a "\r" line end is read line by line (each bad line an error, the
+    rest converted); the usual one is sliced whole."""
+    started = header.group(1).strip() if header else ""
+    origin = Origin(fmt, str(path), first - 1 if header else 1)
+    again = bool(started) and started in seen
     if "\r" not in text and _SURROGATE.search(text) is None:
-        if header is None and (not text or text.isspace()):
-            return False
-        session = _Session(header.group(1).strip(), first - 1, index) if header else _Session("", 1, index)
-        yield from _session(path, session, _fast_blocks(text, first))
-        return True
+        if header is not None or text and not text.isspace():
+            seen.add(started)
+            yield origin, _Text(started, index, _fast_blocks(text, first), again)
+        return
     good = []
     for n, ln in enumerate(_LINE.findall(text), first):
         try:
             ln.encode("utf-8")
         except UnicodeEncodeError:
-            yield TraceError(str(path), n, None, "invalid UTF-8 (line skipped)")
+            yield Origin(fmt, str(path), n), TraceError(str(path), n, None, "invalid UTF-8 (line skipped)")
             continue
         good.append((n, ln))
-    if header is None and not any(ln.strip() for _, ln in good):
-        return False
-    session = _Session(header.group(1).strip(), first - 1, index) if header else _Session("", 1, index)
-    yield from _session(path, session, _blocks(good))
-    return True
+    if header is not None or any(ln.strip() for _, ln in good):
+        seen.add(started)
+        yield origin, _Text(started, index, _blocks(good), again)
 
 
-def convert(path: Path) -> Iterator:
+def _read(path: Path, fmt: str) -> Iterator[tuple[Origin, Any]]:
+    """Each session of the history file (one per ``# aider chat started at`` heading, and the text before the first
+    one when it is not blank), with the located errors of its undecodable lines."""
     header: re.Match | None = None  # the current session's heading
     first, parts, index = 1, [], 0  # its first line's number, its text so far (whole lines), sessions so far
+    seen: set = set()  # the sessions' start times so far
     n = 1  # the number of the next line read
     with open_text(path) as fh:
         # whole lines about a MiB at a time; headings are found by a search over the batch, not line by line
@@ -266,13 +293,15 @@ def convert(path: Path) -> Iterator:
             for start, k, m in spans:
                 parts.append(text[prev:start])
                 if header is not None or any(parts):
-                    index += yield from _sessions(path, header, first, "".join(parts), index)
+                    for item in _session(path, fmt, header, first, "".join(parts), index, seen):
+                        index += isinstance(item[1], _Text)
+                        yield item
                 header, first, parts = m, n + k + 1, []
                 prev = start + len(batch[k])
             parts.append(text[prev:])
             n += len(batch)
     if header is not None or any(parts):
-        yield from _sessions(path, header, first, "".join(parts), index)
+        yield from _session(path, fmt, header, first, "".join(parts), index, seen)
 
 
 CONVERTER = Converter(
@@ -280,5 +309,6 @@ CONVERTER = Converter(
     description="aider chat history markdown (.aider.chat.history.md), one trace per session",
     shapes="markdown with '# aider chat started at', '#### ' user lines, '> ' aider output, SEARCH/REPLACE blocks",
     detect=detect,
-    convert=convert,
+    one=one,
+    read=_read,
 )

@@ -7,27 +7,36 @@ per line; and JSONL of streaming events (``message_start`` … ``message_stop``)
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
+from ls_trajeval.core.jsonfiles import loads
 from ls_trajeval.core.trace import TraceError, describe
 
 from .base import Converter, Sample
-from .support.chat import anthropic_blocks, content_text
-from .support.errors import BadRecord, expect, guarded
-from .support.files import Origin, documents, loads
-from .support.steps import StepList, finish, stable_id, step, text
+from .support.chat import anthropic_blocks, content_text, record_id, record_meta
+from .support.errors import BadRecord, expect
+from .support.files import Origin, documents_only, elements, records
+from .support.steps import StepList, finish, numbered_id, step
 
 NAME = "anthropic"
 
 BLOCKS = {"text", "thinking", "redacted_thinking", "tool_use", "tool_result", "image", "document", "server_tool_use"}
-EVENTS = {"message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop", "ping"}
-ID_KEYS = ("trace_id", "id", "conversation_id", "session_id")
+EVENTS = {
+    "message_start",
+    "content_block_start",
+    "content_block_delta",
+    "content_block_stop",
+    "message_delta",
+    "message_stop",
+    "ping",
+}
 
 
 def _is_event(rec: Any) -> bool:
-    t = rec.get("type") if rec.__class__ is dict else None
-    return t.__class__ is str and t in EVENTS
+    t = rec.get("type") if isinstance(rec, dict) else None
+    return isinstance(t, str) and t in EVENTS
 
 
 def _messages(rec: Any) -> list | None:
@@ -55,21 +64,30 @@ def _score(rec: Any) -> float:
         if isinstance(rec, dict) and ("system" in rec or rec.get("type") == "message"):
             return 0.8
         return 0.5  # text blocks alone are also valid OpenAI parts
-    if isinstance(rec, dict) and "system" in rec and msgs and all(isinstance(m, dict) and m.get("role") in ("user", "assistant") for m in msgs[:10]):
+    if (
+        isinstance(rec, dict)
+        and "system" in rec
+        and msgs
+        and all(isinstance(m, dict) and m.get("role") in ("user", "assistant") for m in msgs[:10])
+    ):
         return 0.75  # a top-level system is Anthropic's; OpenAI keeps it as a message
     return 0.0
 
 
 def detect(sample: Sample) -> float:
     if sample.first_records:
-        return max(_score(r) for r in sample.first_records[:5]) if _is_event(sample.first_records[0]) else min(_score(r) for r in sample.first_records[:5])
+        return (
+            max(_score(r) for r in sample.first_records[:5])
+            if _is_event(sample.first_records[0])
+            else min(_score(r) for r in sample.first_records[:5])
+        )
     doc = sample.first_json
     if isinstance(doc, list) and doc and isinstance(doc[0], dict) and "messages" in doc[0]:
         return _score(doc[0])
     return _score(doc) if doc is not None else 0.0
 
 
-def _one(rec: Any, origin: Origin, index: int) -> Iterator:
+def one(rec: Any, origin: Origin) -> Iterator:
     msgs = _messages(rec)
     if msgs is None:
         if isinstance(rec, dict) and "messages" in rec:
@@ -80,7 +98,7 @@ def _one(rec: Any, origin: Origin, index: int) -> Iterator:
     out = StepList()
     tid = None
     if isinstance(rec, dict):
-        tid = next((text(rec[k]) for k in ID_KEYS if rec.get(k) not in (None, "")), None)
+        tid = record_id(rec)
         system = rec.get("system")
         if system is not None:
             if not isinstance(system, (str, list)):
@@ -89,13 +107,10 @@ def _one(rec: Any, origin: Origin, index: int) -> Iterator:
         resp = rec.get("response")
         if isinstance(resp, dict) and isinstance(resp.get("content"), list):
             msgs.append(resp)
-        src = resp if isinstance(resp, dict) else rec
-        for k in ("model", "usage", "stop_reason", "metadata"):
-            if src.get(k, rec.get(k)) is not None:
-                meta[k if k != "metadata" else "record_metadata"] = src.get(k, rec.get(k))
+        meta = record_meta(rec, ("model", "usage", "stop_reason", "metadata"), resp if isinstance(resp, dict) else None)
     task = None
     for i, m in enumerate(msgs):
-        if m.__class__ is not dict:
+        if not isinstance(m, dict):
             expect(m, dict, f"messages[{i}]")
         role = m.get("role")
         if role != "user" and role != "assistant" and role != "system":
@@ -105,17 +120,19 @@ def _one(rec: Any, origin: Origin, index: int) -> Iterator:
         if role == "system":
             out.add(step("system", content_text(m["content"]), None, {"role": "system", "message_index": i}))
             continue
-        said = anthropic_blocks(role, m["content"], out, f"messages[{i}]", agent=m.get("model"), meta={"message_index": i})
+        said = anthropic_blocks(
+            role, m["content"], out, f"messages[{i}]", agent=m.get("model"), meta={"message_index": i}
+        )
         if task is None and role == "user" and said:
             task = said
-    yield finish(origin, tid or stable_id(Path(origin.source).name, index), task or "", out.steps(), meta)
+    yield finish(origin, tid or numbered_id(origin), task or "", out.steps(), meta)
 
 
 def _index(ev: dict, default: int) -> int:
     i = ev.get("index")
     if i is None:
         return default
-    if i.__class__ is not int:
+    if not isinstance(i, int) or isinstance(i, bool):
         raise BadRecord("index", f"expected an integer, got {describe(i)}")
     return i
 
@@ -177,39 +194,43 @@ def _join_events(events: list, path: Path) -> tuple[dict, list]:
     return msg, errors
 
 
-def _joined(path: Path, line: Any, index: int, events: list) -> Iterator:
-    msg, errors = _join_events(events, path)
-    yield from errors
-    origin = Origin(NAME, str(path), line)
-    yield from guarded(origin, _one, msg, origin, index)
+@documents_only
+def _split(value: Any, origin: Origin) -> list | None:
+    """A JSON list of requests is its records (a list of messages is one conversation)."""
+    if isinstance(value, list) and value and isinstance(value[0], dict) and "messages" in value[0]:
+        return elements(value, origin)
+    return None
 
 
-def convert(path: Path) -> Iterator:
-    source = str(path)
+def _read(path: Path, fmt: str) -> Iterator[tuple[Origin, Any]]:
+    """The file's records, a stream's events (``message_start`` … ``message_stop``) joined into their message.
+
+    Records with no id are numbered in the file as they come (a joined stream counts as one, a broken line as
+    none), the elements of a JSON list by their index."""
+    count = 0
     events: list = []
-    index = 0
-    first_line = None
-    for line, value in documents(path):
+    for origin, value in records(path, fmt, _split):
         if isinstance(value, TraceError):
-            yield value
-            continue
-        if line is not None and isinstance(value, dict) and _is_event(value):
-            if first_line is None:
-                first_line = line
-            events.append((line, value))
+            yield origin, value
+        elif origin.line is not None and _is_event(value):
+            events.append((origin.line, value))
             if value.get("type") == "message_stop":
-                yield from _joined(path, first_line, index, events)
-                events, first_line, index = [], None, index + 1
-            continue
-        if line is None and isinstance(value, list) and value and isinstance(value[0], dict) and "messages" in value[0]:
-            for j, rec in enumerate(value):
-                yield from guarded(Origin(NAME, source, None, j), _one, rec, Origin(NAME, source, None, j), j)
-            continue
-        origin = Origin(NAME, source, line)
-        yield from guarded(origin, _one, value, origin, index)
-        index += 1
+                yield from _joined(path, fmt, events, count)
+                events, count = [], count + 1
+        elif origin.index is not None and origin.line is None:
+            yield origin, value
+        else:
+            origin.ordinal, count = count, count + 1
+            yield origin, value
     if events:  # a stream cut before message_stop: convert what arrived
-        yield from _joined(path, first_line, index, events)
+        yield from _joined(path, fmt, events, count)
+
+
+def _joined(path: Path, fmt: str, events: list, ordinal: int) -> Iterator[tuple[Origin, Any]]:
+    msg, errors = _join_events(events, path)
+    for e in errors:
+        yield Origin(fmt, str(path), e.line), e
+    yield Origin(fmt, str(path), events[0][0], None, ordinal), msg
 
 
 CONVERTER = Converter(
@@ -217,5 +238,7 @@ CONVERTER = Converter(
     description="Anthropic Messages (text, thinking, tool_use / tool_result, system; streaming events)",
     shapes='{"system"?, "messages": [...]}; list of messages; Message objects; JSONL of those or of stream events',
     detect=detect,
-    convert=convert,
+    one=one,
+    split=_split,
+    read=_read,
 )

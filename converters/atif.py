@@ -7,12 +7,11 @@ has) follow as observations. ``metrics`` go to the step metadata of the turn's f
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from .base import Converter, Sample
 from .support.chat import call_id, value_text
-from .support.errors import BadRecord, each_record, expect
+from .support.errors import BadRecord, expect
 from .support.files import Origin, sample_objects
 from .support.steps import default_id, finish, render_args, step, step_metadata
 
@@ -20,7 +19,11 @@ NAME = "atif"
 
 
 def _is_atif(obj: Any) -> bool:
-    return isinstance(obj, dict) and isinstance(obj.get("schema_version"), str) and obj["schema_version"].upper().startswith("ATIF")
+    return (
+        isinstance(obj, dict)
+        and isinstance(obj.get("schema_version"), str)
+        and obj["schema_version"].upper().startswith("ATIF")
+    )
 
 
 def detect(sample: Sample) -> float:
@@ -29,14 +32,20 @@ def detect(sample: Sample) -> float:
         return 0.98
     if objs and isinstance(objs[0], dict) and {"session_id", "agent", "steps"} <= set(objs[0]):
         steps = objs[0].get("steps")
-        if isinstance(steps, list) and steps and isinstance(steps[0], dict) and "source" in steps[0] and "step_id" in steps[0]:
+        if (
+            isinstance(steps, list)
+            and steps
+            and isinstance(steps[0], dict)
+            and "source" in steps[0]
+            and "step_id" in steps[0]
+        ):
             return 0.8
     return 0.0
 
 
 def _result_step(res: dict, i: int, rk: int, tool_name: str | None, step_id: Any) -> Any:
     """The step of result ``rk`` of step ``i``, ``tool_name`` the call it answers (None when unpaired)."""
-    if res.__class__ is not dict:
+    if not isinstance(res, dict):
         raise BadRecord(f"steps[{i}].observation.results[{rk}]", f"expected an object, got {type(res).__name__}")
     content = res.get("content")
     refs = res.get("subagent_trajectory_ref")
@@ -44,7 +53,9 @@ def _result_step(res: dict, i: int, rk: int, tool_name: str | None, step_id: Any
         parts = []
         for r in refs if isinstance(refs, list) else [refs]:
             if isinstance(r, dict):
-                parts.append(f"[subagent {r.get('session_id', '')}: {r.get('trajectory_path', '')}]".replace(": ]", "]"))
+                parts.append(
+                    f"[subagent {r.get('session_id', '')}: {r.get('trajectory_path', '')}]".replace(": ]", "]")
+                )
         content = "\n".join(parts)
     meta = {"tool_call_id": call_id(res.get("source_call_id"))}
     if refs:
@@ -66,14 +77,16 @@ def one(rec: Any, origin: Origin) -> list:
     task = None
     for i, s in enumerate(steps_raw):
         # a field's location is spelled out only when it is wrong: the usual types are tested first
-        if s.__class__ is not dict:
+        if not isinstance(s, dict):
             raise BadRecord(f"steps[{i}]", "expected a step object")
         get = s.get
         src = get("source")
-        if src.__class__ is not str:
+        if not isinstance(src, str):
             src = expect(src, str, f"steps[{i}].source")
         msg = get("message")
-        msg = msg if msg.__class__ is str else value_text(expect(msg, (str, list), f"steps[{i}].message", optional=True))
+        msg = (
+            msg if isinstance(msg, str) else value_text(expect(msg, (str, list), f"steps[{i}].message", optional=True))
+        )
         step_id = get("step_id")
         # only known values: no null for step() to filter out of each of the step's steps
         meta = {"source": src} if step_id is None else {"step_id": step_id, "source": src}
@@ -87,11 +100,11 @@ def one(rec: Any, origin: Origin) -> list:
             if model is not None:
                 meta["model"] = model
         extra = get("extra")
-        if extra and extra.__class__ is dict:
+        if extra and isinstance(extra, dict):
             meta["extra"] = extra
         turn = []
         calls = get("tool_calls")
-        if calls.__class__ is not list:
+        if not isinstance(calls, list):
             calls = expect(calls, list, f"steps[{i}].tool_calls", optional=True) or []
         if src == "user":
             turn.append(step("message", msg, None, {"role": "user", **meta}))
@@ -101,7 +114,7 @@ def one(rec: Any, origin: Origin) -> list:
             turn.append(step("system", msg, None, dict(meta)))
         elif src == "agent":
             reasoning = get("reasoning_content")
-            if reasoning is not None and reasoning.__class__ is not str:
+            if reasoning is not None and not isinstance(reasoning, str):
                 expect(reasoning, str, f"steps[{i}].reasoning_content")
             if reasoning:
                 turn.append(step("thought", reasoning, None, {"reasoning": True, **meta}))
@@ -110,26 +123,30 @@ def one(rec: Any, origin: Origin) -> list:
         else:
             turn.append(step("other", value_text(s), None, dict(meta)))
         obs = get("observation")
-        if obs.__class__ is not dict:
+        if not isinstance(obs, dict):
             obs = expect(obs, dict, f"steps[{i}].observation", optional=True) or {}
         results = obs.get("results")
-        if results.__class__ is not list:
+        if not isinstance(results, list):
             results = expect(results, list, f"steps[{i}].observation.results", optional=True) or []
         by_id: dict[str, list[int]] = {}
         for k, r in enumerate(results):
-            if r.__class__ is dict and r.get("source_call_id") is not None:
+            if isinstance(r, dict) and r.get("source_call_id") is not None:
                 by_id.setdefault(str(r["source_call_id"]), []).append(k)
         used = set()
         for k, tc in enumerate(calls):
-            if tc.__class__ is not dict:
+            if not isinstance(tc, dict):
                 raise BadRecord(f"steps[{i}].tool_calls[{k}]", "expected a tool call object")
             fname = tc.get("function_name")
-            if fname.__class__ is not str:
-                raise BadRecord(f"steps[{i}].tool_calls[{k}].function_name", "missing" if fname is None else "expected a string")
+            if not isinstance(fname, str):
+                raise BadRecord(
+                    f"steps[{i}].tool_calls[{k}].function_name", "missing" if fname is None else "expected a string"
+                )
             cid = call_id(tc.get("tool_call_id"))
-            turn.append(step("action", fname, render_args(tc.get("arguments")), {"tool_call_id": cid, "step_id": step_id}))
+            turn.append(
+                step("action", fname, render_args(tc.get("arguments")), {"tool_call_id": cid, "step_id": step_id})
+            )
             if cid is not None and by_id:
-                for rk in by_id.get(cid if cid.__class__ is str else str(cid), ()):
+                for rk in by_id.get(cid if isinstance(cid, str) else str(cid), ()):
                     if rk not in used:
                         used.add(rk)
                         turn.append(_result_step(results[rk], i, rk, fname, step_id))
@@ -141,7 +158,9 @@ def one(rec: Any, origin: Origin) -> list:
             turn.append(step("message", msg, None, dict(meta)))
         metrics = get("metrics")
         if isinstance(metrics, dict) and metrics:
-            step_metadata(turn[0])["metrics"] = {k: v for k, v in metrics.items() if k not in ("prompt_token_ids", "completion_token_ids", "logprobs")}
+            step_metadata(turn[0])["metrics"] = {
+                k: v for k, v in metrics.items() if k not in ("prompt_token_ids", "completion_token_ids", "logprobs")
+            }
         steps.extend(turn)
     md = {
         "schema_version": rec.get("schema_version"),
@@ -154,14 +173,12 @@ def one(rec: Any, origin: Origin) -> list:
     return [finish(origin, tid, task, steps, md, "steps")]
 
 
-def convert(path: Path):
-    yield from each_record(path, NAME, one)
-
 
 CONVERTER = Converter(
     name=NAME,
     description="Harbor ATIF trajectories (schema_version ATIF-v1.x)",
-    shapes='{"schema_version": "ATIF-v1.x", "session_id", "agent", "steps": [{source, message, tool_calls, observation}]} as JSON, a JSON list or JSONL',
+    shapes='{"schema_version": "ATIF-v1.x", "session_id", "agent", "steps": [{source, message, tool_calls, '
+           'observation}]} as JSON, a JSON list or JSONL',
     detect=detect,
-    convert=convert,
+    one=one,
 )

@@ -15,7 +15,6 @@ the same run and is used only when the state holds no thread.
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from ls_trajeval.core.trace import describe
@@ -23,7 +22,7 @@ from ls_trajeval.core.trace import describe
 from .base import Converter, Sample
 from .multi_agent import message_list_trace
 from .support.chat import call_id, content_text, value_text
-from .support.errors import BadRecord, each_record, expect
+from .support.errors import BadRecord, expect
 from .support.files import Origin, sample_objects
 from .support.steps import StepList, default_id, finish, render_args, step
 
@@ -36,7 +35,11 @@ def _core_messages(o: Any) -> list | None:
     if isinstance(o, dict):
         ctx = o.get("llm_context") if o.get("type") == "AssistantAgentState" else o
         msgs = ctx.get("messages") if isinstance(ctx, dict) else None
-        if isinstance(msgs, list) and msgs and all(isinstance(m, dict) and m.get("type") in _CORE_TYPES for m in msgs[:20]):
+        if (
+            isinstance(msgs, list)
+            and msgs
+            and all(isinstance(m, dict) and m.get("type") in _CORE_TYPES for m in msgs[:20])
+        ):
             return msgs
     return None
 
@@ -83,8 +86,15 @@ def context_steps(msgs: list, where: str) -> tuple[list, str | None]:
             for k, r in enumerate(expect(content, list, f"{w}.content")):
                 expect(r, dict, f"{w}.content[{k}]")
                 cid = call_id(r.get("call_id"))
-                out.result(cid, step("error" if r.get("is_error") else "observation", value_text(r.get("content")), None,
-                                     {"tool_call_id": cid, "tool_name": r.get("name"), **meta}))
+                out.result(
+                    cid,
+                    step(
+                        "error" if r.get("is_error") else "observation",
+                        value_text(r.get("content")),
+                        None,
+                        {"tool_call_id": cid, "tool_name": r.get("name"), **meta},
+                    ),
+                )
         else:
             raise BadRecord(f"{w}.type", "expected one of " + ", ".join(sorted(_CORE_TYPES)) + ", got "
                             + (repr(kind) if isinstance(kind, str) else describe(kind)))
@@ -125,21 +135,21 @@ def one(rec: Any, origin: Origin) -> list:
     if msgs is None and isinstance(rec, dict) and isinstance(rec.get("messages"), list):
         msgs = rec["messages"]  # forced --format: each message is checked, a bad one named
     if msgs is None:
-        raise BadRecord(None, f"expected an AutoGen TeamState or a {{\"messages\": [...]}} model context, got {describe(rec)}")
+        raise BadRecord(
+            None, f'expected an AutoGen TeamState or a {{"messages": [...]}} model context, got {describe(rec)}'
+        )
     where = "llm_context.messages" if rec.get("type") == "AssistantAgentState" else "messages"
     return _context_trace(msgs, origin, where)
 
-
-def convert(path: Path):
-    yield from each_record(Path(path), NAME, one)
 
 
 CONVERTER = Converter(
     name=NAME,
     description="AutoGen saved state: autogen-core model contexts ({messages: [UserMessage, AssistantMessage, "
-                "FunctionExecutionResultMessage, ...]}) and AgentChat TeamState (the team's message thread)",
-    shapes='{"messages": [{"type": "UserMessage" | "AssistantMessage" | "FunctionExecutionResultMessage" | "SystemMessage", '
-           '"content", "source"}]} or {"type": "TeamState", "agent_states": {...}}',
+    "FunctionExecutionResultMessage, ...]}) and AgentChat TeamState (the team's message thread)",
+    shapes='{"messages": [{"type": "UserMessage" | "AssistantMessage" | "FunctionExecutionResultMessage" | '
+           '"SystemMessage", '
+    '"content", "source"}]} or {"type": "TeamState", "agent_states": {...}}',
     detect=detect,
-    convert=convert,
+    one=one,
 )

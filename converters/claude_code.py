@@ -35,15 +35,17 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections import Counter
+from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
-from typing import Iterator
+from typing import Any
 
 from ls_trajeval.core.trace import TraceError, describe
 
-from .base import Converter, Sample
+from .base import Converter, Gather, Sample, Unit
 from .support.chat import anthropic_blocks
 from .support.errors import BadRecord, guarded, warning
-from .support.files import Origin, iter_records
+from .support.files import Origin, records
 from .support.steps import StepBatch, StepList, finish, step, text
 
 NAME = "claude_code"
@@ -61,7 +63,12 @@ def detect(sample: Sample) -> float:
     if not recs:
         return 0.0
     hits = sum(1 for r in recs if "sessionId" in r and ("parentUuid" in r or "uuid" in r))
-    summ = sum(1 for r in recs if r.get("type") in ("summary", "file-history-snapshot") and ("leafUuid" in r or "snapshot" in r or "messageId" in r))
+    summ = sum(
+        1
+        for r in recs
+        if r.get("type") in ("summary", "file-history-snapshot")
+        and ("leafUuid" in r or "snapshot" in r or "messageId" in r)
+    )
     if hits and hits + summ >= len(recs) * 0.8:
         return 0.95
     if summ == len(recs):
@@ -73,19 +80,19 @@ def detect(sample: Sample) -> float:
 
 def _blocks(r: dict) -> list:
     msg = r.get("message")
-    content = msg.get("content") if msg.__class__ is dict else None
-    return content if content.__class__ is list else []
+    content = msg.get("content") if isinstance(msg, dict) else None
+    return content if isinstance(content, list) else []
 
 
 def _response_id(r: dict):
     """The ``message.id`` of an assistant record (the model response its block belongs to), else None."""
     msg = r.get("message")
-    return msg.get("id") if r.get("type") == "assistant" and msg.__class__ is dict else None
+    return msg.get("id") if r.get("type") == "assistant" and isinstance(msg, dict) else None
 
 
 def _is_result(r: dict) -> bool:
     """Whether a record carries tool results (Claude Code writes them as user records)."""
-    return r.get("type") == "user" and any(b.__class__ is dict and b.get("type") == "tool_result" for b in _blocks(r))
+    return r.get("type") == "user" and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in _blocks(r))
 
 
 def _response_above(i: int, records: list[dict], parent: list[int | None]):
@@ -103,7 +110,7 @@ def _response_above(i: int, records: list[dict], parent: list[int | None]):
 def _above_links(uuid, links: dict):
     """The record a ``parentUuid`` names, through any link records (``links``: their uuid -> their parent)."""
     walked: dict = {}  # ordered, and a cycle is found in O(1)
-    while uuid.__class__ is str and uuid in links:
+    while isinstance(uuid, str) and uuid in links:
         if uuid in walked:  # links naming each other name no record
             uuid = None
             break
@@ -123,14 +130,16 @@ def _parents(records: list[dict], links: dict) -> list[int | None]:
     ahead = False  # a parent written after its child: only then can the links form a cycle
     for i, r in enumerate(records):
         pu = r.get("parentUuid")
-        if pu.__class__ is str and pu in links:
+        if isinstance(pu, str) and pu in links:
             pu = _above_links(pu, links)
-        p = by_uuid.get(pu) if pu.__class__ is str else None  # a non-string parent is an unknown one
-        guessed.append(p is None or p == i)
-        if guessed[i]:
+        p = by_uuid.get(pu) if isinstance(pu, str) else None  # a non-string parent is an unknown one
+        if p is None or p == i:
+            guessed.append(True)
             p = i - 1 if i > 0 else None  # continue the previous record (see module doc)
-        elif p > i:
-            ahead = True
+        else:
+            guessed.append(False)
+            if p > i:
+                ahead = True
         parent.append(p)
     state = [0] * len(records) if ahead else []  # 0 not seen, 1 on the walk up from the current record, 2 done
     for i in range(len(state)):
@@ -159,9 +168,10 @@ def _order(records: list[dict], links: dict) -> tuple[list[dict], int, int]:
     leaf = next(i for i in range(n - 1, -1, -1) if not children[i])
     path_child: dict[int, int] = {}
     i = leaf
-    while parent[i] is not None:
-        path_child[parent[i]] = i
-        i = parent[i]
+    up = parent[i]
+    while up is not None:
+        path_child[up] = i
+        i, up = up, parent[up]
     root = i
     kept: list[dict] = []
     branches = lost = 0
@@ -210,13 +220,25 @@ def _record(r: dict, out: StepBatch) -> str:
         meta["is_meta"] = True
     kind = r.get("type")
     if kind == "system":
-        out.add(step("system", text(r.get("content") if r.get("content") is not None else msg.get("content") if isinstance(msg, dict) else msg), None,
-                     {"subtype": r.get("subtype"), "level": r.get("level"), **meta}))
+        out.add(
+            step(
+                "system",
+                text(
+                    r.get("content")
+                    if r.get("content") is not None
+                    else msg.get("content")
+                    if isinstance(msg, dict)
+                    else msg
+                ),
+                None,
+                {"subtype": r.get("subtype"), "level": r.get("level"), **meta},
+            )
+        )
         return ""
-    if msg.__class__ is not dict:
+    if not isinstance(msg, dict):
         raise BadRecord("message", f"expected an object, got {describe(msg)}")
-    role = msg.get("role") or kind
-    result_meta = None
+    role: Any = msg.get("role") or kind  # as written (any JSON): compared and copied into the steps as is
+    result_meta: dict[str, Any] | None = None
     tur = r.get("toolUseResult")
     if tur is not None:
         # the UI-side copy of the result: kept when it adds something the model-facing text lacks
@@ -225,7 +247,7 @@ def _record(r: dict, out: StepBatch) -> str:
         elif isinstance(tur, dict):
             result_meta = {"tool_use_result_keys": sorted(tur)}
             agent = tur.get("agentId")
-            if agent.__class__ is str and agent:  # a Task's result: the trace of the sub-agent it ran (2.x: its own file)
+            if isinstance(agent, str) and agent:  # a Task's result: the trace of the sub-agent it ran (2.x: its file)
                 result_meta["subagent_trace"] = f"{r['sessionId']}/sidechain/{agent}"
     if role == "assistant":
         if isinstance(msg.get("usage"), dict):
@@ -242,8 +264,8 @@ def _command_task(said: str) -> str | None:
     name = _COMMAND.search(said)
     if name is None:
         return None
-    args = _ARGS.search(said)
-    args = args.group(1).strip() if args else ""
+    found = _ARGS.search(said)
+    args = found.group(1).strip() if found else ""
     return f"{name.group(1)} {args}" if args else ""
 
 
@@ -251,7 +273,7 @@ def _steps(records: list[dict], source: str, tid: str, errors: list) -> tuple[St
     out = StepList()
     task = None
     expands = False  # the last prompt was a slash command without arguments: its expansion says what it asks
-    usage = Counter()
+    usage: Counter[str] = Counter()
     models = []
     batch = StepBatch()
     for r in records:
@@ -261,7 +283,7 @@ def _steps(records: list[dict], source: str, tid: str, errors: list) -> tuple[St
             batch.discard()  # (run again under it: a record fails the same way twice; no cost on good records)
             failed = guarded(Origin(NAME, source, r["_line"]), _record, r, batch)
             batch.discard()
-            errors += [dataclasses.replace(e, trace_id=tid) for e in failed if e.__class__ is TraceError]
+            errors += [dataclasses.replace(e, trace_id=tid) for e in failed if isinstance(e, TraceError)]
             continue
         batch.commit(out)
         if r.get("type") == "assistant":
@@ -293,22 +315,29 @@ def _steps(records: list[dict], source: str, tid: str, errors: list) -> tuple[St
     return out, task or "", stats
 
 
-def _trace(path: Path, tid: str, records: list[dict], links: dict, meta: dict) -> Iterator:
+def one(session: tuple[str, list[dict], dict, dict], origin: Origin) -> Iterator:
+    """One session's records (or one sub-agent's) to its trace, after the located errors of the records left out
+    of it; a warning for the abandoned branches left out."""
+    tid, records, links, meta = session
     kept, branches, lost = _order(records, links)
     errors: list = []
     # a session that cannot be converted at all is one located error carrying the session's trace id
-    made = guarded(Origin(NAME, str(path)), _session_trace, path, tid, kept, records, branches, lost, meta, errors)
+    made = guarded(origin, _session_trace, origin, tid, kept, records, branches, lost, meta, errors)
     yield from errors
     for item in made:
         yield dataclasses.replace(item, trace_id=tid) if isinstance(item, TraceError) else item
     if branches:
-        yield warning(str(path), tid, f"{branches} abandoned branch(es) (a retried or edited turn) left out: {lost} record(s) "
-                                      "(metadata.abandoned_branches, abandoned_records)")
+        yield warning(
+            origin.source,
+            tid,
+            f"{branches} abandoned branch(es) (a retried or edited turn) left out: {lost} "
+            "record(s) (metadata.abandoned_branches, abandoned_records)",
+        )
 
 
-def _session_trace(path: Path, tid: str, kept: list[dict], records: list[dict], branches: int, lost: int, meta: dict,
-                   errors: list) -> list:
-    out, task, stats = _steps(kept, str(path), tid, errors)
+def _session_trace(origin: Origin, tid: str, kept: list[dict], records: list[dict], branches: int, lost: int,
+                   meta: dict, errors: list) -> list:
+    out, task, stats = _steps(kept, origin.source, tid, errors)
     meta = {**meta, **{k: v for k, v in stats.items() if v}}
     first = next((r for r in kept if r.get("timestamp")), None)
     last = next((r for r in reversed(kept) if r.get("timestamp")), None)
@@ -325,18 +354,19 @@ def _session_trace(path: Path, tid: str, kept: list[dict], records: list[dict], 
         v = next((r.get(k) for r in kept if r.get(k)), None)
         if v is not None:
             meta[k] = v
-    return [finish(Origin(NAME, str(path)), tid, task, out.steps(), meta)]
+    return [finish(origin, tid, task, out.steps(), meta)]
 
 
 def _sidechains(records: list[dict], links: dict) -> dict[str, list[dict]]:
     """A session's sidechain records by sub-agent: its ``agentId``, else (1.x) its first record's uuid."""
     by_agent: dict[str, list[dict]] = {}
     inline = {r["uuid"]: r for r in records if not r.get("agentId")}
-    first: dict[str, str] = {}  # uuid -> the uuid of its sub-agent's first record, found once per record
+    first: dict[str, Any] = {}  # uuid -> the uuid of its sub-agent's first record, found once per record
     for r in records:
         agent = r.get("agentId")
         if not agent:
-            walk, top = {}, r  # the uuids walked up (a dict: ordered, and a cycle is found in O(1))
+            walk: dict[str, None] = {}  # the uuids walked up (a dict: ordered, and a cycle is found in O(1))
+            top = r
             while top["uuid"] not in first and top["uuid"] not in walk:
                 up = inline.get(_above_links(top.get("parentUuid"), links))
                 if up is None:
@@ -350,73 +380,87 @@ def _sidechains(records: list[dict], links: dict) -> dict[str, list[dict]]:
     return by_agent
 
 
-def convert(path: Path) -> Iterator:
-    sessions: dict[str, list[dict]] = {}
-    links: dict = {}  # the uuid of each progress / attachment record -> its parentUuid
-    summaries: list[dict] = []
-    other: Counter = Counter()
-    seen: set = set()
-    for n, rec in iter_records(path):
-        if isinstance(rec, TraceError):
-            yield rec
-            continue
+class _Sessions(Gather):
+    """A file's records by session (a session is ordered by its parentUuid chain, and one file may hold several):
+    each session's main thread and each of its sub-agents' sidechains converted at the end of the file."""
+
+    def __init__(self, path: Path) -> None:
+        self.source = str(path)
+        self.sessions: dict[str, list[dict]] = {}
+        self.links: dict = {}  # the uuid of each progress / attachment record -> its parentUuid
+        self.summaries: list[dict] = []
+        self.other: Counter = Counter()
+        self.seen: set = set()
+
+    def add(self, rec: Any, origin: Origin) -> None:
         if not isinstance(rec, dict):
-            yield TraceError(str(path), n, None, f"expected a JSON object, got {type(rec).__name__}")
-            continue
+            raise BadRecord(None, f"expected a JSON object, got {type(rec).__name__}")
         kind = rec.get("type")
-        if kind is not None and kind.__class__ is not str:
-            yield TraceError(str(path), n, "type", f"expected a string, got {describe(kind)}")
-            continue
+        if kind is not None and not isinstance(kind, str):
+            raise BadRecord("type", f"expected a string, got {describe(kind)}")
         if kind == "summary":
-            summaries.append(rec)
-            continue
+            self.summaries.append(rec)
+            return
         uuid = rec.get("uuid")
         sid = rec.get("sessionId")
         if kind not in MESSAGE_TYPES:
-            other[str(kind)] += 1
-            if uuid.__class__ is str and uuid:  # progress, attachment: no step, but a call or prompt may hang off it
-                links.setdefault(uuid, rec.get("parentUuid"))
-            continue
+            self.other[str(kind)] += 1
+            if isinstance(uuid, str) and uuid:  # progress, attachment: no step, but a call or prompt may hang off it
+                self.links.setdefault(uuid, rec.get("parentUuid"))
+            return
         if not isinstance(uuid, str) or not uuid:
-            yield TraceError(str(path), n, "uuid", "missing" if uuid is None else f"expected a string, got {type(uuid).__name__}")
-            continue
-        if uuid in seen:  # a record re-written (resumed session): the first copy stands
-            other["duplicate uuid"] += 1
-            continue
-        seen.add(uuid)
+            raise BadRecord("uuid", "missing" if uuid is None else f"expected a string, got {type(uuid).__name__}")
+        if uuid in self.seen:  # a record re-written (resumed session): the first copy stands
+            self.other["duplicate uuid"] += 1
+            return
+        self.seen.add(uuid)
         if not isinstance(sid, str) or not sid:
-            yield TraceError(str(path), n, "sessionId", "missing" if sid is None else f"expected a string, got {type(sid).__name__}")
-            continue
-        rec["_line"] = n
-        sessions.setdefault(sid, []).append(rec)
-    if not sessions:
-        if summaries or other:
-            yield TraceError(str(path), None, None, f"no user/assistant records (only {sum(other.values()) + len(summaries)} summary/snapshot records)")
-        return
-    leaf_owner = {r["uuid"]: sid for sid, recs in sessions.items() for r in recs}
-    for sid, recs in sessions.items():
-        main = [r for r in recs if not r.get("isSidechain")]
-        side = _sidechains([r for r in recs if r.get("isSidechain")], links)
-        mine = [s.get("summary") for s in summaries if leaf_owner.get(s.get("leafUuid") if isinstance(s.get("leafUuid"), str) else None) == sid or len(sessions) == 1]
-        base = {"session_id": sid}
-        meta = dict(base)
-        if mine:
-            meta["summaries"] = mine
-        if other:
-            meta["other_records"] = dict(other)
-        if side:
-            meta["sidechain_traces"] = len(side)
-            meta["sidechain_records"] = sum(len(v) for v in side.values())
-        if main:
-            yield from _trace(path, sid, main, links, meta)
-        for agent, srecs in side.items():
-            yield from _trace(path, f"{sid}/sidechain/{agent}", srecs, links, {**base, "parent_session": sid, "agent_id": agent, "sidechain": True})
+            raise BadRecord("sessionId", "missing" if sid is None else f"expected a string, got {type(sid).__name__}")
+        rec["_line"] = origin.line
+        self.sessions.setdefault(sid, []).append(rec)
+
+    def end(self) -> Iterator:
+        sessions, other, links = self.sessions, self.other, self.links
+        if not sessions:
+            if self.summaries or other:
+                yield TraceError(
+                    self.source,
+                    None,
+                    None,
+                    f"no user/assistant records (only "
+                    f"{sum(other.values()) + len(self.summaries)} summary/snapshot records)",
+                )
+            return
+        origin = Origin(NAME, self.source)
+        leaf_owner = {r["uuid"]: sid for sid, recs in sessions.items() for r in recs}
+        for sid, recs in sessions.items():
+            main = [r for r in recs if not r.get("isSidechain")]
+            side = _sidechains([r for r in recs if r.get("isSidechain")], links)
+            mine = [s.get("summary") for s in self.summaries if leaf_owner.get(
+                s.get("leafUuid") if isinstance(s.get("leafUuid"), str) else None) == sid or len(sessions) == 1]
+            base = {"session_id": sid}
+            meta: dict[str, Any] = dict(base)
+            if mine:
+                meta["summaries"] = mine
+            if other:
+                meta["other_records"] = dict(other)
+            if side:
+                meta["sidechain_traces"] = len(side)
+                meta["sidechain_records"] = sum(len(v) for v in side.values())
+            if main:
+                yield Unit(origin, (sid, main, links, meta))
+            for agent, srecs in side.items():
+                yield Unit(origin, (f"{sid}/sidechain/{agent}", srecs, links,
+                                    {**base, "parent_session": sid, "agent_id": agent, "sidechain": True}))
 
 
 CONVERTER = Converter(
     name=NAME,
-    description="Claude Code session JSONL (parentUuid tree, parallel tool calls, branches, sidechains and sub-agent files)",
+    description="Claude Code session JSONL (parentUuid tree, parallel tool calls, branches, sidechains and "
+                "sub-agent files)",
     shapes="JSONL of {type: user|assistant|system|progress|summary, uuid, parentUuid, sessionId, message, ...}",
     detect=detect,
-    convert=convert,
+    one=one,
+    read=partial(records, split=None, jsonl=True),
+    gather=_Sessions,
 )

@@ -28,15 +28,17 @@ Messages (Anthropic-style ``{role, content: [blocks], ts}``):
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
+from ls_trajeval.core.jsonfiles import load_located, loads
 from ls_trajeval.core.trace import TraceError, describe
 
 from .base import Converter, Sample
 from .support.chat import anthropic_blocks, content_text
-from .support.errors import BadRecord, expect, guarded
-from .support.files import Origin, load_json_located, loads
+from .support.errors import BadRecord, expect
+from .support.files import Origin
 from .support.steps import StepList, default_id, finish, render_args, step
 
 NAME = "cline"
@@ -69,21 +71,33 @@ FAILED = "The tool execution failed"
 # ---------------------------------------------------------------- detection
 
 def _texts(m: Any) -> list[str]:
-    c = m.get("content") if m.__class__ is dict else None
-    if c.__class__ is str:
+    c = m.get("content") if isinstance(m, dict) else None
+    if isinstance(c, str):
         return [c]
-    return [b["text"] for b in c if b.__class__ is dict and b.get("text").__class__ is str] if c.__class__ is list else []
+    return (
+        [b["text"] for b in c if isinstance(b, dict) and isinstance(b.get("text"), str)] if isinstance(c, list) else []
+    )
 
 
 def _is_history(doc: Any) -> bool:
-    if not (isinstance(doc, list) and doc and all(isinstance(m, dict) and m.get("role") in ("user", "assistant") for m in doc[:10])):
+    if not (
+        isinstance(doc, list)
+        and doc
+        and all(isinstance(m, dict) and m.get("role") in ("user", "assistant") for m in doc[:10])
+    ):
         return False
     users = [t for m in doc[:10] if m.get("role") == "user" for t in _texts(m)]
-    return bool(users) and (users[0].lstrip().startswith("<task>") or any(ENV_OPEN in t or RESULT.match(t) for t in users))
+    return bool(users) and (
+        users[0].lstrip().startswith("<task>") or any(ENV_OPEN in t or RESULT.match(t) for t in users)
+    )
 
 
 def _is_ui(doc: Any) -> bool:
-    return (isinstance(doc, list) and bool(doc) and all(isinstance(u, dict) and u.get("type") in ("say", "ask") and "ts" in u for u in doc[:10]))
+    return (
+        isinstance(doc, list)
+        and bool(doc)
+        and all(isinstance(u, dict) and u.get("type") in ("say", "ask") and "ts" in u for u in doc[:10])
+    )
 
 
 def _is_task_metadata(doc: Any) -> bool:
@@ -93,7 +107,11 @@ def _is_task_metadata(doc: Any) -> bool:
 def detect(sample: Sample) -> float:
     doc = sample.first_json
     if doc is None:  # too big to be read whole: the folder's file names and the history's opening
-        if sample.path.name == HISTORY and sample.head.lstrip().startswith("[") and ("<task>" in sample.head or ENV_OPEN in sample.head):
+        if (
+            sample.path.name == HISTORY
+            and sample.head.lstrip().startswith("[")
+            and ("<task>" in sample.head or ENV_OPEN in sample.head)
+        ):
             return 0.9
         return 0.0
     if _is_history(doc):  # above anthropic's 0.9 for the same blocks: the task tags and environment are Cline's
@@ -160,7 +178,10 @@ def _assistant(text: str, out: StepList, meta: dict, key: str, expected: str | N
     _, _, name, body = call
     if after.strip():  # written after the call, before its result came: it stays on this side of the result
         out.add(step("thought", after.strip(), None, {**meta, "after_call": True}))
-    out.call(key, step("action", name, render_args(_params(body)), {**meta, "interrupted": notice.group(1) if notice else None}))
+    out.call(
+        key,
+        step("action", name, render_args(_params(body)), {**meta, "interrupted": notice.group(1) if notice else None}),
+    )
     return name
 
 
@@ -172,8 +193,8 @@ def _split_env(blocks: list) -> tuple[list, str | None]:
     kept = list(blocks)
     while kept:
         b = kept[-1]
-        t = b.get("text") if b.__class__ is dict and b.get("type") == "text" else None
-        if t.__class__ is not str:
+        t = b.get("text") if isinstance(b, dict) and b.get("type") == "text" else None
+        if not isinstance(t, str):
             break
         start = t.rfind(ENV_OPEN)
         tail = t[start:].rstrip() if start >= 0 else ""
@@ -200,12 +221,12 @@ class _Task:
             self.model = found.group(1).strip() if found else None
         first = {**meta, "environment_details": env}
         current: list | None = None  # the blocks of the result being read
-        header = None
+        header: re.Match[str] | None = None  # the result's header line, beside its blocks
         loose: list = []  # blocks that belong to no result
 
         def flush_result() -> None:
             nonlocal current, header, first
-            if current is None:
+            if current is None or header is None:
                 return
             body = content_text(current)
             name = header.group(1)
@@ -222,7 +243,7 @@ class _Task:
 
         for b in blocks:
             t = b.get("text") if b.get("type") == "text" else None
-            if t.__class__ is str:
+            if isinstance(t, str):
                 h = RESULT.match(t.lstrip())
                 if h:
                     flush_result()
@@ -248,7 +269,7 @@ class _Task:
         native = any(b.get("type") in ("tool_use", "server_tool_use", "mcp_tool_use") for b in blocks)
         for b in blocks:
             t = b.get("text") if b.get("type") == "text" else None
-            if t.__class__ is str:
+            if isinstance(t, str):
                 key = f"call{self.calls}"
                 name = _assistant(t, self.out, meta, key, expected, native)
                 if name is not None:
@@ -299,28 +320,30 @@ def _companion(path: Path) -> Any:
     """A file of the task folder beside the history, parsed; None when absent or unreadable."""
     if not path.is_file():
         return None
-    doc = load_json_located(path)
+    doc = load_located(path)
     return None if isinstance(doc, TraceError) else doc
 
 
 def _blocks(m: Any, w: str) -> list:
     """The content blocks of one history message, checked before any of its steps is made."""
-    if m.__class__ is not dict:
+    if not isinstance(m, dict):
         expect(m, dict, w)
     if m.get("role") not in ("user", "assistant"):
         raise BadRecord(f"{w}.role", f"expected user or assistant, got {m.get('role')!r}")
     content = m.get("content")
-    if content.__class__ is str:
+    if isinstance(content, str):
         return [{"type": "text", "text": content}]
     for j, b in enumerate(expect(content, list, f"{w}.content")):
-        if b.__class__ is not dict:
+        if not isinstance(b, dict):
             expect(b, dict, f"{w}.content[{j}]")
         if b.get("type") == "text":
             expect(b.get("text"), str, f"{w}.content[{j}].text")
     return content
 
 
-def _history(messages: Any, origin: Origin, folder: Path) -> list:
+def one(messages: Any, origin: Origin) -> list:
+    """A task's api_conversation_history.json (its messages), with the task folder's other files beside it."""
+    folder = Path(origin.source).parent
     expect(messages, list, None)
     ui = _companion(folder / UI)
     thoughts = _reasoning(ui)
@@ -360,30 +383,32 @@ def _history(messages: Any, origin: Origin, folder: Path) -> list:
     return [*errors, finish(origin, task_id or default_id(origin), t.task, t.out.steps(), meta)]
 
 
-def convert(path: Path) -> Iterator:
+def _read(path: Path, fmt: str) -> Iterator[tuple[Origin, Any]]:
+    """The history file's messages as one record; the task folder's other files are read with it."""
     source = str(path)
-    doc = load_json_located(path)
+    origin = Origin(fmt, source)
+    doc = load_located(path)
     if isinstance(doc, TraceError):
-        yield doc
-        return
-    if _is_ui(doc) or _is_task_metadata(doc):
-        if (path.parent / HISTORY).is_file():
-            return  # read with the history beside it, into its trace
-        yield TraceError(source, None, None, f"a Cline/Roo task file without its {HISTORY}: the trace is made from that file")
-        return
-    if not isinstance(doc, list):
-        yield TraceError(source, None, None, f"expected a list of messages ({HISTORY}), got {describe(doc)}")
-        return
-    origin = Origin(NAME, source)
-    yield from guarded(origin, _history, doc, origin, path.parent)
+        yield origin, doc
+    elif _is_ui(doc) or _is_task_metadata(doc):
+        if not (path.parent / HISTORY).is_file():  # else read with the history beside it, into its trace
+            yield origin, TraceError(source, None, None, f"a Cline/Roo task file without its {HISTORY}: the trace is "
+                                                         "made from that file")
+    elif not isinstance(doc, list):
+        yield origin, TraceError(source, None, None, f"expected a list of messages ({HISTORY}), got {describe(doc)}")
+    else:
+        yield origin, doc
 
 
 CONVERTER = Converter(
     name=NAME,
-    description="Cline / Roo Code task folders (api_conversation_history.json with XML tool calls and [tool] Result: blocks, "
-                "ui_messages.json reasoning and costs, task_metadata.json)",
-    shapes="api_conversation_history.json [{role, content: [{type: text, text}], ts}]; ui_messages.json [{ts, type: say|ask, ...}]; "
-           "task_metadata.json {files_in_context}",
+    description="Cline / Roo Code task folders (api_conversation_history.json with XML tool calls and [tool] "
+                "Result: blocks, "
+    "ui_messages.json reasoning and costs, task_metadata.json)",
+    shapes="api_conversation_history.json [{role, content: [{type: text, text}], ts}]; ui_messages.json [{ts, type: "
+           "say|ask, ...}]; "
+    "task_metadata.json {files_in_context}",
     detect=detect,
-    convert=convert,
+    one=one,
+    read=_read,
 )

@@ -12,14 +12,16 @@ final output (a ``message`` with role ``agent`` and the agent's role as ``agent`
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-from ls_trajeval.core.trace import TraceError, describe, open_text
+from ls_trajeval.core.jsonfiles import load_located, open_text
+from ls_trajeval.core.trace import TraceError, describe
 
-from .base import Converter, Sample
-from .support.errors import BadRecord, expect, guarded
-from .support.files import Origin, load_json_located, read_head
+from .base import Converter, Gather, Sample, Unit
+from .support.errors import BadRecord, expect, guarded, record_error
+from .support.files import Origin, read_head
 from .support.steps import dumps, finish, stable_id, step
 
 NAME = "crewai"
@@ -61,12 +63,14 @@ def _cut(body: str, line: int) -> dict:
 def _text_entries(path: Path) -> Iterator[tuple[int, Any]]:
     """(line, fields or TraceError) of each entry of a text log, streamed."""
     source = str(path)
-    start, ts, buf = None, None, []
+    start: int = 0  # the first line of the entry being read (0: none yet)
+    ts: str | None = None
+    buf: list[str] = []
 
-    def flush():
+    def flush() -> tuple[int, Any]:
         got = guarded(Origin(NAME, source, start), lambda: [_cut("".join(buf), start)])
         fields = got[0]
-        if fields.__class__ is not TraceError:
+        if not isinstance(fields, TraceError):
             fields["timestamp"] = ts
         return start, fields
 
@@ -74,20 +78,21 @@ def _text_entries(path: Path) -> Iterator[tuple[int, Any]]:
         for n, ln in enumerate(fh, 1):
             m = ENTRY.match(ln)
             if m:
-                if start is not None:
+                if start:
                     yield flush()
                 start, ts, buf = n, m.group(1), [ln[m.end(1) + 2:]]
-            elif start is not None:
+            elif start:
                 buf.append(ln)
             elif ln.strip():
-                yield n, TraceError(source, n, None, "text before the first log entry (expected '<date> <time>: task_name=\"…')")
-    if start is not None:
+                yield n, TraceError(source, n, None, "text before the first log entry (expected '<date> <time>: "
+                                                     "task_name=\"…')")
+    if start:
         yield flush()
 
 
 def _json_entries(path: Path) -> Iterator[tuple[int, Any]]:
-    val = load_json_located(path)
-    if val.__class__ is TraceError:
+    val = load_located(path)
+    if isinstance(val, TraceError):
         yield 0, val
         return
     if not isinstance(val, list):
@@ -119,40 +124,76 @@ class _Kickoff:
             self.started.add(name)
             self.steps.append(step("message", task, None, {"role": "task", **meta}))
         if status == "completed":
-            self.steps.append(step("message", e.get("output") if isinstance(e.get("output"), str) else dumps(e.get("output")),
-                                   None, {"role": "agent", **meta}))
+            self.steps.append(
+                step(
+                    "message",
+                    e.get("output") if isinstance(e.get("output"), str) else dumps(e.get("output")),
+                    None,
+                    {"role": "agent", **meta},
+                )
+            )
         elif status != "started":  # a status this converter does not know: kept whole
             self.steps.append(step("other", dumps({k: v for k, v in e.items() if k != "task"}), None, meta))
 
     def trace(self, name: str) -> list:
         tid = stable_id(name, self.origin.position)
-        return [finish(self.origin, tid, self.task, self.steps,
-                       {"started_at": self.times[0] if self.times else None, "ended_at": self.times[-1] if self.times else None,
-                        "task_names": sorted({m["task_name"] for s in self.steps if (m := s.get("metadata", {})).get("task_name")})
-                        or None})]
+        return [
+            finish(
+                self.origin,
+                tid,
+                self.task,
+                self.steps,
+                {
+                    "started_at": self.times[0] if self.times else None,
+                    "ended_at": self.times[-1] if self.times else None,
+                    "task_names": sorted(
+                        {m["task_name"] for s in self.steps if (m := s.get("metadata", {})).get("task_name")}
+                    )
+                    or None,
+                },
+            )
+        ]
 
 
-def convert(path: Path) -> Iterator:
-    path = Path(path)
+def _read(path: Path, fmt: str) -> Iterator[tuple[Origin, Any]]:
+    """The log's entries (a JSON list's, with their index; the text log's, with their first line)."""
     source = str(path)
     is_json = read_head(path).lstrip()[:1] in ("[", "{")
-    cur: _Kickoff | None = None
     for pos, e in (_json_entries(path) if is_json else _text_entries(path)):
-        if e.__class__ is TraceError:
-            yield e
-            continue
-        origin = Origin(NAME, source, None, pos) if is_json else Origin(NAME, source, pos)
-        place = {"source_record": pos} if is_json else {"source_line": pos}
-        if not isinstance(e, dict):
-            yield TraceError(source, None, f"[{pos}]", f"expected a log entry object, got {describe(e)}")
-            continue
+        origin = Origin(fmt, source, None, pos) if is_json else Origin(fmt, source, pos)
+        if not isinstance(e, TraceError) and not isinstance(e, dict):
+            e = TraceError(source, None, f"[{pos}]", f"expected a log entry object, got {describe(e)}")
+        yield origin, e
+
+
+def one(kickoff: _Kickoff, origin: Origin) -> list:
+    """One kickoff of the crew (gathered by :class:`_Kickoffs`) to its trace."""
+    return kickoff.trace(origin.file_name)
+
+
+class _Kickoffs(Gather):
+    """Entries into kickoffs: a new one begins when a task starts again; each converted when the next begins, the
+    last at the end of the file. A bad entry is its own located error; its kickoff goes on."""
+
+    def __init__(self, path: Path) -> None:
+        self.cur: _Kickoff | None = None
+
+    def add(self, e: dict, origin: Origin) -> list:
+        out: list = []
+        cur = self.cur
         if cur is None or e.get("status") == "started" and e.get("task_name") in cur.started:
             if cur is not None:
-                yield from guarded(cur.origin, cur.trace, path.name)
-            cur = _Kickoff(origin)
-        yield from guarded(origin, cur.add, e, place)
-    if cur is not None:
-        yield from guarded(cur.origin, cur.trace, path.name)
+                out.append(Unit(cur.origin, cur))
+            cur = self.cur = _Kickoff(origin)
+        place = {"source_line": origin.line} if origin.index is None else {"source_record": origin.index}
+        try:
+            cur.add(e, place)
+        except Exception as exc:  # noqa: BLE001 - the entry's error; the kickoff it began, or goes on, stays
+            out.append(record_error(origin, exc, "", e))
+        return out
+
+    def end(self) -> Iterable:
+        return [] if self.cur is None else [Unit(self.cur.origin, self.cur)]
 
 
 CONVERTER = Converter(
@@ -162,5 +203,7 @@ CONVERTER = Converter(
     shapes='2025-06-26 13:20:28: task_name="…", task="…", agent="…", status="started" | status="completed", output="…" '
            '(text), or [{"timestamp", "task_name", "task", "agent", "status", "output"}] (JSON)',
     detect=detect,
-    convert=convert,
+    one=one,
+    read=_read,
+    gather=_Kickoffs,
 )

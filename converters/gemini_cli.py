@@ -22,15 +22,17 @@ is followed by an observation, or an error when the call failed or was cancelled
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
+from ls_trajeval.core.jsonfiles import documents, is_jsonl, load_located
 from ls_trajeval.core.trace import Step, TraceError, describe
 
 from .base import Converter, Sample
 from .support.chat import call_id, content_text
-from .support.errors import BadRecord, expect, guarded, warning
-from .support.files import Origin, documents, is_jsonl, load_json_located
+from .support.errors import BadRecord, expect, guarded, record_error, warning
+from .support.files import Origin
 from .support.steps import finish, render_args, stable_id, step, text
 
 NAME = "gemini_cli"
@@ -47,12 +49,12 @@ _BIG_SESSION = re.compile(r'^\s*\{\s*"sessionId":\s*"[^"]*",\s*"projectHash":')
 # ---------------------------------------------------------------- detection
 
 def _is_session(doc: Any) -> bool:
-    return (doc.__class__ is dict and isinstance(doc.get("sessionId"), str) and isinstance(doc.get("projectHash"), str)
+    return (isinstance(doc, dict) and isinstance(doc.get("sessionId"), str) and isinstance(doc.get("projectHash"), str)
             and ("messages" in doc or "startTime" in doc))
 
 
 def _is_log_entry(e: Any) -> bool:
-    return e.__class__ is dict and LOG_KEYS <= e.keys() and isinstance(e.get("messageId"), int)
+    return isinstance(e, dict) and LOG_KEYS <= e.keys() and isinstance(e.get("messageId"), int)
 
 
 def detect(sample: Sample) -> float:
@@ -71,20 +73,21 @@ def detect(sample: Sample) -> float:
 # ---------------------------------------------------------------- one message
 
 def _result(parts: Any, w: str) -> tuple[str, bool]:
-    """(text, is_error) of a call's ``result``: each functionResponse's output (or its error), other parts as content."""
+    """(text, is_error) of a call's ``result``: each functionResponse's output (or its error), other parts as
+    content."""
     if parts is None:
         return "", False
-    if parts.__class__ is not list:
+    if not isinstance(parts, list):
         parts = [parts]
     out, failed = [], False
     for k, p in enumerate(parts):
-        fr = p.get("functionResponse") if p.__class__ is dict else None
+        fr = p.get("functionResponse") if isinstance(p, dict) else None
         if fr is None:
             out.append(content_text(p))
             continue
         expect(fr, dict, f"{w}[{k}].functionResponse")
         resp = fr.get("response")
-        if resp.__class__ is dict and set(resp) <= {"output", "error"} and resp:
+        if isinstance(resp, dict) and set(resp) <= {"output", "error"} and resp:
             if resp.get("error") is not None:
                 failed = True
                 out.append(text(resp["error"]))
@@ -99,7 +102,10 @@ def _tool_steps(calls: list, w: str, said: dict) -> list[Step]:
     """The calls of one gemini message in time order, each followed by its result."""
     for j, c in enumerate(calls):
         expect(c, dict, f"{w}.toolCalls[{j}]")
-    order = sorted(range(len(calls)), key=lambda j: (not isinstance(calls[j].get("timestamp"), str), calls[j].get("timestamp") or ""))
+    order = sorted(
+        range(len(calls)),
+        key=lambda j: (not isinstance(calls[j].get("timestamp"), str), calls[j].get("timestamp") or ""),
+    )
     steps: list[Step] = []
     request, last_ts = -1, object()
     for j in order:
@@ -127,7 +133,7 @@ def _tool_steps(calls: list, w: str, said: dict) -> list[Step]:
 
 def _message_steps(m: Any, i: int) -> list[Step]:
     w = f"messages[{i}]"
-    if m.__class__ is not dict:
+    if not isinstance(m, dict):
         expect(m, dict, w)
     kind = m.get("type")
     if kind not in MESSAGE_TYPES:
@@ -144,8 +150,19 @@ def _message_steps(m: Any, i: int) -> list[Step]:
     for k, th in enumerate(thoughts):
         expect(th, dict, f"{w}.thoughts[{k}]")
         desc, subject = text(th.get("description")), text(th.get("subject"))
-        steps.append(step("thought", desc or subject, None,
-                          {**said, "message_id": m.get("id"), "subject": subject if desc else None, "timestamp": th.get("timestamp")}))
+        steps.append(
+            step(
+                "thought",
+                desc or subject,
+                None,
+                {
+                    **said,
+                    "message_id": m.get("id"),
+                    "subject": subject if desc else None,
+                    "timestamp": th.get("timestamp"),
+                },
+            )
+        )
     if body:
         steps.append(step("message", body, None, {**said, **meta}))
     calls = expect(m.get("toolCalls"), list, f"{w}.toolCalls", optional=True)
@@ -156,16 +173,28 @@ def _message_steps(m: Any, i: int) -> list[Step]:
 
 # ---------------------------------------------------------------- sessions
 
-def _session(origin: Origin, head: dict, messages: list, errors: list) -> list:
-    """The trace of one session, its steps message by message; a bad message is left out, its
-    located error added to ``errors``."""
+class _Session:
+    """A session read from its file: its header fields and its messages (a JSONL log replayed)."""
+
+    __slots__ = ("head", "messages")
+
+    def __init__(self, head: dict, messages: list) -> None:
+        self.head, self.messages = head, messages
+
+
+def one(rec: Any, origin: Origin) -> list:
+    """A session to its trace, after the located errors of the messages left out of it; logs.json (a list of
+    prompts) to one trace per session."""
+    if not isinstance(rec, _Session):
+        return list(_prompt_log(origin, rec))
     steps: list[Step] = []
+    errors: list = []
     task = None
     tokens: dict = {}
     models: list = []
-    for i, m in enumerate(messages):
+    for i, m in enumerate(rec.messages):
         out = guarded(origin, _message_steps, m, i)
-        if out and out[0].__class__ is TraceError:
+        if out and isinstance(out[0], TraceError):
             errors.append(out[0])
             continue
         steps += out
@@ -179,18 +208,40 @@ def _session(origin: Origin, head: dict, messages: list, errors: list) -> list:
                 for k in TOKEN_KEYS:
                     if isinstance(tk.get(k), (int, float)) and not isinstance(tk.get(k), bool):
                         tokens[k] = tokens.get(k, 0) + tk[k]
+    head = rec.head
     sid = head.get("sessionId")
     meta = {"session_id": sid, "project_hash": head.get("projectHash"), "started_at": head.get("startTime"),
             "last_updated": head.get("lastUpdated"), "summary": head.get("summary"), "kind": head.get("kind"),
             "models": models or None, "tokens": tokens or None}
-    tid = sid if isinstance(sid, str) and sid else stable_id(Path(origin.source).name, origin.position)
-    return [finish(origin, tid, task, steps, meta)]
+    tid = sid if isinstance(sid, str) and sid else stable_id(origin.file_name, origin.position)
+    try:
+        return [*errors, finish(origin, tid, task, steps, meta)]
+    except BadRecord as exc:  # the session's own error, after those of its messages
+        return [*errors, record_error(origin, exc)]
 
 
-def _converted(origin: Origin, head: dict, messages: list, errors: list) -> Iterator:
-    out = guarded(origin, _session, origin, head, messages, errors)
-    yield from errors
-    yield from out
+def _read(path: Path, fmt: str) -> Iterator[tuple[Origin, Any]]:
+    """A session file (JSON, or the JSONL log replayed) as one :class:`_Session`, or logs.json's list of prompts."""
+    source = str(path)
+    origin = Origin(fmt, source)
+    if is_jsonl(path):  # the newer session log
+        head, messages, errors = _replay(path)
+        yield from ((origin, e) for e in errors)
+        if head or messages:
+            yield origin, _Session(head, messages)
+        return
+    doc = load_located(path)
+    if isinstance(doc, TraceError) or isinstance(doc, list):
+        yield origin, doc
+    elif not _is_session(doc):
+        yield origin, TraceError(source, None, None, "expected a Gemini CLI session {sessionId, projectHash, messages} "
+                                                     "or a logs.json list")
+    elif not isinstance(doc.get("messages"), list):
+        messages = doc.get("messages")
+        yield origin, TraceError(source, None, "messages", "missing" if messages is None else
+                                 f"expected a list, got {describe(messages)}")
+    else:
+        yield origin, _Session(doc, doc["messages"])
 
 
 def _replay(path: Path) -> tuple[dict, list, list]:
@@ -198,10 +249,10 @@ def _replay(path: Path) -> tuple[dict, list, list]:
     head: dict = {}
     messages: dict[str, dict] = {}
     errors: list = []
-    for n, rec in documents(path):
-        if rec.__class__ is TraceError:
+    for n, rec in documents(path, jsonl=True):
+        if isinstance(rec, TraceError):
             errors.append(rec)
-        elif rec.__class__ is not dict:
+        elif not isinstance(rec, dict):
             errors.append(TraceError(str(path), n, None, f"expected a JSON object, got {describe(rec)}"))
         elif "$rewindTo" in rec:
             ids = list(messages)
@@ -210,18 +261,24 @@ def _replay(path: Path) -> tuple[dict, list, list]:
                 del messages[k]
         elif "$set" in rec:
             upd = rec["$set"]
-            if upd.__class__ is not dict:
+            if not isinstance(upd, dict):
                 errors.append(TraceError(str(path), n, "$set", f"expected an object, got {describe(upd)}"))
                 continue
             if isinstance(upd.get("messages"), list):
-                messages = {str(m.get("id", k)) if isinstance(m, dict) else str(k): m for k, m in enumerate(upd["messages"])}
+                messages = {
+                    str(m.get("id", k)) if isinstance(m, dict) else str(k): m for k, m in enumerate(upd["messages"])
+                }
             head.update({k: v for k, v in upd.items() if k != "messages"})
         elif isinstance(rec.get("id"), str):
             messages[rec["id"]] = rec
         elif isinstance(rec.get("sessionId"), str):
             head.update(rec)
         else:
-            errors.append(TraceError(str(path), n, None, "neither a message (id), a session header (sessionId), $set nor $rewindTo"))
+            errors.append(
+                TraceError(
+                    str(path), n, None, "neither a message (id), a session header (sessionId), $set nor $rewindTo"
+                )
+            )
     return head, list(messages.values()), errors
 
 
@@ -257,38 +314,13 @@ def _prompt_log(origin: Origin, entries: list) -> Iterator:
         yield finish(origin, f"{sid}/prompts", task, steps, {"session_id": sid, "prompts_only": True})
 
 
-def convert(path: Path) -> Iterator:
-    source = str(path)
-    if is_jsonl(path):  # the newer session log
-        head, messages, errors = _replay(path)
-        if not head and not messages:
-            yield from errors
-            return
-        yield from _converted(Origin(NAME, source), head, messages, errors)
-        return
-    doc = load_json_located(path)
-    if doc.__class__ is TraceError:
-        yield doc
-        return
-    origin = Origin(NAME, source)
-    if isinstance(doc, list):
-        yield from guarded(origin, _prompt_log, origin, doc)
-        return
-    if not _is_session(doc):
-        yield TraceError(source, None, None, "expected a Gemini CLI session {sessionId, projectHash, messages} or a logs.json list")
-        return
-    messages = doc.get("messages")
-    if not isinstance(messages, list):
-        yield TraceError(source, None, "messages", "missing" if messages is None else f"expected a list, got {describe(messages)}")
-        return
-    yield from _converted(origin, doc, messages, [])
-
-
 CONVERTER = Converter(
     name=NAME,
-    description="Gemini CLI chat recordings (session-*.json / .jsonl: messages with thoughts and toolCalls; logs.json prompts)",
+    description="Gemini CLI chat recordings (session-*.json / .jsonl: messages with thoughts and toolCalls; "
+                "logs.json prompts)",
     shapes='{"sessionId", "projectHash", "messages": [{type: user|gemini|info|error, content, thoughts, toolCalls}]}; '
-           "the JSONL session log ($set / $rewindTo); logs.json [{sessionId, messageId, type, message}]",
+    "the JSONL session log ($set / $rewindTo); logs.json [{sessionId, messageId, type, message}]",
     detect=detect,
-    convert=convert,
+    one=one,
+    read=_read,
 )

@@ -11,15 +11,17 @@ from __future__ import annotations
 import lzma
 import zipfile
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
+from ls_trajeval.core.jsonfiles import load_located, loads
 from ls_trajeval.core.trace import TraceError
 
 from .base import Converter, Sample
 from .support.chat import call_id, content_text, openai_messages
-from .support.errors import BadRecord, expect, guarded
-from .support.files import STREAM_ABOVE, Origin, is_zip, iter_items, load_json_located, loads, zip_names
+from .support.errors import BadRecord, expect
+from .support.files import STREAM_ABOVE, Origin, first_item, is_zip, iter_items, zip_names
 from .support.steps import StepList, finish, render_args, step, text
 
 NAME = "inspect_ai"
@@ -32,9 +34,18 @@ def detect(sample: Sample) -> float:
             return 0.95
         return 0.0
     doc = sample.first_json
-    if isinstance(doc, dict) and isinstance(doc.get("eval"), dict) and ("samples" in doc or "plan" in doc or "results" in doc):
+    if (
+        isinstance(doc, dict)
+        and isinstance(doc.get("eval"), dict)
+        and ("samples" in doc or "plan" in doc or "results" in doc)
+    ):
         return 0.95
-    if doc is None and not sample.first_records and '"eval"' in sample.head[:4096] and ('"plan"' in sample.head or '"samples"' in sample.head):
+    if (
+        doc is None
+        and not sample.first_records
+        and '"eval"' in sample.head[:4096]
+        and ('"plan"' in sample.head or '"samples"' in sample.head)
+    ):
         return 0.8
     return 0.0
 
@@ -69,13 +80,31 @@ def _from_events(events: list, out: StepList) -> None:
                                    {"timestamp": ev.get("timestamp"), "tool_call_id": cid}))
             err = ev.get("error")
             if err:
-                out.result(cid, step("error", text(err.get("message") if isinstance(err, dict) else err), None,
-                                     {"error_type": err.get("type") if isinstance(err, dict) else None, "tool_call_id": cid}))
+                out.result(
+                    cid,
+                    step(
+                        "error",
+                        text(err.get("message") if isinstance(err, dict) else err),
+                        None,
+                        {"error_type": err.get("type") if isinstance(err, dict) else None, "tool_call_id": cid},
+                    ),
+                )
             else:
                 out.result(cid, step("observation", content_text(ev.get("result")), None, {"tool_call_id": cid}))
 
 
-def _sample(s: Any, origin: Origin, path: Path, header: dict) -> Iterator:
+class _Log:
+    """The eval log a sample comes from: its path and header (``eval``, ``status``)."""
+
+    __slots__ = ("path", "header")
+
+    def __init__(self, path: Path, header: dict) -> None:
+        self.path, self.header = path, header
+
+
+def one(s: Any, origin: Origin) -> Iterator:
+    """One sample (and epoch) of an eval log; ``origin.document`` is its log."""
+    path, header = origin.document.path, origin.document.header
     expect(s, dict, None)
     ev = header.get("eval") if isinstance(header.get("eval"), dict) else {}
     att = s.get("attachments") if isinstance(s.get("attachments"), dict) else {}
@@ -90,7 +119,9 @@ def _sample(s: Any, origin: Origin, path: Path, header: dict) -> Iterator:
     if isinstance(inp, str):
         task = inp
     elif not task and isinstance(inp, list):
-        task = next((content_text(m.get("content")) for m in inp if isinstance(m, dict) and m.get("role") == "user"), "")
+        task = next(
+            (content_text(m.get("content")) for m in inp if isinstance(m, dict) and m.get("role") == "user"), ""
+        )
     err = s.get("error")
     if err:
         out.add(step("error", text(err.get("message") if isinstance(err, dict) else err), None,
@@ -134,12 +165,53 @@ def _member(zf: zipfile.ZipFile, path: Path, name: str) -> Any:
         return TraceError(f"{path}!{name}", None, None, f"invalid JSON: {exc}")
 
 
-def _convert_zip(path: Path) -> Iterator:
+def _read(path: Path, fmt: str) -> Iterator[tuple[Origin, Any]]:
+    """Each sample of a log: an .eval archive's members, or a .json log's samples (streamed with ijson when the log
+    is too big to parse whole). Errors of the log itself end it."""
+    if is_zip(path):
+        yield from _zip_samples(path, fmt)
+        return
+    source = str(path)
+    origin = Origin(fmt, source)
+    if path.stat().st_size > STREAM_ABOVE:
+        header: dict = {}
+        for key in ("status", "eval"):  # what one() reads of the header (Inspect writes both before the samples)
+            val = first_item(path, key)
+            if isinstance(val, TraceError):
+                yield origin, val
+                return
+            if val is not None:
+                header[key] = val
+        log = _Log(path, header)
+        for i, s in iter_items(path, "samples.item"):
+            yield Origin(fmt, source, place=f"samples[{i}]", document=log), s
+        return
+    doc = load_located(path)
+    if isinstance(doc, TraceError):
+        yield origin, doc
+    elif not isinstance(doc, dict):
+        yield origin, TraceError(source, None, None, "expected an Inspect log object")
+    elif doc.get("samples") is None:
+        yield (
+            origin,
+            TraceError(source, None, "samples", "missing: the log holds no samples (written with --no-log-samples?)"),
+        )
+    elif not isinstance(doc["samples"], list):
+        yield origin, TraceError(source, None, "samples", f"expected a list, got {type(doc['samples']).__name__}")
+    else:
+        log = _Log(path, doc)
+        for i, s in enumerate(doc["samples"]):
+            yield Origin(fmt, source, place=f"samples[{i}]", document=log), s
+
+
+def _zip_samples(path: Path, fmt: str) -> Iterator[tuple[Origin, Any]]:
+    """The samples of an .eval archive, each located by its member (``path!samples/….json``)."""
+    origin = Origin(fmt, str(path))
     try:
         zf = zipfile.ZipFile(path)
         names = zf.namelist()
     except ZIP_ERRORS as exc:
-        yield TraceError(str(path), None, None, f"not a valid .eval archive: {type(exc).__name__}: {exc}")
+        yield origin, TraceError(str(path), None, None, f"not a valid .eval archive: {type(exc).__name__}: {exc}")
         return
     with zf:
         header: Any = {}
@@ -147,66 +219,27 @@ def _convert_zip(path: Path) -> Iterator:
             if hname in names:
                 header = _member(zf, path, hname)
                 if isinstance(header, TraceError):
-                    yield header
+                    yield origin, header
                     header = {}  # the samples still convert, without the eval's ids
                 break
         if not isinstance(header, dict):
-            yield TraceError(f"{path}!header.json", None, None, "expected a JSON object")
+            yield origin, TraceError(f"{path}!header.json", None, None, "expected a JSON object")
             header = {}
         samples = sorted(n for n in names if n.startswith("samples/") and n.endswith(".json"))
         if not samples:
-            yield TraceError(str(path), None, "samples", "the archive holds no samples/*.json")
-        for i, name in enumerate(samples):
-            s = _member(zf, path, name)
-            if isinstance(s, TraceError):
-                yield s
-                continue
-            origin = Origin(NAME, f"{path}!{name}")  # the member is the sample: its errors name it
-            yield from guarded(origin, _sample, s, origin, path, header)
-
-
-def convert(path: Path) -> Iterator:
-    if is_zip(path):
-        yield from _convert_zip(path)
-        return
-    origin = Origin(NAME, str(path))
-    if path.stat().st_size > STREAM_ABOVE:
-        header: dict = {}
-        for key in ("status", "eval"):  # what _sample reads of the header (Inspect writes both before the samples)
-            for _, val in iter_items(path, key):
-                if isinstance(val, TraceError):
-                    yield val
-                    return
-                header[key] = val
-                break
-        for i, s in iter_items(path, "samples.item"):
-            if isinstance(s, TraceError):
-                yield s
-                return
-            yield from guarded(origin, _sample, s, origin, path, header, field=f"samples[{i}]")
-        return
-    doc = load_json_located(path)
-    if isinstance(doc, TraceError):
-        yield doc
-        return
-    if not isinstance(doc, dict):
-        yield TraceError(str(path), None, None, "expected an Inspect log object")
-        return
-    samples = doc.get("samples")
-    if samples is None:
-        yield TraceError(str(path), None, "samples", "missing: the log holds no samples (written with --no-log-samples?)")
-        return
-    if not isinstance(samples, list):
-        yield TraceError(str(path), None, "samples", f"expected a list, got {type(samples).__name__}")
-        return
-    for i, s in enumerate(samples):
-        yield from guarded(origin, _sample, s, origin, path, doc, field=f"samples[{i}]")
+            yield origin, TraceError(str(path), None, "samples", "the archive holds no samples/*.json")
+        log = _Log(path, header)
+        for name in samples:
+            # the member is the sample: its errors name it
+            yield Origin(fmt, f"{path}!{name}", document=log), _member(zf, path, name)
 
 
 CONVERTER = Converter(
     name=NAME,
     description="Inspect AI eval logs (.json and .eval archives), one trace per sample and epoch",
-    shapes='.json {"eval", "plan", "samples": [{id, epoch, messages, events}]}; .eval zip (header.json, samples/*.json)',
+    shapes='.json {"eval", "plan", "samples": [{id, epoch, messages, events}]}; .eval zip (header.json, '
+           'samples/*.json)',
     detect=detect,
-    convert=convert,
+    one=one,
+    read=_read,
 )

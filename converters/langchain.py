@@ -13,15 +13,16 @@ JSONL lines holding a whole tree stream one by one; flat runs are grouped by tra
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ls_trajeval.core.trace import Trace, TraceError, describe
 
-from .base import Converter, Sample
+from .base import Converter, Gather, Sample, Unit
 from .support.chat import call_id, task_from_input, unwrap_message, value_text
-from .support.errors import BadRecord, guarded
-from .support.files import Origin, documents, sample_objects
+from .support.errors import BadRecord, join_field
+from .support.files import Origin, sample_objects
 from .support.steps import default_id, dumps, finish, step
 from .support.times import time_key
 from .support.trees import ToolEvent, assemble, llm_event_from_messages, tree_id
@@ -31,7 +32,11 @@ _RUN_TYPES = {"llm", "chain", "tool", "retriever", "prompt", "parser", "embeddin
 
 
 def _is_run(obj: Any) -> bool:
-    return isinstance(obj, dict) and obj.get("run_type") in _RUN_TYPES and ("inputs" in obj or "outputs" in obj or "child_runs" in obj)
+    return (
+        isinstance(obj, dict)
+        and obj.get("run_type") in _RUN_TYPES
+        and ("inputs" in obj or "outputs" in obj or "child_runs" in obj)
+    )
 
 
 def detect(sample: Sample) -> float:
@@ -46,30 +51,34 @@ def detect(sample: Sample) -> float:
 _ID_KEYS = ("id", "parent_run_id", "trace_id")
 
 
-def _flatten(run: dict, where: str, out: list, parent: Any = None) -> None:
+def _flatten(run: dict, at: str, out: list, parent: Any = None, path: str = "") -> None:
+    """``run`` and the runs under it into ``out``, flat (each child with its parent's id); ``at`` names the run
+    in its document (the id of a run without one), ``path`` is its field path for errors, from the record."""
     if not isinstance(run, dict):
-        raise BadRecord(where, f"expected a run object, got {describe(run)}")
+        raise BadRecord(path or None, f"expected a run object, got {describe(run)}")
     rt = run.get("run_type")
     if not isinstance(rt, str):
-        raise BadRecord(f"{where}.run_type", "missing" if rt is None else f"expected a string, got {describe(rt)}")
+        raise BadRecord(
+            join_field(path, "run_type"), "missing" if rt is None else f"expected a string, got {describe(rt)}"
+        )
     kids = run.get("child_runs")
     if kids is not None and not isinstance(kids, list):
-        raise BadRecord(f"{where}.child_runs", f"expected a list, got {describe(kids)}")
+        raise BadRecord(join_field(path, "child_runs"), f"expected a list, got {describe(kids)}")
     for k in _ID_KEYS:
         v = run.get(k)
-        if v is not None and v.__class__ is not str:  # a hot path: the location is built only to check an unusual id
-            tree_id(v, f"{where}.{k}")
+        if v is not None and not isinstance(v, str):  # a hot path: the location is built only to check an unusual id
+            tree_id(v, join_field(path, k))
     node = dict(run)
     node.pop("child_runs", None)
     if parent is not None and node.get("parent_run_id") is None:
         node["parent_run_id"] = parent
     if node.get("id") is None:
-        node["id"] = f"{where}"
+        node["id"] = at
     out.append(node)
     if kids:
         nid = node["id"]
         for i, c in enumerate(kids):
-            _flatten(c, f"{where}.child_runs[{i}]", out, nid)
+            _flatten(c, f"{at}.child_runs[{i}]", out, nid, join_field(path, f"child_runs[{i}]") or "")
 
 
 def _order_key(r: dict):
@@ -186,7 +195,7 @@ def runs_trace(runs: list, origin: Origin) -> Trace:
         seen.add(rid)
         rt = r["run_type"]
         # a hot path: the metadata is built without its nulls (every step drops them), not rebuilt to drop them
-        meta = {"run_id": str(rid)}
+        meta: dict[str, Any] = {"run_id": str(rid)}
         get = r.get
         v = get("name")
         if v is not None:
@@ -251,7 +260,9 @@ def runs_trace(runs: list, origin: Origin) -> Trace:
                 if isinstance(md, dict) and isinstance(md.get("langgraph_node"), str):
                     agent = md["langgraph_node"]
             if not kids and r.get("outputs") is not None and depth > 0:
-                events.append(step("other", dumps({"inputs": r.get("inputs"), "outputs": r.get("outputs")}), None, dict(meta)))
+                events.append(
+                    step("other", dumps({"inputs": r.get("inputs"), "outputs": r.get("outputs")}), None, dict(meta))
+                )
         for c in kids:
             failed = walk(c, depth + 1, agent) or failed
         if err and not failed:
@@ -274,9 +285,18 @@ def runs_trace(runs: list, origin: Origin) -> Trace:
                 if task is not None:
                     break
     md = {}
-    md.update({"root_run_name": root.get("name"), "root_run_type": root.get("run_type"), "start_time": root.get("start_time"),
-               "end_time": root.get("end_time"), "tags": root.get("tags") or None, "session_name": root.get("session_name"),
-               "run_count": len(runs), "skipped_runs": skipped or None})
+    md.update(
+        {
+            "root_run_name": root.get("name"),
+            "root_run_type": root.get("run_type"),
+            "start_time": root.get("start_time"),
+            "end_time": root.get("end_time"),
+            "tags": root.get("tags") or None,
+            "session_name": root.get("session_name"),
+            "run_count": len(runs),
+            "skipped_runs": skipped or None,
+        }
+    )
     out = root.get("outputs")
     if out is not None:
         md["final_output"] = out.get("output", out) if isinstance(out, dict) else out
@@ -288,59 +308,70 @@ def runs_trace(runs: list, origin: Origin) -> Trace:
     return finish(origin, str(tid), task, steps, md)
 
 
-def convert(path: Path) -> Iterator:
-    path = Path(path)
-    source = str(path)
-    pending: dict[Any, list] = {}  # flat runs grouped by trace
-    pending_origin: dict[Any, Origin] = {}
-    order: list = []
-    id_to_group: dict[Any, Any] = {}
+def one(runs: list, origin: Origin) -> list:
+    """The flat runs of one trace (a run tree flattened, or the runs of one trace gathered) to its trace."""
+    return [runs_trace(runs, origin)]
 
-    def add_flat(nodes: list, origin: Origin):
+
+def _split(val: Any, origin: Origin) -> list:
+    """The runs of a document or line: a JSONL line, a JSON run, each of a JSON list of runs or of ``{"runs": [...]}``.
+    Their ``place`` is how they are named in the file (a run without an id is named so): ``[k]`` in a list, ``run``
+    otherwise."""
+    if origin.line is not None:
+        origin.place = "" if isinstance(val, list) else "run"
+        return [(origin, val)]
+    recs = val.get("runs") if isinstance(val, dict) and isinstance(val.get("runs"), list) else val
+    if isinstance(recs, dict):
+        recs = [recs]
+    if not isinstance(recs, list):
+        return [
+            (
+                origin,
+                TraceError(origin.source, None, None, f"expected a run object or a list of runs, got {describe(recs)}"),
+            )
+        ]
+    return [(Origin(origin.fmt, origin.source, None, k if len(recs) > 1 or isinstance(val, list) else None, k,
+                    None if isinstance(val, list) else "run"), r) for k, r in enumerate(recs)]
+
+
+class _Runs(Gather):
+    """A JSONL line holding a whole run tree is converted at once; other runs are gathered by trace (flat run lists
+    come in any order) and converted at the end of the file."""
+
+    def __init__(self, path: Path) -> None:
+        self.pending: dict[Any, list] = {}  # flat runs by trace, in order of first appearance
+        self.origins: dict[Any, Origin] = {}
+        self.id_to_group: dict[Any, Any] = {}
+
+    def add(self, rec: Any, origin: Origin) -> list:
+        nodes: list = []
+        _flatten(rec, origin.where, nodes)
+        at = Origin(origin.fmt, origin.source, origin.line, origin.index, origin.ordinal)  # the run, named no more
+        if origin.line is not None and rec.get("parent_run_id") is None and isinstance(rec.get("child_runs"), list) \
+                and rec["child_runs"]:
+            return [Unit(at, nodes, at=Origin(origin.fmt, origin.source, origin.line))]
         r = nodes[0]
-        g = r.get("trace_id") or id_to_group.get(r.get("parent_run_id")) or r.get("parent_run_id") or r["id"]
-        if g not in pending:
-            pending[g] = []
-            pending_origin[g] = origin
-            order.append(g)
-        pending[g].extend(nodes)
+        g = r.get("trace_id") or self.id_to_group.get(r.get("parent_run_id")) or r.get("parent_run_id") or r["id"]
+        if g not in self.pending:
+            self.pending[g] = []
+            self.origins[g] = at
+        self.pending[g].extend(nodes)
         for n in nodes:
-            id_to_group[n["id"]] = g
+            self.id_to_group[n["id"]] = g
+        return []
 
-    for line, val in documents(path):
-        if isinstance(val, TraceError):
-            yield val
-            continue
-        if line is None:
-            recs = val.get("runs") if isinstance(val, dict) and isinstance(val.get("runs"), list) else val
-            if isinstance(recs, dict):
-                recs = [recs]
-            if not isinstance(recs, list):
-                yield TraceError(source, line, None, f"expected a run object or a list of runs, got {describe(recs)}")
-                continue
-            items = [(Origin(NAME, source, line, k if len(recs) > 1 or isinstance(val, list) else None), r) for k, r in enumerate(recs)]
-        else:
-            items = [(Origin(NAME, source, line), val)]
-        for origin, rec in items:
-            nodes: list = []
-            errs = guarded(Origin(NAME, source, line), _flatten, rec, origin.where if isinstance(val, list) else "run", nodes)
-            if errs:
-                yield from errs
-                continue
-            streaming_tree = line is not None and rec.get("parent_run_id") is None and isinstance(rec.get("child_runs"), list) and rec["child_runs"]
-            if streaming_tree:
-                yield from guarded(Origin(NAME, source, line), lambda: [runs_trace(nodes, origin)])
-            else:
-                add_flat(nodes, origin)
-    for g in order:
-        origin = pending_origin[g]
-        yield from guarded(origin, lambda: [runs_trace(pending[g], origin)])
+    def end(self) -> Iterator[Unit]:
+        for g, runs in self.pending.items():
+            yield Unit(self.origins[g], runs)
 
 
 CONVERTER = Converter(
     name=NAME,
     description="LangChain / LangSmith run trees (run_type, inputs, outputs, child_runs or parent_run_id)",
-    shapes='{"run_type": "chain", "inputs", "outputs", "child_runs": [...]} as JSON/JSONL, or flat run lists linked by parent_run_id',
+    shapes='{"run_type": "chain", "inputs", "outputs", "child_runs": [...]} as JSON/JSONL, or flat run lists linked '
+           'by parent_run_id',
     detect=detect,
-    convert=convert,
+    one=one,
+    split=_split,
+    gather=_Runs,
 )

@@ -13,28 +13,42 @@ metadata. Task: the trace input (string, messages, or a usual key) else the firs
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from ls_trajeval.core.trace import describe
 
 from .base import Converter, Sample
 from .support.chat import task_from_input, unwrap_message, value_text
-from .support.errors import BadRecord, each_record, expect
-from .support.files import Origin, maybe_json, sample_objects
+from .support.errors import BadRecord, expect
+from .support.files import Origin, maybe_json, sample_objects, unwrapping
 from .support.steps import default_id, dumps, finish, step
 from .support.times import time_keys
 from .support.trees import ToolEvent, assemble, llm_event_from_messages, tree_order
 
 NAME = "langfuse"
-_OBS_TYPES = {"GENERATION", "SPAN", "EVENT", "TOOL", "AGENT", "CHAIN", "RETRIEVER", "EMBEDDING", "EVALUATOR", "GUARDRAIL"}
+_OBS_TYPES = {
+    "GENERATION",
+    "SPAN",
+    "EVENT",
+    "TOOL",
+    "AGENT",
+    "CHAIN",
+    "RETRIEVER",
+    "EMBEDDING",
+    "EVALUATOR",
+    "GUARDRAIL",
+}
 
 
 def _is_trace(obj: Any) -> bool:
     if not isinstance(obj, dict) or not isinstance(obj.get("observations"), list):
         return False
     obs = obj["observations"]
-    return not obs or any(isinstance(o, dict) and o.get("type") in _OBS_TYPES for o in obs[:20]) or all(isinstance(o, str) for o in obs[:20])
+    return (
+        not obs
+        or any(isinstance(o, dict) and o.get("type") in _OBS_TYPES for o in obs[:20])
+        or all(isinstance(o, str) for o in obs[:20])
+    )
 
 
 def _unwrap(val: Any):
@@ -71,7 +85,9 @@ def _messages(v: Any) -> list:
         if isinstance(v.get("messages"), list):
             return v["messages"]
         if isinstance(v.get("choices"), list):  # a raw OpenAI response
-            return [c.get("message") for c in v["choices"] if isinstance(c, dict) and isinstance(c.get("message"), dict)]
+            return [
+                c.get("message") for c in v["choices"] if isinstance(c, dict) and isinstance(c.get("message"), dict)
+            ]
         if unwrap_message(v) is not None:
             return [v]
         if "content" in v and v.keys() <= _MESSAGE_KEYS:  # the model's message written without its role
@@ -153,10 +169,19 @@ def one(rec: Any, origin: Origin) -> list:
         elif t == "EVENT" or leaf:
             body = {k: o[k] for k in ("input", "output", "metadata") if o.get(k) is not None}
             content = dumps(body) if body else value_text(o.get("name"))
-            events.append(step("error" if is_err else "other", content if not is_err else value_text(o.get("statusMessage") or content), None, dict(meta)))
+            events.append(
+                step(
+                    "error" if is_err else "other",
+                    content if not is_err else value_text(o.get("statusMessage") or content),
+                    None,
+                    dict(meta),
+                )
+            )
         else:
             if is_err:
-                pending_errs.append((depth, step("error", value_text(o.get("statusMessage") or o.get("output")), None, dict(meta))))
+                pending_errs.append(
+                    (depth, step("error", value_text(o.get("statusMessage") or o.get("output")), None, dict(meta)))
+                )
     while pending_errs:
         events.append(pending_errs.pop()[1])
     steps = assemble(events)
@@ -168,9 +193,22 @@ def one(rec: Any, origin: Origin) -> list:
                 if task is not None:
                     break
     md = {}
-    for k in ("name", "timestamp", "sessionId", "userId", "tags", "release", "version", "environment", "scores", "metadata", "totalCost", "latency"):
+    for k in (
+        "name",
+        "timestamp",
+        "sessionId",
+        "userId",
+        "tags",
+        "release",
+        "version",
+        "environment",
+        "scores",
+        "metadata",
+        "totalCost",
+        "latency",
+    ):
         v = rec.get(k)
-        if v is not None and (v or v.__class__ is not list and v.__class__ is not dict):  # not null, [] or {}
+        if v is not None and (v or not isinstance(v, list) and not isinstance(v, dict)):  # not null, [] or {}
             md[k] = v
     if rec.get("output") is not None:
         md["final_output"] = rec["output"]
@@ -180,14 +218,13 @@ def one(rec: Any, origin: Origin) -> list:
     return [finish(origin, str(tid) if tid not in (None, "") else default_id(origin), task, steps, md, "observations")]
 
 
-def convert(path: Path):
-    yield from each_record(path, NAME, one, _unwrap)
-
 
 CONVERTER = Converter(
     name=NAME,
     description="Langfuse trace exports (observations: GENERATION, SPAN, EVENT, TOOL, ...)",
-    shapes='{"id", "input", "output", "observations": [{id, type, name, parentObservationId, startTime, input, output, level}]}; JSON, a list, {"data": [...]}, or JSONL',
+    shapes='{"id", "input", "output", "observations": [{id, type, name, parentObservationId, startTime, input, '
+           'output, level}]}; JSON, a list, {"data": [...]}, or JSONL',
     detect=detect,
-    convert=convert,
+    one=one,
+    split=unwrapping(_unwrap),
 )

@@ -13,16 +13,16 @@ chains -> containers, parser/prompt runs counted.
 from __future__ import annotations
 
 import re
-
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ls_trajeval.core.trace import TraceError, describe
 
-from .base import Converter, Sample
-from .langchain import runs_trace
-from .support.errors import BadRecord, expect, guarded, join_field, warning
-from .support.files import Origin, documents, sample_objects
+from .base import Converter, Gather, Sample, Unit
+from .langchain import one
+from .support.errors import BadRecord, expect, join_field, warning
+from .support.files import Origin, sample_objects
 from .support.trees import tree_id
 
 NAME = "langsmith"
@@ -110,8 +110,9 @@ class _Runs:
         """Apply the updates (they may come before their creates in a file); warnings for lost ones."""
         for r, origin, where in self.updates:
             rid = r.get("id")
-            if rid is None:
-                rid = self.by_dotted.get(r.get("dotted_order"))
+            dotted = r.get("dotted_order")
+            if rid is None and isinstance(dotted, str):
+                rid = self.by_dotted.get(dotted)
             run = self.runs.get(rid)
             if run is None:
                 yield warning(self.source, origin.line if origin.line is not None else where,
@@ -135,43 +136,58 @@ def _op_name(r: dict) -> str:
     return str(r.get("id") or r.get("dotted_order") or describe(r))
 
 
-def convert(path: Path) -> Iterator:
-    path = Path(path)
-    source = str(path)
-    runs = _Runs(source)
-    for line, val in documents(path):
-        if val.__class__ is TraceError:
-            yield val
-            continue
-        origin = Origin(NAME, source, line)
-        if isinstance(val, dict) and ("post" in val or "patch" in val):
-            for key, op in (("post", runs.create), ("patch", runs.update)):
-                ops = val.get(key) or []
-                if not isinstance(ops, list):
-                    yield TraceError(source, line, key, f"expected a list of runs, got {describe(ops)}")
-                    continue
-                for k, r in enumerate(ops):
-                    yield from guarded(origin, op, r, origin, f"{key}[{k}]")
-        elif _is_update_op(val):
-            yield from guarded(origin, runs.update, val, origin, "")
-        elif isinstance(val, dict):
-            yield from guarded(origin, runs.create, val, origin, "")
-        else:
-            yield TraceError(source, line, None, f"expected a run operation or a {{\"post\", \"patch\"}} body, got {describe(val)}")
-    yield from runs.merged()
-    groups: dict[Any, list] = {}
-    for rid, run in runs.runs.items():
-        groups.setdefault(run.get("trace_id") or rid, []).append(run)
-    for tid, group in groups.items():
-        origin = runs.origin[group[0]["id"]]
-        yield from guarded(origin, lambda: [runs_trace(group, origin)], field=f"trace {tid}")
+def _split(val: Any, origin: Origin) -> list:
+    """The run operations of a document or line, as ``("post" | "patch", run, its place in the body)``: the runs of
+    a ``/runs/batch`` body (``post[k]``), or a create or update line (``""``)."""
+    if isinstance(val, dict) and ("post" in val or "patch" in val):
+        out: list = []
+        for key in ("post", "patch"):
+            ops = val.get(key) or []
+            if not isinstance(ops, list):
+                out.append(
+                    (
+                        origin,
+                        TraceError(origin.source, origin.line, key, f"expected a list of runs, got {describe(ops)}"),
+                    )
+                )
+                continue
+            out += [(origin, (key, r, f"{key}[{k}]")) for k, r in enumerate(ops)]
+        return out
+    if isinstance(val, dict):
+        return [(origin, ("patch" if _is_update_op(val) else "post", val, ""))]
+    return [(origin, TraceError(origin.source, origin.line, None,
+                                f"expected a run operation or a {{\"post\", \"patch\"}} body, got {describe(val)}"))]
+
+
+class _Gather(Gather):
+    """The file's run operations merged into runs, grouped by trace at the end of the file."""
+
+    def __init__(self, path: Path) -> None:
+        self.runs = _Runs(str(path))
+
+    def add(self, op: tuple[str, Any, str], origin: Origin) -> None:
+        key, r, where = op
+        (self.runs.create if key == "post" else self.runs.update)(r, origin, where)
+
+    def end(self) -> Iterator:
+        runs = self.runs
+        yield from runs.merged()
+        groups: dict[Any, list] = {}
+        for rid, run in runs.runs.items():
+            groups.setdefault(run.get("trace_id") or rid, []).append(run)
+        for tid, group in groups.items():
+            yield Unit(runs.origin[group[0]["id"]], group, field=f"trace {tid}")
 
 
 CONVERTER = Converter(
     name=NAME,
-    description="LangSmith run payloads: /runs/batch bodies ({post, patch}) and run-operation JSONL (create and update lines)",
-    shapes='{"post": [{id, run_type, start_time, inputs, trace_id, dotted_order}], "patch": [{id, end_time, outputs, error}]} '
-           '(JSON or JSONL of bodies), or JSONL of create / update lines',
+    description="LangSmith run payloads: /runs/batch bodies ({post, patch}) and run-operation JSONL (create and "
+                "update lines)",
+    shapes='{"post": [{id, run_type, start_time, inputs, trace_id, dotted_order}], "patch": [{id, end_time, '
+           'outputs, error}]} '
+    "(JSON or JSONL of bodies), or JSONL of create / update lines",
     detect=detect,
-    convert=convert,
+    one=one,  # a trace's runs, as LangChain's
+    split=_split,
+    gather=_Gather,
 )

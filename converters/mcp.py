@@ -12,15 +12,17 @@ Wrappers ``{direction|timestamp, message}`` and ``{request, response}`` pairs ar
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-from ls_trajeval.core.trace import Trace, TraceError, describe
+from ls_trajeval.core.jsonfiles import loads
+from ls_trajeval.core.trace import describe
 
-from .base import Converter, Sample
+from .base import Converter, Gather, Sample, Unit
 from .support.chat import media_ref, value_text
 from .support.errors import BadRecord, join_field, record_error, warning
-from .support.files import Origin, documents, loads, sample_objects
+from .support.files import Origin, documents_only, elements, sample_objects
 from .support.steps import dumps, finish, render_args, stable_id, step, step_metadata
 
 NAME = "mcp"
@@ -35,13 +37,17 @@ def _is_rpc(obj: Any) -> bool:
     return isinstance(obj, dict) and obj.get("jsonrpc") == "2.0"
 
 
-def _unwrap(obj: Any) -> list[tuple[dict, dict]]:
+def _unwrap(obj: Any) -> list[tuple[Any, dict]]:
     """(JSON-RPC message, wrapper metadata) pairs in one record; [] when the record is not one."""
     if _is_rpc(obj):
         return [(obj, {})]
     if not isinstance(obj, dict):
         return []
-    meta = {k: obj[k] for k in ("direction", "timestamp", "time", "type", "from", "to", "server") if isinstance(obj.get(k), (str, int, float))}
+    meta = {
+        k: obj[k]
+        for k in ("direction", "timestamp", "time", "type", "from", "to", "server")
+        if isinstance(obj.get(k), (str, int, float))
+    }
     for k in _WRAP_KEYS:
         v = obj.get(k)
         if isinstance(v, str):
@@ -67,9 +73,17 @@ def _mcp_methods(objs: list) -> tuple[int, int]:
         for m, _ in _unwrap(o):
             rpc += 1
             meth = m.get("method")
-            if isinstance(meth, str) and (meth in _SYSTEM_METHODS or meth.split("/")[0] in ("tools", "resources", "prompts", "notifications", "sampling", "completion", "elicitation", "roots")):
+            if isinstance(meth, str) and (
+                meth in _SYSTEM_METHODS
+                or meth.split("/")[0]
+                in ("tools", "resources", "prompts", "notifications", "sampling", "completion", "elicitation", "roots")
+            ):
                 mcp += 1
-            elif "result" in m and isinstance(m["result"], dict) and ({"content", "tools", "protocolVersion", "serverInfo", "isError"} & set(m["result"])):
+            elif (
+                "result" in m
+                and isinstance(m["result"], dict)
+                and ({"content", "tools", "protocolVersion", "serverInfo", "isError"} & set(m["result"]))
+            ):
                 mcp += 1
     return rpc, mcp
 
@@ -102,7 +116,9 @@ def _content_text(result: dict, where: str) -> str:
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
-        raise BadRecord(join_field(where, "result.content"), f"expected a list of content items, got {describe(content)}")
+        raise BadRecord(
+            join_field(where, "result.content"), f"expected a list of content items, got {describe(content)}"
+        )
     parts = []
     for i, c in enumerate(content):
         if not isinstance(c, dict):
@@ -111,7 +127,8 @@ def _content_text(result: dict, where: str) -> str:
         if isinstance(c.get("text"), str) and t in (None, "text"):
             parts.append(c["text"])
         elif t in ("image", "audio"):
-            parts.append(f"[{t} {c.get('mimeType', '')}: {media_ref('data:' + str(c.get('mimeType', '')) + ';base64,' + str(c.get('data', '')))}]")
+            ref = media_ref(f"data:{c.get('mimeType', '')};base64,{c.get('data', '')}")
+            parts.append(f"[{t} {c.get('mimeType', '')}: {ref}]")
         elif t == "resource" and isinstance(c.get("resource"), dict):
             r = c["resource"]
             parts.append(r["text"] if isinstance(r.get("text"), str) else f"[resource: {r.get('uri', '')}]")
@@ -151,7 +168,11 @@ def _resp_step(msg: dict, method: str | None, name: str | None, where: str, meta
         raise BadRecord(join_field(where, "result"), f"expected an object, got {describe(result)}")
     text = _content_text(result, where)
     stype = "error" if result.get("isError") is True else "observation"
-    extra = {"structuredContent": result["structuredContent"]} if "structuredContent" in result and result.get("content") is not None else {}
+    extra = (
+        {"structuredContent": result["structuredContent"]}
+        if "structuredContent" in result and result.get("content") is not None
+        else {}
+    )
     return step(stype, text, None, {"method": method, "tool_name": name, **extra, **meta})
 
 
@@ -167,16 +188,31 @@ def _add(sess: _Session, msg: dict, where: str, meta: dict) -> None:
         is_req = mid is not None
         if method == "tools/call":
             if not isinstance(params, dict):
-                raise BadRecord(join_field(where, "params"), "missing" if params is None else f"expected an object, got {describe(params)}")
+                raise BadRecord(
+                    join_field(where, "params"),
+                    "missing" if params is None else f"expected an object, got {describe(params)}",
+                )
             name = params.get("name")
             if not isinstance(name, str):
-                raise BadRecord(join_field(where, "params.name"), "missing" if name is None else f"expected a string, got {describe(name)}")
+                raise BadRecord(
+                    join_field(where, "params.name"),
+                    "missing" if name is None else f"expected a string, got {describe(name)}",
+                )
             st = step("action", name, render_args(params.get("arguments", {})),
                       {"method": method, "rpc_id": mid, "tool_call_id": str(mid) if mid is not None else None, **meta})
         elif method == "notifications/message":
             p = params or {}
-            st = step("observation", value_text(p.get("data")) if isinstance(p, dict) else value_text(p), None,
-                      {"method": method, "level": p.get("level") if isinstance(p, dict) else None, "logger": p.get("logger") if isinstance(p, dict) else None, **meta})
+            st = step(
+                "observation",
+                value_text(p.get("data")) if isinstance(p, dict) else value_text(p),
+                None,
+                {
+                    "method": method,
+                    "level": p.get("level") if isinstance(p, dict) else None,
+                    "logger": p.get("logger") if isinstance(p, dict) else None,
+                    **meta,
+                },
+            )
         elif method in _SYSTEM_METHODS or method.endswith("/list"):
             st = step("system", method if params is None else f"{method}\n{dumps(params)}", None,
                       {"method": method, "rpc_id": mid, **meta})
@@ -186,7 +222,9 @@ def _add(sess: _Session, msg: dict, where: str, meta: dict) -> None:
         elif not is_req and not method.startswith("notifications/"):
             st = step("other", dumps(msg), None, {"method": method, **meta})
         elif not is_req:
-            st = step("system", method if params is None else f"{method}\n{dumps(params)}", None, {"method": method, **meta})
+            st = step(
+                "system", method if params is None else f"{method}\n{dumps(params)}", None, {"method": method, **meta}
+            )
         else:
             st = step("action", method, render_args(params if params is not None else {}),
                       {"method": method, "rpc_id": mid, **meta})
@@ -197,7 +235,7 @@ def _add(sess: _Session, msg: dict, where: str, meta: dict) -> None:
         return
     if mid is None and "error" not in msg:
         raise BadRecord(where or None, "a JSON-RPC message needs a method or an id")
-    key = mid if mid.__class__ is str else str(mid)
+    key = mid if isinstance(mid, str) else str(mid)
     idx = sess.pending.pop(key, None)
     meth = sess.methods.get(key) if idx is not None else None
     name = None
@@ -217,104 +255,101 @@ def _add(sess: _Session, msg: dict, where: str, meta: dict) -> None:
         sess.entries[idx].append(st)
 
 
-def _finish(sess: _Session, path: Path) -> Trace | None:
-    if not sess.entries:
-        return None
+def one(sess: _Session, origin: Origin) -> list:
+    """One session (gathered by :class:`_Sessions`) to its trace."""
     steps = []
     for e in sess.entries:
         if len(e) == 1 and e[0].type == "action" and e[0].get("metadata", {}).get("rpc_id") is not None:
             step_metadata(e[0])["no_response"] = True
         steps.extend(e)
     md = {"session_index": sess.index, "first_record": sess.first, **sess.info}
-    return finish(Origin(NAME, str(path)), stable_id(path.name, sess.index, sess.first), "", steps, md)
+    return [finish(origin, stable_id(origin.file_name, sess.index, sess.first), "", steps, md)]
 
 
-def _session_of(sess: _Session, msg: dict, loc: int | None, path: Path) -> tuple[_Session, Trace | None]:
-    """The session ``msg`` (at ``loc``) belongs to, and the one it ends (None if none): an initialize request
-    starts a new session once the current one holds anything."""
-    done = None
-    if msg.get("method") == "initialize" and msg.get("id") is not None and sess.entries:
-        sess, done = _Session(sess.index + 1), _finish(sess, path)
-    if sess.first is None:
-        sess.first = loc
-    return sess, done
+@documents_only
+def _split(val: Any, origin: Origin) -> list | None:
+    """A JSON document's records: the items of a list or of its usual wrapper key (a JSONL line is one record)."""
+    items = val
+    if isinstance(val, dict) and not _unwrap(val):
+        for k in ("messages", "log", "entries", "history"):
+            if isinstance(val.get(k), list):
+                items = val[k]
+                break
+    return elements(items, origin) if isinstance(items, list) else [(origin, items)]
 
 
-def _records(path: Path) -> Iterator[tuple[int | None, int | None, Any]]:
-    """(line, list index, record or TraceError): JSONL lines, or the items of a JSON list or of its
-    usual wrapper key."""
-    for line, val in documents(path):
-        if isinstance(val, TraceError) or line is not None:
-            yield line, None, val
-            continue
-        items = val
-        if isinstance(val, dict) and not _unwrap(val):
-            for k in ("messages", "log", "entries", "history"):
-                if isinstance(val.get(k), list):
-                    items = val[k]
-                    break
-        if isinstance(items, list):
-            for i, x in enumerate(items):
-                yield line, i, x
-        else:
-            yield line, None, items
+class _Sessions(Gather):
+    """Messages into sessions (a new ``initialize`` request starts the next one): a session is converted when the
+    next one starts, and the last at the end of the file. A bad message is its own located error; its session goes
+    on."""
 
+    def __init__(self, path: Path) -> None:
+        self.source = str(path)
+        self.sess = _Session(0)
+        self.warned = 0  # records that are not JSON-RPC, kept as 'other' steps
 
-def convert(path: Path) -> Iterator:
-    path = Path(path)
-    source = str(path)
-    sess = _Session(0)
-    warned = 0
-    origin = Origin(NAME, source)  # one, moved from message to message: it is read only when an error is made
-    for line, idx, rec in _records(path):
-        if isinstance(rec, TraceError):
-            yield rec
-            continue
+    def _session_of(self, msg: dict, loc: int | None) -> Unit | None:
+        """Start a new session at an initialize request when the current one holds anything (its trace is returned)."""
+        sess, done = self.sess, None
+        if msg.get("method") == "initialize" and msg.get("id") is not None and sess.entries:
+            done = Unit(Origin(NAME, self.source), sess)
+            sess = self.sess = _Session(sess.index + 1)
+        if sess.first is None:
+            sess.first = loc
+        return done
+
+    def add(self, rec: Any, origin: Origin) -> list | None:
+        line, idx = origin.line, origin.index
         loc = line if idx is None else idx
-        origin.line, origin.index = line, idx
-        if idx is None and rec.__class__ is dict and rec.get("jsonrpc") == "2.0":
-            # a hot path (once per message): the usual record is one bare JSON-RPC message on its own line
-            if rec.get("method") == "initialize" or sess.first is None:
-                sess, done = _session_of(sess, rec, loc, path)
-                if done:
-                    yield done
+        if idx is None and isinstance(rec, dict) and rec.get("jsonrpc") == "2.0":
+            # once per message (benchmarks/converter_instructions.py, mcp): the usual record is one bare JSON-RPC
+            # message on its own line, and it returns nothing
+            done = self._session_of(rec, loc) if rec.get("method") == "initialize" or self.sess.first is None else None
             try:
-                _add(sess, rec, "", {} if line is None else {"source_line": line})
+                _add(self.sess, rec, "", {} if line is None else {"source_line": line})
             except Exception as exc:  # noqa: BLE001 - one odd message is its own located error; the session goes on
-                yield record_error(origin, exc, "", rec)
-            continue
+                return (
+                    [record_error(origin, exc, "", rec)] if done is None else [done, record_error(origin, exc, "", rec)]
+                )
+            return None if done is None else [done]
+        out: list = []
         msgs = _unwrap(rec)
         if not msgs:
-            sess.entries.append([step("other", dumps(rec), None, {"source_line": line, "source_record": idx})])
-            warned += 1
-            if sess.first is None:
-                sess.first = loc
-            continue
+            self.sess.entries.append([step("other", dumps(rec), None, {"source_line": line, "source_record": idx})])
+            self.warned += 1
+            if self.sess.first is None:
+                self.sess.first = loc
+            return out
         for k, (msg, meta) in enumerate(msgs):
-            if msg.get("method") == "initialize" or sess.first is None:
-                sess, done = _session_of(sess, msg, loc, path)
-                if done:
-                    yield done
+            if msg.get("method") == "initialize" or self.sess.first is None:
+                done = self._session_of(msg, loc)
+                if done is not None:
+                    out.append(done)
             m = {} if meta is None else dict(meta)
             if line is not None:
                 m["source_line"] = line
             if idx is not None:
                 m["source_record"] = idx
             try:
-                _add(sess, msg, f"[{k}]" if len(msgs) > 1 else "", m)
+                _add(self.sess, msg, f"[{k}]" if len(msgs) > 1 else "", m)
             except Exception as exc:  # noqa: BLE001 - one odd message is its own located error; the session goes on
-                yield record_error(origin, exc, "", msg)
-    done = _finish(sess, path)
-    if done:
-        yield done
-    if warned:
-        yield warning(source, None, f"{warned} record(s) that are not JSON-RPC kept as 'other' steps")
+                out.append(record_error(origin, exc, "", msg))
+        return out
+
+    def end(self) -> Iterator:
+        if self.sess.entries:
+            yield Unit(Origin(NAME, self.source), self.sess)
+        if self.warned:
+            yield warning(self.source, None, f"{self.warned} record(s) that are not JSON-RPC kept as 'other' steps")
 
 
 CONVERTER = Converter(
     name=NAME,
     description="MCP JSON-RPC 2.0 logs (tools/call requests and results, notifications, initialize)",
-    shapes='JSONL or a JSON list of {"jsonrpc": "2.0", ...} messages, or wrappers {direction, timestamp, message} / {request, response}',
+    shapes='JSONL or a JSON list of {"jsonrpc": "2.0", ...} messages, or wrappers {direction, timestamp, message} / '
+           '{request, response}',
     detect=detect,
-    convert=convert,
+    one=one,
+    split=_split,
+    gather=_Sessions,
 )

@@ -22,16 +22,16 @@ error step after its subtree unless a step inside already failed.
 from __future__ import annotations
 
 import re
-
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ls_trajeval.core.trace import TraceError, describe
 
-from .base import Converter, Sample
+from .base import Converter, Gather, Sample, Unit
 from .support.chat import task_from_input, value_text
-from .support.errors import BadRecord, expect, guarded, join_field, warning
-from .support.files import Origin, documents, sample_objects
+from .support.errors import BadRecord, expect, join_field, warning
+from .support.files import Origin, sample_objects
 from .support.steps import dumps, finish, step
 from .support.times import time_key
 from .support.trees import ToolEvent, assemble, llm_event_from_messages, tree_order
@@ -42,13 +42,13 @@ _OPENING = re.compile(r'\s*(\{\s*"data"\s*:\s*\[\s*)?\{\s*"object"\s*:\s*"trace(
 
 def _items_of(val: Any) -> list | None:
     """The trace items of one document or line: an ingest body's ``data``, a list of items, or one item."""
-    if val.__class__ is dict:
+    if isinstance(val, dict):
         if isinstance(val.get("data"), list) and "object" not in val:
             return val["data"]
         if val.get("object") in ("trace", "trace.span"):
             return [val]
         return None
-    if val.__class__ is list:
+    if isinstance(val, list):
         return val
     return None
 
@@ -147,13 +147,24 @@ def trace_steps(spans: list) -> tuple[list, str | None, dict]:
             out = d.get("output")
             if err is not None:
                 out = _error_text(err) if out is None else f"{value_text(out)}\n{_error_text(err)}"
-            events.append(ToolEvent(value_text(d.get("name")) or "function", d.get("input"), out, is_error=err is not None,
-                                    meta=meta, has_output=out is not None))
+            events.append(
+                ToolEvent(
+                    value_text(d.get("name")) or "function",
+                    d.get("input"),
+                    out,
+                    is_error=err is not None,
+                    meta=meta,
+                    has_output=out is not None,
+                )
+            )
             continue
         elif kind == "handoff":
             meta.update(from_agent=d.get("from_agent"), to_agent=d.get("to_agent"))
-            events.append(step("action", "handoff", dumps({"from_agent": d.get("from_agent"), "to_agent": d.get("to_agent")}),
-                               meta))
+            events.append(
+                step(
+                    "action", "handoff", dumps({"from_agent": d.get("from_agent"), "to_agent": d.get("to_agent")}), meta
+                )
+            )
         elif kind == "guardrail":
             meta["triggered"] = d.get("triggered")
             events.append(step("other", dumps(_rest(d)), None, meta))
@@ -171,15 +182,24 @@ def trace_steps(spans: list) -> tuple[list, str | None, dict]:
                 events.append(failed)
     close(-1)
     ids = {s["id"] for s in spans}
-    info = {"span_count": len(spans),
-            "root_spans": sum(1 for s in spans if s["parent_id"] is None) or None,
-            "missing_parents": sorted({s["parent_id"] for s in spans if s["parent_id"] and s["parent_id"] not in ids}) or None,
-            "agents": list(dict.fromkeys(s["data"].get("name") for s in spans
-                                         if s["data"]["type"] == "agent" and s["data"].get("name"))) or None}
+    info = {
+        "span_count": len(spans),
+        "root_spans": sum(1 for s in spans if s["parent_id"] is None) or None,
+        "missing_parents": sorted({s["parent_id"] for s in spans if s["parent_id"] and s["parent_id"] not in ids})
+        or None,
+        "agents": list(
+            dict.fromkeys(
+                s["data"].get("name") for s in spans if s["data"]["type"] == "agent" and s["data"].get("name")
+            )
+        )
+        or None,
+    }
     return assemble(events), task, info
 
 
-def _build(tid: str, spans: list, header: dict | None, origin: Origin) -> list:
+def one(trace: tuple[str, list, dict | None], origin: Origin) -> list:
+    """One trace's spans (and its header, None when the file has none) to its trace."""
+    tid, spans, header = trace
     steps, task, info = trace_steps(spans)
     md: dict = {}
     if header is None:
@@ -191,50 +211,68 @@ def _build(tid: str, spans: list, header: dict | None, origin: Origin) -> list:
     return [finish(origin, tid, task, steps, md)]
 
 
-def convert(path: Path) -> Iterator:
-    path = Path(path)
-    source = str(path)
-    spans: dict[str, list] = {}
-    headers: dict[str, dict] = {}
-    first: dict[str, Origin] = {}
-    for line, val in documents(path):
-        if val.__class__ is TraceError:
-            yield val
-            continue
-        items = _items_of(val)
-        if items is None:
-            yield TraceError(source, line, None, f"expected an Agents SDK trace export {{\"data\": [...]}} or a trace item, "
-                                                 f"got {describe(val)}")
-            continue
-        prefix = "data" if val.__class__ is dict and "data" in val and "object" not in val else ""
-        for k, item in enumerate(items):
-            where = f"{prefix}[{k}]" if val.__class__ is not dict or prefix else ""
-            origin = Origin(NAME, source, line)
-            kind = item.get("object") if item.__class__ is dict else None
-            if kind == "trace":
-                tid = item.get("id")
-                if not isinstance(tid, str) or not tid:
-                    yield TraceError(source, line, join_field(where, "id"), "expected a trace id string")
-                    continue
-                headers[tid] = item
-                first.setdefault(tid, origin)
-            elif kind == "trace.span":
-                got = guarded(origin, lambda: [_span(item, where)])
-                if got and got[0].__class__ is TraceError:
-                    yield got[0]
-                    continue
-                tid = item["trace_id"]
-                spans.setdefault(tid, []).append(got[0])
-                first.setdefault(tid, origin)
-            else:
-                yield TraceError(source, line, join_field(where, "object"),
-                                 f"expected \"trace\" or \"trace.span\", got {describe(kind) if kind is not None else describe(item)}")
-    for tid, origin in first.items():
-        if tid not in spans:
-            yield warning(source, f"trace {tid}", "trace header without spans in this file (the SDK exports in batches: "
-                                                  "put the bodies of one run in one JSONL file, one per line)")
-            continue
-        yield from guarded(origin, _build, tid, spans[tid], headers.get(tid), origin, field=f"trace {tid}")
+def _split(val: Any, origin: Origin) -> list:
+    """The trace items of a document or line, each with its place in it: ``(item, "data[3]")``."""
+    items = _items_of(val)
+    if items is None:
+        return [
+            (
+                origin,
+                TraceError(
+                    origin.source,
+                    origin.line,
+                    None,
+                    f'expected an Agents SDK trace export {{"data": [...]}} or a trace item, got {describe(val)}',
+                ),
+            )
+        ]
+    prefix = "data" if isinstance(val, dict) and "data" in val and "object" not in val else ""
+    return [
+        (origin, (item, f"{prefix}[{k}]" if not isinstance(val, dict) or prefix else ""))
+        for k, item in enumerate(items)
+    ]
+
+
+class _Traces(Gather):
+    """Trace headers and spans gathered by trace id (a trace's spans come in several export batches); each trace
+    converted at the end of the file, in the order its first item came."""
+
+    def __init__(self, path: Path) -> None:
+        self.source = str(path)
+        self.spans: dict[str, list] = {}
+        self.headers: dict[str, dict] = {}
+        self.first: dict[str, Origin] = {}
+
+    def add(self, rec: tuple[Any, str], origin: Origin) -> None:
+        item, where = rec
+        kind = item.get("object") if isinstance(item, dict) else None
+        if kind == "trace":
+            tid = item.get("id")
+            if not isinstance(tid, str) or not tid:
+                raise BadRecord(join_field(where, "id"), "expected a trace id string")
+            self.headers[tid] = item
+        elif kind == "trace.span":
+            span = _span(item, where)
+            tid = item["trace_id"]
+            self.spans.setdefault(tid, []).append(span)
+        else:
+            raise BadRecord(
+                join_field(where, "object"),
+                f'expected "trace" or "trace.span", got {describe(kind) if kind is not None else describe(item)}',
+            )
+        self.first.setdefault(tid, origin)
+
+    def end(self) -> Iterator:
+        for tid, origin in self.first.items():
+            if tid not in self.spans:
+                yield warning(
+                    self.source,
+                    f"trace {tid}",
+                    "trace header without spans in this file (the SDK exports in "
+                    "batches: put the bodies of one run in one JSONL file, one per line)",
+                )
+                continue
+            yield Unit(origin, (tid, self.spans[tid], self.headers.get(tid)), field=f"trace {tid}")
 
 
 CONVERTER = Converter(
@@ -244,5 +282,7 @@ CONVERTER = Converter(
     shapes='{"data": [{"object": "trace", "id", "workflow_name"} | {"object": "trace.span", "id", "trace_id", '
            '"parent_id", "started_at", "span_data": {"type", ...}, "error"}]} (JSON, or JSONL of bodies or items)',
     detect=detect,
-    convert=convert,
+    one=one,
+    split=_split,
+    gather=_Traces,
 )

@@ -8,29 +8,28 @@ chunks (the deltas of one completion id are joined into one assistant message).
 """
 from __future__ import annotations
 
-import itertools
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ls_trajeval.core.trace import TraceError, describe
 
-from .base import Converter, Sample
-from .support.chat import openai_messages
-from .support.errors import BadRecord, expect, guarded, warning
-from .support.files import Origin, documents
-from .support.steps import StepList, finish, stable_id, text
+from .base import Converter, Sample, Unit
+from .support.chat import RecordsOrSession, openai_messages, record_id, record_meta
+from .support.errors import BadRecord, expect, warning
+from .support.files import Origin, documents_only, elements
+from .support.steps import StepList, finish, numbered_id, stable_id
 
 NAME = "openai_chat"
 
 ROLES = {"system", "developer", "user", "assistant", "tool", "function"}
-ID_KEYS = ("trace_id", "id", "conversation_id", "session_id")
 
 
 def _is_message(m: Any) -> bool:
-    if m.__class__ is not dict:
+    if not isinstance(m, dict):
         return False
     role = m.get("role")
-    return role.__class__ is str and role in ROLES and ("content" in m or "tool_calls" in m or "function_call" in m)
+    return isinstance(role, str) and role in ROLES and ("content" in m or "tool_calls" in m or "function_call" in m)
 
 
 def _messages_of(rec: Any) -> list | None:
@@ -51,7 +50,14 @@ def _score(rec: Any) -> float:
     if msgs is None:
         if isinstance(rec, dict) and rec.get("object") == "chat.completion.chunk":
             return 0.9
-        return 0.9 if _is_message(rec) and rec.get("role") != "tool" or isinstance(rec, dict) and rec.get("object") == "chat.completion" else 0.0
+        return (
+            0.9
+            if _is_message(rec)
+            and rec.get("role") != "tool"
+            or isinstance(rec, dict)
+            and rec.get("object") == "chat.completion"
+            else 0.0
+        )
     if not msgs:
         return 0.3
     head = msgs[:10]
@@ -60,7 +66,11 @@ def _score(rec: Any) -> float:
     s = 0.7
     if any("tool_calls" in m or "tool_call_id" in m or "function_call" in m for m in head):
         s = 0.85
-    if any(isinstance(m.get("content"), list) and any(isinstance(p, dict) and p.get("type") in ("tool_use", "tool_result") for p in m["content"]) for m in head):
+    if any(
+        isinstance(m.get("content"), list)
+        and any(isinstance(p, dict) and p.get("type") in ("tool_use", "tool_result") for p in m["content"])
+        for m in head
+    ):
         return 0.2  # Anthropic blocks in a messages list
     return s
 
@@ -75,7 +85,7 @@ def detect(sample: Sample) -> float:
 
 
 def _reply(rec: dict) -> list:
-    resp = rec.get("response") if isinstance(rec.get("response"), dict) else rec
+    resp: dict = rec["response"] if isinstance(rec.get("response"), dict) else rec
     choices = resp.get("choices")
     if not isinstance(choices, list) or not choices:
         return []
@@ -83,7 +93,7 @@ def _reply(rec: dict) -> list:
     return [msg] if isinstance(msg, dict) else []
 
 
-def _one(rec: Any, origin: Origin, index: int) -> Iterator:
+def one(rec: Any, origin: Origin) -> Iterator:
     msgs = _messages_of(rec)
     if msgs is None:
         if isinstance(rec, dict) and "messages" in rec:
@@ -96,21 +106,22 @@ def _one(rec: Any, origin: Origin, index: int) -> Iterator:
     tid = None
     if isinstance(rec, dict):
         msgs = list(msgs) + _reply(rec)
-        tid = next((text(rec[k]) for k in ID_KEYS if rec.get(k) not in (None, "")), None)
-        resp = rec.get("response") if isinstance(rec.get("response"), dict) else rec
-        for k in ("model", "usage", "created", "agent", "metadata"):
-            v = resp.get(k, rec.get(k))
-            if v is not None:
-                meta[k if k != "metadata" else "record_metadata"] = v
+        tid = record_id(rec)
+        meta = record_meta(rec, ("model", "usage", "created", "agent", "metadata"),
+                           rec["response"] if isinstance(rec.get("response"), dict) else None)
         tools = rec.get("tools")
         if tools is None and isinstance(rec.get("request"), dict):
             tools = rec["request"].get("tools")
         if isinstance(tools, list):
-            meta["tools"] = [(t["function"] if isinstance(t.get("function"), dict) else t).get("name") for t in tools if isinstance(t, dict)]
+            meta["tools"] = [
+                (t["function"] if isinstance(t.get("function"), dict) else t).get("name")
+                for t in tools
+                if isinstance(t, dict)
+            ]
     out = StepList()
     warnings: list = []
     task = openai_messages(msgs, out, warnings=warnings)
-    yield finish(origin, tid or stable_id(Path(origin.source).name, index), task, out.steps(), meta)
+    yield finish(origin, tid or numbered_id(origin), task, out.steps(), meta)
     for w in warnings:
         yield warning(origin.source, origin.line, w)
 
@@ -139,7 +150,7 @@ def _join_chunks(chunks: list, path: Path) -> tuple[dict, list]:
                     loc = f"choices[{c}].delta.tool_calls[{j}]"
                     expect(tc, dict, loc)
                     i = tc.get("index")
-                    if i is not None and i.__class__ is not int:
+                    if i is not None and (not isinstance(i, int) or isinstance(i, bool)):
                         raise BadRecord(f"{loc}.index", f"expected an integer, got {describe(i)}")
                     fn = expect(tc.get("function"), dict, f"{loc}.function", optional=True) or {}
                     expect(fn.get("name"), str, f"{loc}.function.name", optional=True)
@@ -157,7 +168,10 @@ def _join_chunks(chunks: list, path: Path) -> tuple[dict, list]:
                 reasoning.append(d["reasoning_content"])
             for tc in tcs:
                 i = tc.get("index")
-                slot = calls.setdefault(len(calls) if i is None else i, {"id": None, "type": "function", "function": {"name": "", "arguments": ""}})
+                slot = calls.setdefault(
+                    len(calls) if i is None else i,
+                    {"id": None, "type": "function", "function": {"name": "", "arguments": ""}},
+                )
                 if tc.get("id"):
                     slot["id"] = tc["id"]
                 fn = tc.get("function") or {}
@@ -172,67 +186,60 @@ def _join_chunks(chunks: list, path: Path) -> tuple[dict, list]:
     return {"id": head.get("id"), "model": head.get("model"), "usage": usage, "messages": [msg]}, errors
 
 
-def convert(path: Path) -> Iterator:
-    source = str(path)
-    docs = documents(path)
-    first = next(docs, None)
-    if first is None:
-        return
-    line, value = first
-    if line is None:  # one JSON document
-        if isinstance(value, TraceError):
-            yield value
-        elif isinstance(value, list) and value and _messages_of(value[0]) is not None:
-            for j, rec in enumerate(value):
-                yield from guarded(Origin(NAME, source, None, j), _one, rec, Origin(NAME, source, None, j), j)
-        else:
-            yield from guarded(Origin(NAME, source), _one, value, Origin(NAME, source), 0)
-        return
-    if isinstance(value, dict) and (_is_message(value) or value.get("object") == "chat.completion.chunk"):
-        yield from _per_message_file(path, first, docs)
-        return
-    for index, (line, value) in enumerate(itertools.chain([first], docs)):
-        origin = Origin(NAME, source, line)
-        yield from (value,) if isinstance(value, TraceError) else guarded(origin, _one, value, origin, index)
+@documents_only
+def _split(value: Any, origin: Origin) -> list | None:
+    """A JSON list of records (conversations) is its records; a list of messages is one conversation."""
+    if isinstance(value, list) and value and _messages_of(value[0]) is not None:
+        return elements(value, origin)
+    return None
 
 
-def _per_message_file(path: Path, first, rest) -> Iterator:
-    """JSONL whose lines are messages or chunks: the file is one conversation."""
-    msgs: list = []
-    chunks: list = []
-    for line, value in itertools.chain([first], rest):
-        if isinstance(value, TraceError):
-            yield value
-            continue
+class _Lines(RecordsOrSession):
+    """Records one by one; JSONL whose first line is a message or a streaming chunk is one conversation (the chunks
+    of one completion id joined into one message)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.msgs: list = []
+        self.chunks: list = []
+
+    def starts_session(self, first: Any) -> bool:
+        return isinstance(first, dict) and (_is_message(first) or first.get("object") == "chat.completion.chunk")
+
+    def take(self, value: Any, origin: Origin) -> list:
+        done: list = []
         if isinstance(value, dict) and value.get("object") == "chat.completion.chunk":
-            if chunks and chunks[-1][1].get("id") != value.get("id"):
-                joined, errs = _join_chunks(chunks, path)
-                yield from errs
-                msgs.extend(joined["messages"])
-                chunks = []
-            chunks.append((line, value))
-            continue
-        if chunks:
-            joined, errs = _join_chunks(chunks, path)
-            yield from errs
-            msgs.extend(joined["messages"])
-            chunks = []
+            if self.chunks and self.chunks[-1][1].get("id") != value.get("id"):
+                done = self._joined()
+            self.chunks.append((origin.line, value))
+            return done
+        if self.chunks:
+            done = self._joined()
         if not isinstance(value, dict):
-            yield TraceError(str(path), line, None, "expected a message object")
-            continue
-        msgs.append(value)
-    if chunks:
-        joined, errs = _join_chunks(chunks, path)
-        yield from errs
-        msgs.extend(joined["messages"])
-    origin = Origin(NAME, str(path))
-    yield from guarded(origin, _one, {"messages": msgs, "id": stable_id(path.name, "conversation")}, origin, 0)
+            return [*done, TraceError(self.source, origin.line, None, "expected a message object")]
+        self.msgs.append(value)
+        return done
+
+    def _joined(self) -> list:
+        """The chunks so far as one message of the conversation; the located errors of those left out."""
+        message, errors = _join_chunks(self.chunks, Path(self.source))
+        self.msgs.extend(message["messages"])
+        self.chunks = []
+        return errors
+
+    def made(self) -> Iterator:
+        yield from self._joined() if self.chunks else ()
+        yield Unit(Origin(NAME, self.source), {"messages": self.msgs,
+                                               "id": stable_id(Path(self.source).name, "conversation")})
 
 
 CONVERTER = Converter(
     name=NAME,
     description="OpenAI Chat Completions messages (tool_calls, tool results, legacy function_call, streaming chunks)",
-    shapes='JSON list of messages; {"messages": [...]}; JSONL of those; JSONL of messages or chat.completion.chunk lines',
+    shapes='JSON list of messages; {"messages": [...]}; JSONL of those; JSONL of messages or chat.completion.chunk '
+           'lines',
     detect=detect,
-    convert=convert,
+    one=one,
+    split=_split,
+    gather=_Lines,
 )

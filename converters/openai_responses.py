@@ -23,36 +23,48 @@ them, is the user's prompt step).
 """
 from __future__ import annotations
 
-import itertools
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-from ls_trajeval.core.trace import TraceError, describe
+from ls_trajeval.core.trace import describe
 
-from .base import Converter, Sample
-from .support.chat import call_id, content_text
-from .support.errors import BadRecord, expect, guarded, warning
-from .support.files import Origin, documents
-from .support.steps import StepList, compact, finish, render_args, stable_id, step, text
+from .base import Converter, Sample, Unit
+from .support.chat import RecordsOrSession, call_id, content_text, record_meta
+from .support.errors import BadRecord, expect, warning
+from .support.files import Origin, documents_only, elements
+from .support.steps import StepList, compact, finish, numbered_id, render_args, stable_id, step, text
 
 NAME = "openai_responses"
 
 CALLS = {"function_call": "name", "custom_tool_call": "name", "local_shell_call": None, "mcp_call": "name"}
-OUTPUTS = {"function_call_output", "custom_tool_call_output", "local_shell_call_output", "computer_call_output", "mcp_call_output"}
+OUTPUTS = {
+    "function_call_output",
+    "custom_tool_call_output",
+    "local_shell_call_output",
+    "computer_call_output",
+    "mcp_call_output",
+}
 ITEM_TYPES = {"message", "reasoning", *CALLS, *OUTPUTS}
 ROLLOUT = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
 PART_TEXT = ("text", "refusal")
 #: how context Codex injects as a user message begins (not the user's words)
-INJECTED = ("# AGENTS.md instructions", "<environment_context>", "<user_instructions>", "<permissions instructions>", "<INSTRUCTIONS>")
+INJECTED = (
+    "# AGENTS.md instructions",
+    "<environment_context>",
+    "<user_instructions>",
+    "<permissions instructions>",
+    "<INSTRUCTIONS>",
+)
 #: the heading after which Codex's IDE extension writes the user's own request (files mentioned come first)
 IDE_REQUEST = "## My request for Codex:"
 
 
 def _kind(x: Any) -> str | None:
     """``x["type"]`` when ``x`` is an object whose type is a string (else None: no known kind)."""
-    t = x.get("type") if x.__class__ is dict else None
-    return t if t.__class__ is str else None
+    t = x.get("type") if isinstance(x, dict) else None
+    return t if isinstance(t, str) else None
 
 
 def _is_item(x: Any) -> bool:
@@ -63,17 +75,37 @@ def _score(rec: Any) -> float:
     if isinstance(rec, dict):
         if _kind(rec) in ROLLOUT and "payload" in rec:
             return 0.95
-        if rec.get("object") == "response" or isinstance(rec.get("output"), list) and any(_is_item(i) for i in rec["output"][:5]):
+        if (
+            rec.get("object") == "response"
+            or isinstance(rec.get("output"), list)
+            and any(_is_item(i) for i in rec["output"][:5])
+        ):
             return 0.9
         if isinstance(rec.get("input"), list) and any(_is_item(i) for i in rec["input"][:10]):
             return 0.85
         if _is_item(rec) and rec["type"] != "message":
             return 0.8  # legacy rollout: items as lines
-        if rec.get("type") == "message" and isinstance(rec.get("content"), list) and any(isinstance(p, dict) and p.get("type") in ("input_text", "output_text") for p in rec["content"]):
+        if (
+            rec.get("type") == "message"
+            and isinstance(rec.get("content"), list)
+            and any(isinstance(p, dict) and p.get("type") in ("input_text", "output_text") for p in rec["content"])
+        ):
             return 0.8
         if "instructions" in rec and "timestamp" in rec and "id" in rec and len(rec) <= 6:
             return 0.6  # legacy rollout header line
-    if isinstance(rec, list) and rec and all(isinstance(i, dict) for i in rec[:5]) and any(_is_item(i) and i["type"] != "message" or i.get("type") == "message" and isinstance(i.get("content"), list) and any(isinstance(p, dict) and p.get("type") in ("input_text", "output_text") for p in i["content"]) for i in rec[:20]):
+    if (
+        isinstance(rec, list)
+        and rec
+        and all(isinstance(i, dict) for i in rec[:5])
+        and any(
+            _is_item(i)
+            and i["type"] != "message"
+            or i.get("type") == "message"
+            and isinstance(i.get("content"), list)
+            and any(isinstance(p, dict) and p.get("type") in ("input_text", "output_text") for p in i["content"])
+            for i in rec[:20]
+        )
+    ):
         return 0.85
     return 0.0
 
@@ -114,7 +146,7 @@ class _Builder:
     def item(self, it: Any, where: str, **meta: Any) -> None:
         expect(it, dict, where)
         t = it.get("type")
-        if t is not None and t.__class__ is not str:
+        if t is not None and not isinstance(t, str):
             raise BadRecord(f"{where}.type", f"expected a string, got {describe(t)}")
         if t is None and "role" in it:
             t = "message"  # EasyInputMessage: {"role", "content"}
@@ -123,7 +155,9 @@ class _Builder:
             role = it.get("role")
             content = it.get("content")
             if content is not None and not isinstance(content, (str, list)):
-                raise BadRecord(f"{where}.content", f"expected a string or a list of parts, got {type(content).__name__}")
+                raise BadRecord(
+                    f"{where}.content", f"expected a string or a list of parts, got {type(content).__name__}"
+                )
             body = content_text(content, PART_TEXT)
             if role in ("system", "developer"):
                 self.out.add(step("system", body, None, {"role": role, "item_id": ident, **meta}))
@@ -157,8 +191,21 @@ class _Builder:
                     raise BadRecord(f"{where}.name", "missing")
                 args = it.get("arguments", it.get("input"))
             cid = call_id(it.get("call_id") or ident)
-            self.out.call(cid, step("action", text(name), render_args(args),
-                                    {"item_id": ident, "item_type": t if t != "function_call" else None, "status": it.get("status"), **meta, "tool_call_id": cid}))
+            self.out.call(
+                cid,
+                step(
+                    "action",
+                    text(name),
+                    render_args(args),
+                    {
+                        "item_id": ident,
+                        "item_type": t if t != "function_call" else None,
+                        "status": it.get("status"),
+                        **meta,
+                        "tool_call_id": cid,
+                    },
+                ),
+            )
         elif t in OUTPUTS:
             output = it.get("output")
             is_err = False
@@ -173,15 +220,21 @@ class _Builder:
             self.ghost_snapshots += 1
         elif t == "web_search_call":
             action = it.get("action")
-            query = action.get("query") if action.__class__ is dict and action.get("type", "search") == "search" else None
-            self.out.add(step("action", "web_search", query if query.__class__ is str else render_args(action),
+            query = (
+                action.get("query") if isinstance(action, dict) and action.get("type", "search") == "search" else None
+            )
+            self.out.add(step("action", "web_search", query if isinstance(query, str) else render_args(action),
                               {"item_id": ident, "item_type": t, "status": it.get("status"),
-                               "search_action": action.get("type") if action.__class__ is dict else None, **meta}))
+                               "search_action": action.get("type") if isinstance(action, dict) else None, **meta}))
         else:
             self.out.add(step("other", compact(it), None, {"item_type": t, "item_id": ident, **meta}))
 
 
-def _one(rec: Any, origin: Origin, index: int) -> Iterator:
+def one(rec: Any, origin: Origin) -> Iterator:
+    """A Response object, ``{"input", "output"}`` or a list of items; or a Codex rollout gathered by :class:`_Lines`."""
+    if isinstance(rec, _Rollout):
+        yield from rec.traces(origin)
+        return
     b = _Builder()
     meta: dict = {}
     tid = None
@@ -201,31 +254,34 @@ def _one(rec: Any, origin: Origin, index: int) -> Iterator:
         if not items:
             raise BadRecord("output", "missing: expected a Response object or {\"input\"/\"output\": [items]}")
         tid = rec.get("trace_id") or rec.get("id")
-        for k in ("model", "usage", "status", "created_at", "metadata"):
-            if rec.get(k) is not None:
-                meta[k if k != "metadata" else "record_metadata"] = rec[k]
+        meta = record_meta(rec, ("model", "usage", "status", "created_at", "metadata"))
     for k, lst in items:
         for j, it in enumerate(lst):
             b.item(it, f"{k}[{j}]")
-    yield finish(origin, text(tid) if tid else stable_id(Path(origin.source).name, index), b.task or "", b.out.steps(), meta)
+    yield finish(origin, text(tid) if tid else numbered_id(origin), b.task or "", b.out.steps(), meta)
 
 
-def _rollout(path: Path, first: tuple, rest: Iterator) -> Iterator:
-    b = _Builder()
-    meta: dict = {"variant": "codex_rollout"}
-    events: Counter = Counter()
-    models: list = []
-    tid = None
+class _Rollout:
+    """A Codex rollout, line by line: one trace per file."""
 
-    def take(line: int, rec: Any) -> None:
-        nonlocal tid
+    def __init__(self, first_line: int | None) -> None:
+        self.b = _Builder()
+        self.meta: dict = {"variant": "codex_rollout"}
+        self.events: Counter = Counter()
+        self.models: list = []
+        self.tid: Any = None
+        self.first_line = first_line
+
+    def take(self, rec: Any, line: int | None) -> None:
+        """One line of the rollout (a bad one is its own located error; the rollout goes on)."""
+        b, meta, events = self.b, self.meta, self.events
         expect(rec, dict, "(line)")
         kind = rec.get("type")
         payload = rec.get("payload") if "payload" in rec else rec
         lmeta = {"source_line": line, "timestamp": rec.get("timestamp")}
         if kind == "session_meta":
             expect(payload, dict, "payload")
-            tid = payload.get("id") or tid
+            self.tid = payload.get("id") or self.tid
             for k in ("cwd", "cli_version", "originator", "source", "git", "timestamp", "model_provider"):
                 if payload.get(k) is not None:
                     meta[k if k != "timestamp" else "started_at"] = payload[k]
@@ -235,8 +291,8 @@ def _rollout(path: Path, first: tuple, rest: Iterator) -> Iterator:
             b.item(payload, "payload", **lmeta)
         elif kind == "turn_context":
             m = payload.get("model") if isinstance(payload, dict) else None
-            if m and m not in models:
-                models.append(m)
+            if m and m not in self.models:
+                self.models.append(m)
         elif kind == "event_msg":
             et = payload.get("type") if isinstance(payload, dict) else None
             events[str(et)] += 1
@@ -249,60 +305,70 @@ def _rollout(path: Path, first: tuple, rest: Iterator) -> Iterator:
                            {"role": "compacted", **lmeta}))
         elif "payload" not in rec and (_is_item(rec) or rec.get("type") == "message"):
             b.item(rec, "(line)", **lmeta)  # legacy rollout: items directly
-        elif "instructions" in rec and "id" in rec and line == first[0]:
-            tid = rec.get("id")
+        elif "instructions" in rec and "id" in rec and line == self.first_line:
+            self.tid = rec.get("id")
             if rec.get("instructions"):
                 b.out.add(step("system", text(rec["instructions"]), None, {"role": "instructions", **lmeta}))
         else:
             events[f"unknown:{kind}"] += 1
             b.out.add(step("other", compact(rec), None, {**lmeta}))
 
-    for line, rec in itertools.chain([first], rest):
-        if isinstance(rec, TraceError):
-            yield rec
-        else:  # one bad line is its own located error; the rollout goes on
-            yield from guarded(Origin(NAME, str(path), line), take, line, rec)
-    if models:
-        meta["models"] = models
-    if events:
-        meta["event_msg_counts"] = dict(events)
-    if b.ghost_snapshots:
-        meta["ghost_snapshots"] = b.ghost_snapshots
-    origin = Origin(NAME, str(path))
-    yield from guarded(origin, lambda: [finish(origin, text(tid) if tid else stable_id(path.name, 0), b.task or "", b.out.steps(), meta)])
-    unknown = sum(v for k, v in events.items() if k.startswith("unknown:"))
-    if unknown:
-        yield warning(str(path), None, f"{unknown} rollout line(s) of unknown kind kept as 'other' steps")
+    def traces(self, origin: Origin) -> Iterator:
+        meta, events = self.meta, self.events
+        if self.models:
+            meta["models"] = self.models
+        if events:
+            meta["event_msg_counts"] = dict(events)
+        if self.b.ghost_snapshots:
+            meta["ghost_snapshots"] = self.b.ghost_snapshots
+        tid = self.tid
+        yield finish(origin, text(tid) if tid else stable_id(origin.file_name, 0), self.b.task or "",
+                     self.b.out.steps(), meta)
 
 
-def convert(path: Path) -> Iterator:
-    source = str(path)
-    docs = documents(path)
-    first = next(docs, None)
-    if first is None:
-        return
-    line, value = first
-    if line is None:
-        if isinstance(value, TraceError):
-            yield value
-        elif isinstance(value, list) and value and isinstance(value[0], dict) and ("output" in value[0] or "input" in value[0]) and "type" not in value[0]:
-            for j, rec in enumerate(value):
-                yield from guarded(Origin(NAME, source, None, j), _one, rec, Origin(NAME, source, None, j), j)
-        else:
-            yield from guarded(Origin(NAME, source), _one, value, Origin(NAME, source), 0)
-        return
-    if isinstance(value, dict) and (_kind(value) in ROLLOUT or _is_item(value) or "instructions" in value and "payload" not in value and "output" not in value):
-        yield from _rollout(path, first, docs)
-        return
-    for index, (line, value) in enumerate(itertools.chain([first], docs)):
-        origin = Origin(NAME, source, line)
-        yield from (value,) if isinstance(value, TraceError) else guarded(origin, _one, value, origin, index)
+class _Lines(RecordsOrSession):
+    """Records one by one; JSONL whose first line is a rollout's is one trace."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.rollout: _Rollout | None = None
+
+    def starts_session(self, first: Any) -> bool:
+        return isinstance(first, dict) and (
+            _kind(first) in ROLLOUT or _is_item(first) or "instructions" in first and "payload" not in first
+            and "output" not in first)
+
+    def take(self, rec: Any, origin: Origin) -> None:
+        if self.rollout is None:
+            self.rollout = _Rollout(origin.line)
+        self.rollout.take(rec, origin.line)
+
+    def made(self) -> Iterator:
+        rollout = self.rollout  # made by the first line's take
+        if rollout is None:
+            return
+        yield Unit(Origin(NAME, self.source), rollout)
+        unknown = sum(v for k, v in rollout.events.items() if k.startswith("unknown:"))
+        if unknown:
+            yield warning(self.source, None, f"{unknown} rollout line(s) of unknown kind kept as 'other' steps")
+
+
+@documents_only
+def _split(value: Any, origin: Origin) -> list | None:
+    """A JSON list of records is its records (a list of items is one record)."""
+    if isinstance(value, list) and value and isinstance(value[0], dict) and (
+            "output" in value[0] or "input" in value[0]) and "type" not in value[0]:
+        return elements(value, origin)
+    return None
 
 
 CONVERTER = Converter(
     name=NAME,
     description="OpenAI Responses API items (message, reasoning, function_call/_output) and Codex CLI rollouts",
-    shapes='Response objects {"output": [items]}; {"input", "output"}; list of items; JSONL of those; Codex rollout JSONL (session_meta/response_item/event_msg/turn_context)',
+    shapes='Response objects {"output": [items]}; {"input", "output"}; list of items; JSONL of those; Codex rollout '
+           'JSONL (session_meta/response_item/event_msg/turn_context)',
     detect=detect,
-    convert=convert,
+    one=one,
+    split=_split,
+    gather=_Lines,
 )

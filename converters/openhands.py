@@ -14,7 +14,9 @@ Events: an action has ``action`` and ``args``, an observation ``observation``, `
 ``cause`` (the id of the action it answers). An agent action is a thought (``args.thought``) and
 the tool call itself: the function the model called and its arguments, read from
 ``tool_call_metadata.model_response`` when it is there (``args`` otherwise, without OpenHands'
-bookkeeping fields); its observation follows it (``error`` observations are errors). An
+bookkeeping fields); its observation follows it (``error`` observations are errors, and so is the output of a
+command that exited non-zero: ``exit_code`` of the event or of its ``extras``, -1 being OpenHands' "no exit code
+yet" for a command left running). An
 ``error`` observation without a ``cause`` reports a call that never became an action (arguments
 the tool refused): it stays in place, marked unpaired. ``message`` actions are messages (the
 first user one is the task), the ``system`` action is the system prompt. Agent-state changes, the
@@ -25,14 +27,12 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Any, Iterator
-
-from ls_trajeval.core.trace import TraceError
+from typing import Any
 
 from .base import Converter, Sample
 from .support.chat import call_id, value_text
-from .support.errors import BadRecord, expect, guarded
-from .support.files import Origin, documents
+from .support.errors import BadRecord, expect
+from .support.files import Origin, documents_only, elements
 from .support.steps import StepList, default_id, finish, render_args, step, step_metadata, text
 
 NAME = "openhands"
@@ -50,13 +50,13 @@ NOT_ARGS = {"thought", "action", "keep_prompt", "is_confirmed", "confirmation_st
 # ---------------------------------------------------------------- detection
 
 def _is_event(e: Any) -> bool:
-    return e.__class__ is dict and (e.get("action").__class__ is str or e.get("observation").__class__ is str)
+    return isinstance(e, dict) and (isinstance(e.get("action"), str) or isinstance(e.get("observation"), str))
 
 
 def _history_of(rec: Any) -> list | None:
-    if rec.__class__ is list:
+    if isinstance(rec, list):
         return rec
-    if rec.__class__ is dict and isinstance(rec.get("history"), list):
+    if isinstance(rec, dict) and isinstance(rec.get("history"), list):
         return rec["history"]
     return None
 
@@ -65,18 +65,23 @@ def _score(rec: Any) -> float:
     h = _history_of(rec)
     if not h:
         return 0.0
-    head = [x for e in h[:20] for x in (e if e.__class__ is list else [e])]
+    head = [x for e in h[:20] for x in (e if isinstance(e, list) else [e])]
     if not all(_is_event(e) for e in head):
         return 0.0
-    if rec.__class__ is list:  # a bare event list: the stream's own fields
+    if isinstance(rec, list):  # a bare event list: the stream's own fields
         return 0.95 if all(e.get("source") in SOURCES and "id" in e for e in head) else 0.0
     return 0.95 if any(k in rec for k in ("instance_id", "issue", "instruction", "test_result")) else 0.6
 
 
 #: the start of an evaluation or resolver line too long for the detectors' sample to hold whole
-_LONG_RECORD = re.compile(r'^\s*\{.*"(instance_id|issue)":.*"history":\s*\[\s*\[?\s*\{\s*"(id|action|observation|content|command|source)":', re.S)
+_LONG_RECORD = re.compile(
+    r'^\s*\{.*"(instance_id|issue)":.*"history":\s*\[\s*\[?\s*\{\s*"(id|action|observation|content|command|source)":',
+    re.S,
+)
 #: the start of a trajectory export too big to be read whole for detection
-_BIG_EVENTS = re.compile(r'^\s*\[\s*\{\s*"id":\s*"?\d+"?,\s*"timestamp":\s*"[^"]*",\s*"source":\s*"(agent|user|environment)"')
+_BIG_EVENTS = re.compile(
+    r'^\s*\[\s*\{\s*"id":\s*"?\d+"?,\s*"timestamp":\s*"[^"]*",\s*"source":\s*"(agent|user|environment)"'
+)
 
 
 def detect(sample: Sample) -> float:
@@ -93,7 +98,7 @@ def _model_call(tcm: dict) -> tuple[str | None, Any]:
     """(function name, arguments) of the tool call the event came from, as the model wrote it."""
     cid = tcm.get("tool_call_id")
     resp = tcm.get("model_response")
-    if resp.__class__ is dict and cid is not None:
+    if isinstance(resp, dict) and cid is not None:
         for choice in resp.get("choices") or []:
             msg = choice.get("message") if isinstance(choice, dict) else None
             for tc in (msg or {}).get("tool_calls") or []:
@@ -106,7 +111,7 @@ def _model_call(tcm: dict) -> tuple[str | None, Any]:
 def _args_of(e: dict) -> dict:
     """The call's own arguments: ``args`` (or, in 2024 entries, the entry itself) without bookkeeping."""
     args = e.get("args") if "args" in e else e
-    if args.__class__ is not dict:
+    if not isinstance(args, dict):
         return {}
     return {k: v for k, v in args.items() if k not in NOT_ARGS and v is not None}
 
@@ -116,7 +121,7 @@ class _History:
         self.out = StepList()
         self.task: str | None = None
         self.skipped: Counter = Counter()
-        self.ids = any(e.__class__ is dict and "id" in e for e in events)
+        self.ids = any(isinstance(e, dict) and "id" in e for e in events)
         self.pending: str | None = None  # the last action (2024 entries pair by position)
         self.messages = 0
 
@@ -151,8 +156,15 @@ class _History:
         name, raw = _model_call(tcm) if tcm else (None, None)
         key = str(e["id"]) if e.get("id") is not None else f"#{i}"
         cid = call_id(tcm.get("tool_call_id"))
-        self.out.call(key, step("action", name or text(kind), render_args(raw) if raw is not None else render_args(_args_of(e) or None),
-                                {**meta, "tool_call_id": cid, "openhands_action": kind if name else None}))
+        self.out.call(
+            key,
+            step(
+                "action",
+                name or text(kind),
+                render_args(raw) if raw is not None else render_args(_args_of(e) or None),
+                {**meta, "tool_call_id": cid, "openhands_action": kind if name else None},
+            ),
+        )
         self.pending = key
 
     def observation(self, e: dict, i: int, w: str) -> None:
@@ -161,16 +173,25 @@ class _History:
             self.skipped[kind] += 1
             return
         extras = expect(e.get("extras"), dict, f"{w}.extras", optional=True) or {}
-        run_meta = extras.get("metadata") if isinstance(extras.get("metadata"), dict) else {}
-        tcm = e.get("tool_call_metadata") if isinstance(e.get("tool_call_metadata"), dict) else {}
-        exit_code = e.get("exit_code", run_meta.get("exit_code"))
-        meta = {"role": e.get("source"), "event_id": e.get("id"), "timestamp": e.get("timestamp"),
-                "history_index": None if self.ids else i, "tool_call_id": call_id(tcm.get("tool_call_id")),
-                "tool_name": tcm.get("function_name") or (kind if kind != "error" else None), "cause": e.get("cause"), "exit_code": exit_code,
-                "success": e.get("success")}
+        got = extras.get("metadata")
+        run_meta = got if isinstance(got, dict) else {}
+        got = e.get("tool_call_metadata")
+        tcm = got if isinstance(got, dict) else {}
+        exit_code = e.get("exit_code", run_meta.get("exit_code", extras.get("exit_code")))
+        meta = {
+            "role": e.get("source"),
+            "event_id": e.get("id"),
+            "timestamp": e.get("timestamp"),
+            "history_index": None if self.ids else i,
+            "tool_call_id": call_id(tcm.get("tool_call_id")),
+            "tool_name": tcm.get("function_name") or (kind if kind != "error" else None),
+            "cause": e.get("cause"),
+            "exit_code": exit_code,
+            "success": e.get("success"),
+        }
         # a command with no output shows OpenHands' own line for it ("Command `…` executed with exit code 0.")
         body = value_text(e.get("content")) or text(e.get("message"))
-        s = step("error" if kind == "error" else "observation", body, None, meta)
+        s = step("error" if kind == "error" or _failed(exit_code) else "observation", body, None, meta)
         cause = e.get("cause")
         if cause is not None:
             self.out.result(str(cause), s)
@@ -182,16 +203,21 @@ class _History:
             self.out.add(s)
 
 
+def _failed(exit_code: Any) -> bool:
+    """A command that exited non-zero; -1 is OpenHands' "no exit code yet" (a server left running, a timeout)."""
+    return isinstance(exit_code, int) and not isinstance(exit_code, bool) and exit_code not in (0, -1)
+
+
 def _steps(history: list, where: str) -> _History:
     h = _History(history)
     flat = []
     for i, e in enumerate(history):
-        if e.__class__ is list:  # [action, observation] pairs
+        if isinstance(e, list):  # [action, observation] pairs
             flat += [(i, f"{where}[{i}][{k}]", x) for k, x in enumerate(e)]
         else:
             flat.append((i, f"{where}[{i}]", e))
     for i, w, e in flat:
-        if e.__class__ is not dict:
+        if not isinstance(e, dict):
             expect(e, dict, w)
         if "action" in e:
             h.action(e, i, w)
@@ -215,9 +241,15 @@ def _record_meta(rec: dict) -> tuple[Any, dict]:
             tid = f"{issue.get('owner')}/{issue.get('repo')}#{issue.get('number')}"
     run = rec.get("metadata")
     if isinstance(run, dict):
-        llm = run.get("llm_config") if isinstance(run.get("llm_config"), dict) else {}
+        llm = run.get("llm_config")
+        if not isinstance(llm, dict):
+            llm = {}
         meta["model"] = llm.get("model")
-        meta["run"] = {k: v for k, v in run.items() if k not in ("llm_config", "agent_config", "condenser_config") and v is not None}
+        meta["run"] = {
+            k: v
+            for k, v in run.items()
+            if k not in ("llm_config", "agent_config", "condenser_config") and v is not None
+        }
     for k in ("instance_id", "issue_type", "base_commit", "success", "comment_success", "result_explanation", "error"):
         if rec.get(k) is not None:
             meta[k] = rec[k]
@@ -236,14 +268,14 @@ def _record_meta(rec: dict) -> tuple[Any, dict]:
     return tid, meta
 
 
-def _one(rec: Any, origin: Origin) -> list:
+def one(rec: Any, origin: Origin) -> list:
     history = _history_of(rec)
     if history is None:
         if isinstance(rec, dict) and "history" in rec:
             expect(rec["history"], list, "history")
         raise BadRecord("history", "missing: expected a list of OpenHands events or a record with \"history\"")
-    h = _steps(history, "history" if rec.__class__ is dict else "")
-    tid, meta = _record_meta(rec) if rec.__class__ is dict else (None, {})
+    h = _steps(history, "history" if isinstance(rec, dict) else "")
+    tid, meta = _record_meta(rec) if isinstance(rec, dict) else (None, {})
     if h.skipped:
         meta["events_not_steps"] = dict(h.skipped)
     task = h.task
@@ -254,18 +286,12 @@ def _one(rec: Any, origin: Origin) -> list:
     return [finish(origin, tid, task, h.out.steps(), meta, field="history")]
 
 
-def convert(path) -> Iterator:
-    source = str(path)
-    for line, doc in documents(path):
-        if doc.__class__ is TraceError:
-            yield doc
-            continue
-        if line is None and doc.__class__ is list and doc and not _is_event(doc[0]) and all(isinstance(r, dict) for r in doc):
-            recs = [(Origin(NAME, source, None, k), r) for k, r in enumerate(doc)]  # a JSON list of records
-        else:
-            recs = [(Origin(NAME, source, line), doc)]  # an event list (one trace), or one record
-        for origin, rec in recs:
-            yield from guarded(origin, _one, rec, origin)
+@documents_only
+def _split(doc: Any, origin: Origin) -> list | None:
+    """A JSON list of records is its records; a list of events is one trace."""
+    if isinstance(doc, list) and doc and not _is_event(doc[0]) and all(isinstance(r, dict) for r in doc):
+        return elements(doc, origin)
+    return None
 
 
 CONVERTER = Converter(
@@ -274,5 +300,6 @@ CONVERTER = Converter(
     shapes="JSON list of events {id, source, action|observation, args|content, cause, tool_call_metadata}; "
            "JSONL of {instance_id | issue, instruction, history, ...}",
     detect=detect,
-    convert=convert,
+    one=one,
+    split=_split,
 )

@@ -18,18 +18,31 @@ indices.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
+from ls_trajeval.core.jsonfiles import load_located
 from ls_trajeval.core.trace import TraceError, describe
 
 from .base import Converter, Sample
 from .support.chat import task_from_input, value_text
-from .support.errors import BadRecord, guarded, warning
-from .support.files import Origin, documents, load_json, maybe_json, sample_objects
+from .support.errors import BadRecord, warning
+from .support.files import Origin, elements, maybe_json, sample_objects
 from .support.steps import default_id, dumps, finish, step
 from .support.times import time_key
-from .support.trees import (SpansByTrace, ToolEvent, assemble, flat_attrs, indexed, llm_event_from_messages, nest, otlp_requests,
-                            otlp_span_keys, otlp_spans, tree_id, tree_order)
+from .support.trees import (
+    SpansByTrace,
+    ToolEvent,
+    assemble,
+    flat_attrs,
+    indexed,
+    llm_event_from_messages,
+    nest,
+    otlp_requests,
+    otlp_span_keys,
+    otlp_spans,
+    tree_id,
+    tree_order,
+)
 
 NAME = "openinference"
 _KIND = "openinference.span.kind"
@@ -42,7 +55,11 @@ def _is_phoenix_span(o: Any) -> bool:
 
 
 def _is_df_span(o: Any) -> bool:
-    return isinstance(o, dict) and "context.span_id" in o and any(k.startswith("attributes.") or k == "span_kind" for k in o)
+    return (
+        isinstance(o, dict)
+        and "context.span_id" in o
+        and any(k.startswith("attributes.") or k == "span_kind" for k in o)
+    )
 
 
 def _is_trail(o: Any) -> bool:
@@ -92,7 +109,7 @@ def _status(code: Any) -> str:
 
 def _phoenix(o: dict, where: str) -> dict:
     if _is_df_span(o):
-        attrs = {k[len("attributes."):]: v for k, v in o.items() if k.startswith("attributes.")}
+        attrs: Any = {k[len("attributes."):]: v for k, v in o.items() if k.startswith("attributes.")}
         ctx = {"trace_id": o.get("context.trace_id"), "span_id": o.get("context.span_id")}
     else:
         attrs = o.get("attributes")
@@ -111,8 +128,12 @@ def _phoenix(o: dict, where: str) -> dict:
     events = []
     for ev in o.get("events") or []:
         if isinstance(ev, dict):
-            events.append({"name": ev.get("name"),
-                           "attrs": flat_attrs(ev.get("attributes") or {}) if isinstance(ev.get("attributes"), dict) else {}})
+            events.append(
+                {
+                    "name": ev.get("name"),
+                    "attrs": flat_attrs(ev.get("attributes") or {}) if isinstance(ev.get("attributes"), dict) else {},
+                }
+            )
     return {"trace_id": tree_id(ctx.get("trace_id"), f"{where}context.trace_id"),
             "span_id": tree_id(ctx.get("span_id"), f"{where}context.span_id"),
             "parent_id": tree_id(o.get("parent_id") or o.get("parent_span_id"), f"{where}parent_id"),
@@ -137,13 +158,22 @@ def _trail(spans: list, where: str, out: list, parent: Any = None, trace_id: Any
         events = []
         for ev in sp.get("events") or []:
             if isinstance(ev, dict):
-                events.append({"name": ev.get("Name", ev.get("name")), "attrs": ev.get("Attributes", ev.get("attributes")) or {}})
+                events.append(
+                    {"name": ev.get("Name", ev.get("name")), "attrs": ev.get("Attributes", ev.get("attributes")) or {}}
+                )
         sid = tree_id(sp.get("span_id"), f"{w}.span_id")
-        node = {"trace_id": tree_id(sp.get("trace_id", trace_id), f"{w}.trace_id"), "span_id": sid if sid is not None else w,
-                "parent_id": tree_id(sp.get("parent_span_id"), f"{w}.parent_span_id") or parent, "name": sp.get("span_name", sp.get("name")),
-                "start": time_key(sp.get("timestamp", sp.get("start_time"))), "start_raw": sp.get("timestamp", sp.get("start_time")),
-                "attrs": flat_attrs(attrs), "events": events, "status_code": _status(sp.get("status_code")),
-                "status_message": sp.get("status_message") or None}
+        node = {
+            "trace_id": tree_id(sp.get("trace_id", trace_id), f"{w}.trace_id"),
+            "span_id": sid if sid is not None else w,
+            "parent_id": tree_id(sp.get("parent_span_id"), f"{w}.parent_span_id") or parent,
+            "name": sp.get("span_name", sp.get("name")),
+            "start": time_key(sp.get("timestamp", sp.get("start_time"))),
+            "start_raw": sp.get("timestamp", sp.get("start_time")),
+            "attrs": flat_attrs(attrs),
+            "events": events,
+            "status_code": _status(sp.get("status_code")),
+            "status_message": sp.get("status_message") or None,
+        }
         out.append(node)
         _trail(kids, f"{w}.child_spans", out, node["span_id"], trace_id)
 
@@ -245,7 +275,9 @@ def trace_steps(spans: list) -> tuple[list, str | None, dict]:
             continue
         if kind == "LLM":
             meta["model"] = a.get("llm.model_name")
-            usage = {k: a[f"llm.token_count.{k}"] for k in ("prompt", "completion", "total") if f"llm.token_count.{k}" in a}
+            usage = {
+                k: a[f"llm.token_count.{k}"] for k in ("prompt", "completion", "total") if f"llm.token_count.{k}" in a
+            }
             meta["usage"] = usage or None
             outs = _oi_messages(a, "llm.output_messages") or _value_messages(a.get("output.value"))
             ins = _oi_messages(a, "llm.input_messages")
@@ -304,9 +336,8 @@ def _labels_for(path: Path, rec: dict) -> dict | None:
     for cand in (f"{stem}.labels.json", f"{stem}_labels.json", f"{stem}.annotations.json"):
         p = path.with_name(cand)
         if p.is_file() and p != path:
-            try:
-                v = load_json(p)
-            except (OSError, ValueError, RecursionError):
+            v = load_located(p)
+            if isinstance(v, TraceError):
                 return {"labels_error": f"unreadable labels file {p.name}"}
             if isinstance(v, dict):
                 v = dict(v)
@@ -315,6 +346,14 @@ def _labels_for(path: Path, rec: dict) -> dict | None:
             if isinstance(v, list):
                 return {"errors": v, "labels_file": p.name}
     return None
+
+
+def one(rec: Any, origin: Origin) -> list:
+    """A trace's spans ``(trace id, spans)``, or a TRAIL record (its span tree and labels)."""
+    if isinstance(rec, tuple):
+        tid, spans = rec
+        return _build(tid, spans, origin)
+    return _trail_trace(rec, origin)
 
 
 def _build(tid: Any, spans: list, origin: Origin, labels: dict | None = None, extra: dict | None = None) -> list:
@@ -337,39 +376,40 @@ def _build(tid: Any, spans: list, origin: Origin, labels: dict | None = None, ex
     return [finish(origin, str(tid) if tid not in (None, "") else default_id(origin), task, steps, md)]
 
 
-def convert(path: Path) -> Iterator:
-    path = Path(path)
-    source = str(path)
-    groups = SpansByTrace()
+def _split(val: Any, origin: Origin) -> list | None:
+    """The span records of a document or line: an OTLP export's requests as ``(request, field prefix)``, a JSON
+    list's elements (Phoenix spans, ``{"spans": [...]}`` records, TRAIL records); a TRAIL labels file is a warning."""
+    reqs = otlp_requests(val)
+    if reqs:
+        return [(origin, (req, f"[{k}]." if isinstance(val, list) else "")) for k, req in enumerate(reqs)]
+    if _is_labels(val):
+        return [(origin, warning(origin.source, origin.line, "TRAIL labels file: no steps of its own; it is read with "
+                                                             "the trace it sits beside"))]
+    return elements(val, origin) if isinstance(val, list) else None
 
-    for line, val in documents(path):
-        if isinstance(val, TraceError):
-            yield val
-            continue
-        if otlp_requests(val):
-            origin = Origin(NAME, source, line)
-            for k, req in enumerate(otlp_requests(val)):
-                got: list = []
-                yield from guarded(origin, lambda: got.extend(otlp_spans(req, f"[{k}]." if isinstance(val, list) else "")))
-                groups.add(got, origin)
-            continue
-        if _is_labels(val):
-            yield warning(source, line, "TRAIL labels file: no steps of its own; it is read with the trace it sits beside")
-            continue
-        recs = val if isinstance(val, list) else [val]
-        for k, rec in enumerate(recs):
-            origin = Origin(NAME, source, line, k if isinstance(val, list) else None)
+
+class _Spans(SpansByTrace):
+    """Spans by trace; a TRAIL record (its spans a tree of their own) is converted as it comes."""
+
+    def add(self, rec: Any, origin: Origin) -> list:
+        if isinstance(rec, tuple):
+            req, prefix = rec
+            got: list = []
+            try:
+                got.extend(otlp_spans(req, prefix))
+            finally:  # the spans read before a bad one are kept, beside its error
+                self.take(got, origin)
+        elif _is_trail(rec) or (isinstance(rec, dict) and "spans" in rec and not isinstance(rec["spans"], list)):
+            return _trail_trace(rec, origin)
+        elif isinstance(rec, dict) and isinstance(rec.get("spans"), list):
             got = []
-            if _is_trail(rec) or (isinstance(rec, dict) and "spans" in rec and not isinstance(rec["spans"], list)):
-                yield from guarded(origin, _trail_trace, rec, origin, path)
-            elif isinstance(rec, dict) and isinstance(rec.get("spans"), list):
-                yield from guarded(origin, lambda: got.extend(_phoenix(s, f"spans[{i}].") for i, s in enumerate(rec["spans"])))
-                groups.add(got, origin)
-            else:
-                yield from guarded(origin, lambda: got.append(_phoenix(_span_object(rec), "")))
-                groups.add(got, origin)
-    for tid, spans, origin in groups:
-        yield from guarded(Origin(NAME, source, origin.line), _build, tid, spans, origin, field=f"trace {tid}")
+            try:
+                got.extend(_phoenix(s, f"spans[{i}].") for i, s in enumerate(rec["spans"]))
+            finally:
+                self.take(got, origin)
+        else:
+            self.take([_phoenix(_span_object(rec), "")], origin)
+        return []
 
 
 def _span_object(rec: Any) -> dict:
@@ -378,7 +418,7 @@ def _span_object(rec: Any) -> dict:
     return rec
 
 
-def _trail_trace(rec: dict, origin: Origin, path: Path) -> list:
+def _trail_trace(rec: dict, origin: Origin) -> list:
     """A TRAIL record: its span tree, with the labels it carries or a sidecar file beside it holds."""
     if not isinstance(rec.get("spans"), list):
         raise BadRecord("spans", f"expected a list of spans, got {describe(rec.get('spans'))}")
@@ -386,14 +426,17 @@ def _trail_trace(rec: dict, origin: Origin, path: Path) -> list:
     _trail(rec["spans"], "spans", spans, None, rec.get("trace_id"))
     tid = rec.get("trace_id") or next((s["trace_id"] for s in spans if s["trace_id"]), None)
     extra = {k: rec[k] for k in ("source", "benchmark", "task_id") if k in rec}
-    return _build(tid, spans, origin, _labels_for(path, rec), extra)
+    return _build(tid, spans, origin, _labels_for(Path(origin.source), rec), extra)
 
 
 CONVERTER = Converter(
     name=NAME,
-    description="OpenInference spans: Arize Phoenix exports, TRAIL span trees (child_spans), OTLP with openinference.span.kind",
-    shapes='Phoenix spans [{name, context: {trace_id, span_id}, parent_id, span_kind, attributes}] (JSON/JSONL), '
-           'TRAIL {"trace_id", "spans": [{span_id, span_attributes, child_spans}]}, or OTLP/JSON',
+    description="OpenInference spans: Arize Phoenix exports, TRAIL span trees (child_spans), OTLP with "
+                "openinference.span.kind",
+    shapes="Phoenix spans [{name, context: {trace_id, span_id}, parent_id, span_kind, attributes}] (JSON/JSONL), "
+    'TRAIL {"trace_id", "spans": [{span_id, span_attributes, child_spans}]}, or OTLP/JSON',
     detect=detect,
-    convert=convert,
+    one=one,
+    split=_split,
+    gather=_Spans,
 )

@@ -16,19 +16,31 @@ token usage and start time in its metadata.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
+from ls_trajeval.core.jsonfiles import is_jsonl
 from ls_trajeval.core.trace import TraceError, describe
 
 from .base import Converter, Sample
 from .support import files
 from .support.chat import task_from_input, value_text
-from .support.errors import BadRecord, guarded
-from .support.files import Origin, maybe_json, sample_objects
+from .support.errors import BadRecord
+from .support.files import Origin, maybe_json, records, sample_objects
 from .support.steps import default_id, dumps, finish, step
-from .support.trees import (SpansByTrace, ToolEvent, assemble, indexed, llm_event_from_messages, nest, otlp_requests, otlp_span_keys,
-                             otlp_spans, tree_order)
+from .support.trees import (
+    SpansByTrace,
+    ToolEvent,
+    assemble,
+    indexed,
+    llm_event_from_messages,
+    nest,
+    otlp_requests,
+    otlp_span_keys,
+    otlp_spans,
+    tree_order,
+)
 
 NAME = "otel_genai"
 _CHAT_OPS = {"chat", "text_completion", "generate_content", "completion", "responses"}
@@ -71,8 +83,11 @@ def _old_messages(attrs: dict, prefix: str) -> list:
     for g in indexed(attrs, prefix):
         m = nest(g)
         if "tool_calls" in m and isinstance(m["tool_calls"], list):
-            m["tool_calls"] = [{"id": tc.get("id"), "function": {"name": tc.get("name"), "arguments": tc.get("arguments")}}
-                               for tc in m["tool_calls"] if isinstance(tc, dict)]
+            m["tool_calls"] = [
+                {"id": tc.get("id"), "function": {"name": tc.get("name"), "arguments": tc.get("arguments")}}
+                for tc in m["tool_calls"]
+                if isinstance(tc, dict)
+            ]
         m.setdefault("role", "assistant" if prefix.endswith("completion") else "user")
         out.append(m)
     return out
@@ -111,7 +126,9 @@ def model_messages(sp: dict) -> tuple[list, list]:
     ins = maybe_json(a.get("gen_ai.input.messages"))
     outs = maybe_json(a.get("gen_ai.output.messages"))
     ins = ins if isinstance(ins, list) else ([{"role": "user", "content": ins}] if isinstance(ins, str) else [])
-    outs = outs if isinstance(outs, list) else ([{"role": "assistant", "content": outs}] if isinstance(outs, str) else [])
+    outs = (
+        outs if isinstance(outs, list) else ([{"role": "assistant", "content": outs}] if isinstance(outs, str) else [])
+    )
     if not ins:
         ins = _old_messages(a, "gen_ai.prompt")
     if not outs:
@@ -209,10 +226,17 @@ def trace_steps(spans: list) -> tuple[list, str | None, dict, dict]:
             out = a.get("gen_ai.tool.call.result")
             if failed and out is None:
                 out = _error_text(sp)
-            events.append(ToolEvent(str(a.get("gen_ai.tool.name") or sp["name"] or "tool"), a.get("gen_ai.tool.call.arguments"),
-                                    out, is_error=failed, call_id=str(a["gen_ai.tool.call.id"]) if a.get("gen_ai.tool.call.id") else None,
-                                    meta={k: v for k, v in meta.items() if k != "usage"} if usage is not None else meta,
-                                    has_output=has_out or failed))
+            events.append(
+                ToolEvent(
+                    str(a.get("gen_ai.tool.name") or sp["name"] or "tool"),
+                    a.get("gen_ai.tool.call.arguments"),
+                    out,
+                    is_error=failed,
+                    call_id=str(a["gen_ai.tool.call.id"]) if a.get("gen_ai.tool.call.id") else None,
+                    meta={k: v for k, v in meta.items() if k != "usage"} if usage is not None else meta,
+                    has_output=has_out or failed,
+                )
+            )
             continue
         ins, outs = model_messages(sp)
         if op in _CHAT_OPS or op is None or outs or ins:
@@ -226,14 +250,18 @@ def trace_steps(spans: list) -> tuple[list, str | None, dict, dict]:
             if failed:
                 events.append(step("error", _error_text(sp), None, dict(meta)))
             elif not outs:
-                events.append(step("other", dumps({k: v for k, v in a.items() if k.startswith("gen_ai.")}), None, dict(meta)))
+                events.append(
+                    step("other", dumps({k: v for k, v in a.items() if k.startswith("gen_ai.")}), None, dict(meta))
+                )
             continue
         events.append(step("error" if failed else "other", _error_text(sp) if failed else dumps(a), None, dict(meta)))
     info = {"span_count": len(spans), "skipped_spans": skipped or None, "genai_spans": genai}
     return assemble(events), task, info, ordered[0][0]
 
 
-def _build(tid: Any, spans: list, origin: Origin) -> list:
+def one(trace: tuple[Any, list], origin: Origin) -> list:
+    """One trace's spans ``(trace id, spans)`` to its trace."""
+    tid, spans = trace
     steps, task, info, root = trace_steps(spans)
     if not info["genai_spans"]:
         raise BadRecord(None, f"trace {tid} has no gen_ai spans")
@@ -255,59 +283,52 @@ def _big_export(path: Path) -> bool:
     return head.lstrip().startswith("{") and '"resourceSpans"' in head
 
 
-def _exports(path: Path) -> Iterator[tuple[int | None, int, Any]]:
-    """(line, index, export request or TraceError) of a file: JSONL lines, a JSON document's requests,
-    or, for a big single export, one resourceSpans entry at a time as its own request (ijson), so the
-    raw text and the parsed document are never held whole: only the compact spans."""
+def _read(path: Path, fmt: str) -> Iterator[tuple[Origin, Any]]:
+    """Each export request of a file, as ``(request, field prefix, index of its first entry)``: JSONL lines, a JSON
+    document's requests, or, for a big single export, one resourceSpans entry at a time as its own request
+    (ijson), so the raw text and the parsed document are never held whole: only the compact spans. A request's
+    errors are located at its line; its traces come from its line, or its index in the document."""
+    source = str(path)
     try:
-        big = not files.is_jsonl(path) and _big_export(path)
+        big = not is_jsonl(path) and _big_export(path)
     except (OSError, EOFError):
         big = False
     if big:
         for i, item in files.iter_items(path, "resourceSpans.item"):
-            yield None, i, item if isinstance(item, TraceError) else {"resourceSpans": [item]}
+            yield Origin(fmt, source, None, 0, place=""), item if isinstance(item, TraceError) else (
+                {"resourceSpans": [item]}, "", i)
         return
-    for line, val in files.documents(path):
-        if isinstance(val, TraceError):
-            yield line, 0, val
-            continue
-        reqs = otlp_requests(val)
-        if reqs is None:
-            yield line, 0, TraceError(str(path), line, "resourceSpans", f"missing: expected an OTLP export object, got {describe(val)}")
-            continue
-        for k, req in enumerate(reqs):
-            yield line, k, (req, f"[{k}]." if len(reqs) > 1 or isinstance(val, list) else "")
+    yield from records(path, fmt, _split)
 
 
-def convert(path: Path) -> Iterator:
+def _split(val: Any, origin: Origin) -> list:
+    """The export requests of a document or line (each one record; see :func:`_read`)."""
+    reqs = otlp_requests(val)
+    if reqs is None:
+        return [(origin, TraceError(origin.source, origin.line, "resourceSpans",
+                                    f"missing: expected an OTLP export object, got {describe(val)}"))]
+    line = origin.line
+    return [(Origin(origin.fmt, origin.source, line, None if line is not None else k, place=""),
+             (req, f"[{k}]." if len(reqs) > 1 or isinstance(val, list) else "", 0)) for k, req in enumerate(reqs)]
+
+
+class _Spans(SpansByTrace):
     """Every span of a file grouped by trace id (a trace's spans can come in several export batches)."""
-    path = Path(path)
-    source = str(path)
-    groups = SpansByTrace()
-    for line, k, item in _exports(path):
-        if isinstance(item, TraceError):
-            yield item
-            continue
-        got: list = []
-        if isinstance(item, dict):  # one entry of a big export, numbered in the file
-            errs = guarded(Origin(NAME, source), lambda: got.extend(otlp_spans(item, "", k)))
-            origin = Origin(NAME, source, None, 0)
-        else:
-            req, where = item
-            errs = guarded(Origin(NAME, source, line), lambda: got.extend(otlp_spans(req, where)))
-            origin = Origin(NAME, source, line, None if line is not None else k)
-        if errs:
-            yield from errs
-            continue
-        groups.add(got, origin)
-    for tid, spans, origin in groups:
-        yield from guarded(Origin(NAME, source, origin.line), _build, tid, spans, origin, field=f"traceId {tid}")
+
+    id_name = "traceId"
+
+    def add(self, rec: tuple[Any, str, int], origin: Origin) -> None:
+        req, where, first = rec
+        self.take(otlp_spans(req, where, first), origin)
 
 
 CONVERTER = Converter(
     name=NAME,
     description="OpenTelemetry GenAI spans in OTLP/JSON (gen_ai.* attributes, current and older conventions)",
-    shapes='{"resourceSpans": [{"scopeSpans": [{"spans": [{traceId, spanId, parentSpanId, attributes: [{key, value}]}]}]}]}; JSON, a list of exports, or JSONL',
+    shapes='{"resourceSpans": [{"scopeSpans": [{"spans": [{traceId, spanId, parentSpanId, attributes: [{key, '
+           'value}]}]}]}]}; JSON, a list of exports, or JSONL',
     detect=detect,
-    convert=convert,
+    one=one,
+    read=_read,
+    gather=_Spans,
 )

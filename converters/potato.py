@@ -27,13 +27,12 @@ the trace metadata as given.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 from ls_trajeval.core.trace import STEP_TYPES, Step
 
 from .base import Converter, Sample
-from .support.errors import BadRecord, each_record
+from .support.errors import BadRecord
 from .support.files import Origin, sample_objects
 from .support.steps import compact, default_id, finish, render_args, split_call, step, text
 
@@ -121,24 +120,24 @@ def _turn_meta(item: dict, i: int, own: frozenset) -> dict:
 
 def _typed(item: dict) -> str | None:
     t = item.get("step_type")
-    return t if t.__class__ is str and t in STEP_TYPES else None
+    return t if isinstance(t, str) and t in STEP_TYPES else None
 
 
 def _conversation_turn(item: dict, i: int, out: _Steps) -> None:
     speaker = item.get("speaker")
-    kind, meta, tool = _speaker_kind(speaker if speaker.__class__ is str else text(speaker))
+    kind, meta, tool = _speaker_kind(speaker if isinstance(speaker, str) else text(speaker))
     meta.update(_turn_meta(item, i, _TURN_OWN))
     agent = item.get("agent_id")
-    if agent.__class__ is str and agent:
+    if isinstance(agent, str) and agent:
         meta["agent"] = agent
     explicit = item.get("tool")
     out.add(_typed(item) or kind, text(item.get("text")), meta,
-            explicit if explicit.__class__ is str and explicit else tool)
+            explicit if isinstance(explicit, str) and explicit else tool)
 
 
 def _conversation(turns: list, field: str, out: _Steps) -> None:
     for i, item in enumerate(turns):
-        if item.__class__ is not dict:
+        if not isinstance(item, dict):
             raise BadRecord(f"{field}[{i}]", "expected a turn object with speaker and text")
         _conversation_turn(item, i, out)
 
@@ -146,11 +145,11 @@ def _conversation(turns: list, field: str, out: _Steps) -> None:
 def _structured_turns(turns: list, field: str, out: _Steps) -> None:
     for i, t in enumerate(turns):
         where = f"{field}[{i}]"
-        if t.__class__ is not dict:
+        if not isinstance(t, dict):
             raise BadRecord(where, "expected a turn object with role, content and tool_calls")
         role = t.get("role")
         calls = t.get("tool_calls") or []
-        if calls.__class__ is not list:
+        if not isinstance(calls, list):
             raise BadRecord(f"{where}.tool_calls", "expected a list of tool calls")
         meta = _turn_meta(t, i, frozenset({"role", "content", "tool_calls"}))
         if role is not None:
@@ -163,10 +162,10 @@ def _structured_turns(turns: list, field: str, out: _Steps) -> None:
         elif said or not calls:
             out.add("thought" if calls and role == "assistant" else "message", said, meta)
         for k, c in enumerate(calls):
-            if c.__class__ is not dict:
+            if not isinstance(c, dict):
                 raise BadRecord(f"{where}.tool_calls[{k}]", "expected an object with tool, input and output")
             name = c.get("tool", c.get("name"))
-            if name.__class__ is not str or not name:
+            if not isinstance(name, str) or not name:
                 raise BadRecord(f"{where}.tool_calls[{k}].tool", "missing: a tool call needs the tool's name")
             call_meta = {"message_index": i, "call_index": k}
             out.call(name, render_args(c.get("input", c.get("args"))), dict(call_meta))
@@ -178,7 +177,7 @@ def _structured_turns(turns: list, field: str, out: _Steps) -> None:
 
 def _steps(items: list, field: str, out: _Steps) -> None:
     for i, item in enumerate(items):
-        if item.__class__ is not dict:
+        if not isinstance(item, dict):
             raise BadRecord(f"{field}[{i}]", "expected a step object")
         if "speaker" in item and "text" in item:
             _conversation_turn(item, i, out)
@@ -192,7 +191,7 @@ def _steps(items: list, field: str, out: _Steps) -> None:
                               ("result", "observation")):
                 v = item.get(key)
                 if v is not None and v != "":
-                    if kind == "action" and v.__class__ is dict:
+                    if kind == "action" and isinstance(v, dict):
                         name = v.get("tool", v.get("name"))
                         args = v.get("params", v.get("args", v.get("input")))
                         out.call(text(name), render_args(args), dict(meta))
@@ -200,7 +199,7 @@ def _steps(items: list, field: str, out: _Steps) -> None:
                         out.add(kind, text(v), dict(meta))
             continue
         if "content" in item:
-            kind, meta, _ = _speaker_kind(agent if agent.__class__ is str else "")
+            kind, meta, _ = _speaker_kind(agent if isinstance(agent, str) else "")
             meta.pop("speaker", None)  # the name came from "agent", which the step keeps
             if agent is not None and "agent" not in meta:
                 meta["agent"] = agent
@@ -210,11 +209,14 @@ def _steps(items: list, field: str, out: _Steps) -> None:
             typed = _typed(item)
             if said or not calls:
                 out.add(typed or ("thought" if calls and kind == "message" else kind), said, meta)
-            for k, c in enumerate(calls if calls.__class__ is list else []):
-                if c.__class__ is not dict:
+            for k, c in enumerate(calls if isinstance(calls, list) else []):
+                if not isinstance(c, dict):
                     raise BadRecord(f"{field}[{i}].tool_calls[{k}]", "expected an object with name and args")
-                out.call(text(c.get("name", c.get("tool"))), render_args(c.get("args", c.get("arguments", c.get("input")))),
-                         {"agent": agent, "message_index": i, "call_index": k})
+                out.call(
+                    text(c.get("name", c.get("tool"))),
+                    render_args(c.get("args", c.get("arguments", c.get("input")))),
+                    {"agent": agent, "message_index": i, "call_index": k},
+                )
             continue
         out.add("other", compact(item), {"message_index": i})
 
@@ -225,7 +227,7 @@ _READERS = {"conversation": _conversation, "structured_turns": _structured_turns
 def _list_of(rec: dict) -> str:
     present = [k for k in LISTS if k in rec]
     for k in present:
-        if rec[k].__class__ is not list:
+        if not isinstance(rec[k], list):
             raise BadRecord(k, f"expected a list, got {type(rec[k]).__name__}")
     for k in present:
         if rec[k]:
@@ -243,7 +245,7 @@ def _first_user(steps: list[Step]) -> str | None:
 
 
 def one(rec: Any, origin: Origin) -> list:
-    if rec.__class__ is not dict:
+    if not isinstance(rec, dict):
         raise BadRecord(None, "expected a trace object with a conversation, structured_turns or steps list")
     key = _list_of(rec)
     out = _Steps()
@@ -260,23 +262,25 @@ def one(rec: Any, origin: Origin) -> list:
 
 
 def _score(rec: Any) -> float:
-    if rec.__class__ is not dict:
+    if not isinstance(rec, dict):
         return 0.0
     conv = rec.get("conversation")
-    if conv.__class__ is list:
+    if isinstance(conv, list):
         head = conv[:20]
-        if head and all(t.__class__ is dict and "speaker" in t and "text" in t for t in head):
+        if head and all(isinstance(t, dict) and "speaker" in t and "text" in t for t in head):
             return 0.9
         if not head and "task_description" in rec:  # Potato writes an empty conversation for what it could not read
             return 0.8
     turns = rec.get("structured_turns")
-    if turns.__class__ is list and turns:
-        if all(t.__class__ is dict and "role" in t and ("content" in t or "tool_calls" in t) for t in turns[:20]):
+    if isinstance(turns, list) and turns:
+        if all(isinstance(t, dict) and "role" in t and ("content" in t or "tool_calls" in t) for t in turns[:20]):
             return 0.9
     steps = rec.get("steps")
-    if steps.__class__ is list and steps:
+    if isinstance(steps, list) and steps:
         head = steps[:20]
-        if all(s.__class__ is dict and ("agent" in s and "content" in s or "speaker" in s and "text" in s) for s in head):
+        if all(
+            isinstance(s, dict) and ("agent" in s and "content" in s or "speaker" in s and "text" in s) for s in head
+        ):
             return 0.85
     return 0.0
 
@@ -286,14 +290,13 @@ def detect(sample: Sample) -> float:
     return _score(objs[0]) if objs else 0.0
 
 
-def convert(path: Path):
-    yield from each_record(path, NAME, one)
-
 
 CONVERTER = Converter(
     name=NAME,
-    description="Potato's agent traces: its trace converter's output and example projects (conversation, structured_turns, steps)",
-    shapes='{"id", "task_description", "conversation": [{speaker, text}]} or {"structured_turns": [{role, content, tool_calls: [{tool, input, output}]}]} or {"task", "steps": [{agent, content}]}',
+    description="Potato's agent traces: its trace converter's output and example projects (conversation, "
+                "structured_turns, steps)",
+    shapes='{"id", "task_description", "conversation": [{speaker, text}]} or {"structured_turns": [{role, content, '
+           'tool_calls: [{tool, input, output}]}]} or {"task", "steps": [{agent, content}]}',
     detect=detect,
-    convert=convert,
+    one=one,
 )

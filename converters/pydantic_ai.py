@@ -18,30 +18,34 @@ the metadata of the response's steps.
 from __future__ import annotations
 
 import re
-
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ls_trajeval.core.trace import TraceError, describe
 
 from .base import Converter, Sample
 from .support.chat import call_id, media_ref, value_text
-from .support.errors import BadRecord, expect, guarded
-from .support.files import Origin, documents, sample_objects
+from .support.errors import BadRecord, expect
+from .support.files import Origin, records, sample_objects
 from .support.steps import StepList, default_id, dumps, finish, render_args, step
 
 NAME = "pydantic_ai"
-_OPENING = re.compile(r'\s*\[?\s*\[?\s*\{\s*"parts"\s*:\s*\[\s*\{[\s\S]*?"part_kind"\s*:\s*"(system-prompt|user-prompt|tool-return|retry-prompt)"')
+_OPENING = re.compile(
+    r'\s*\[?\s*\[?\s*\{\s*"parts"\s*:\s*\[\s*\{[\s\S]*?"part_kind"\s*:\s*"(system-prompt|user-prompt|tool-return|retry-prompt)"'
+)
 _CALLS = frozenset({"tool-call", "builtin-tool-call", "native-tool-call"})
 _RETURNS = frozenset({"tool-return", "builtin-tool-return", "native-tool-return"})
 _PART_KINDS = _CALLS | _RETURNS | {"system-prompt", "user-prompt", "retry-prompt", "text", "thinking", "file"}
 
 
 def _is_message(o: Any) -> bool:
-    if o.__class__ is not dict or o.get("kind") not in ("request", "response"):
+    if not isinstance(o, dict) or o.get("kind") not in ("request", "response"):
         return False
     parts = o.get("parts")
-    return isinstance(parts, list) and any(isinstance(p, dict) and p.get("part_kind") in _PART_KINDS for p in parts[:10])
+    return isinstance(parts, list) and any(
+        isinstance(p, dict) and p.get("part_kind") in _PART_KINDS for p in parts[:10]
+    )
 
 
 def _is_history(v: Any) -> bool:
@@ -66,17 +70,18 @@ def detect(sample: Sample) -> float:
 
 def _user_content(content: Any, where: str) -> tuple[str, str]:
     """(text of the prompt with media as references, its words alone) of a user-prompt's content."""
-    if content is None or content.__class__ is str:
+    if content is None or isinstance(content, str):
         return content or "", content or ""
     if not isinstance(content, list):
         raise BadRecord(where, f"expected a string or a list, got {describe(content)}")
     out, words = [], []
     for c in content:
-        if c.__class__ is str:
+        if isinstance(c, str):
             out.append(c)
             words.append(c)
         elif isinstance(c, dict) and c.get("kind") == "binary":
-            out.append(f"[binary: {media_ref('data:%s;base64,%s' % (c.get('media_type') or '', c.get('data') or ''))}]")
+            data_url = f"data:{c.get('media_type') or ''};base64,{c.get('data') or ''}"
+            out.append(f"[binary: {media_ref(data_url)}]")
         elif isinstance(c, dict) and isinstance(c.get("kind"), str):
             out.append(f"[{c['kind']}: {media_ref(c.get('url'))}]")
         else:
@@ -136,7 +141,7 @@ def history_steps(msgs: list, where: str = "") -> tuple[list, str]:
                 cid = call_id(p.get("tool_call_id"))
                 content = p.get("content")
                 meta.update(tool_call_id=cid, tool_name=p.get("tool_name"), retry=True)
-                text = content if content.__class__ is str else dumps(content)
+                text = content if isinstance(content, str) else dumps(content)
                 if p.get("tool_name") and cid is not None:
                     out.result(cid, step("error", text, None, meta))
                 else:  # the model's answer failed validation: the retry request goes back to it
@@ -153,44 +158,44 @@ def history_steps(msgs: list, where: str = "") -> tuple[list, str]:
     return out.steps(), task or ""
 
 
-def _trace(msgs: Any, origin: Origin, name: str | None = None) -> list:
-    expect(msgs, list, name)
-    steps, task = history_steps(msgs, "" if name is None else name)
+def one(msgs: Any, origin: Origin) -> list:
+    """One message history; ``origin.place`` is its name in an object of histories."""
+    name = origin.place
+    expect(msgs, list, None)
+    steps, task = history_steps(msgs)
     return [finish(origin, default_id(origin, name) if name is not None else default_id(origin), task, steps,
                    {"history_name": name})]
 
 
-def convert(path: Path) -> Iterator:
-    path = Path(path)
+def _read(path: Path, fmt: str) -> Iterator[tuple[Origin, Any]]:
+    """The histories of a file: a document or line each, a list of them, or an object of named ones; JSONL with
+    one message a line is one history (given at the end)."""
     source = str(path)
-    loose: list = []  # JSONL with one message a line: the file is one history
-    loose_origin = None
-    for line, val in documents(path):
-        if val.__class__ is TraceError:
-            yield val
-            continue
-        origin = Origin(NAME, source, line)
-        if _is_message(val):
+    loose: list = []
+    for origin, val in records(path, fmt, None):
+        if isinstance(val, TraceError):
+            yield origin, val
+        elif _is_message(val):
             loose.append(val)
-            loose_origin = loose_origin or origin
         elif _named_histories(val):
             for name, msgs in val.items():
-                yield from guarded(origin, _trace, msgs, origin, name)
+                yield Origin(fmt, source, origin.line, place=name), msgs
         elif isinstance(val, list) and val and all(isinstance(v, list) for v in val):
             for k, msgs in enumerate(val):
-                o = Origin(NAME, source, line, k)
-                yield from guarded(o, _trace, msgs, o)
+                yield Origin(fmt, source, origin.line, k), msgs
         else:
-            yield from guarded(origin, _trace, val, origin)
+            yield origin, val
     if loose:
-        yield from guarded(Origin(NAME, source), _trace, loose, Origin(NAME, source))
+        yield Origin(fmt, source), loose
 
 
 CONVERTER = Converter(
     name=NAME,
-    description="pydantic-ai message histories (ModelMessagesTypeAdapter JSON: ModelRequest / ModelResponse with parts)",
+    description="pydantic-ai message histories (ModelMessagesTypeAdapter JSON: ModelRequest / ModelResponse with "
+                "parts)",
     shapes='[{"kind": "request" | "response", "parts": [{"part_kind": "user-prompt" | "tool-call" | "tool-return" | '
-           '"retry-prompt" | "text" | "thinking" | ...}]}] (a history; lists of them, {name: history}, or JSONL)',
+    '"retry-prompt" | "text" | "thinking" | ...}]}] (a history; lists of them, {name: history}, or JSONL)',
     detect=detect,
-    convert=convert,
+    one=one,
+    read=_read,
 )

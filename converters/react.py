@@ -15,15 +15,18 @@ becomes tool ``search`` with input ``JFK to LHR``; an action object ``{"tool"|"n
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-from ls_trajeval.core.trace import Step, TraceError, open_text
+from ls_trajeval.core.jsonfiles import open_text
+from ls_trajeval.core.trace import Step, TraceError
 
 from .base import Converter, Sample
-from .support.errors import BadRecord, guarded
-from .support.files import Origin, documents
-from .support.steps import finish, render_args, split_call, stable_id, step, text
+from .support.chat import record_id
+from .support.errors import BadRecord
+from .support.files import Origin, records
+from .support.steps import default_id, finish, numbered_id, render_args, split_call, step
 
 NAME = "react"
 
@@ -111,12 +114,14 @@ def _structured(rec: Any) -> bool:
 def detect(sample: Sample) -> float:
     name = sample.path.name.lower()
     if sample.first_records or isinstance(sample.first_json, (dict, list)):
-        recs = sample.first_records or (sample.first_json if isinstance(sample.first_json, list) else [sample.first_json])
+        recs = sample.first_records or (
+            sample.first_json if isinstance(sample.first_json, list) else [sample.first_json]
+        )
         recs = [r for r in recs[:5] if isinstance(r, dict)]
         if recs and all(_structured(r) for r in recs):
             return 0.7
         if recs and all(_record_text(r) for r in recs):
-            k, v = _record_text(recs[0])
+            _, v = _record_text(recs[0]) or ("", "")
             labels = {m.group(1).lower() for m in LABEL.finditer(v)}
             return 0.8 if {"thought", "action"} <= labels or "final answer" in labels else 0.3
         return 0.0
@@ -148,7 +153,7 @@ def _structured_steps(rec: dict) -> list:
     steps: list[Step] = []
     add = steps.append
     for i, st in enumerate(rec["steps"]):
-        if st.__class__ is not dict:
+        if not isinstance(st, dict):
             raise BadRecord(f"steps[{i}]", f"expected an object, got {type(st).__name__}")
         get = st.get
         ts = get("timestamp")
@@ -168,9 +173,9 @@ def _structured_steps(rec: dict) -> list:
     return steps
 
 
-def _one_structured(rec: dict, origin: Origin, index: int) -> Iterator:
+def _one_structured(rec: dict, origin: Origin) -> Iterator:
     steps = _structured_steps(rec)
-    tid = next((text(rec[k]) for k in ID_KEYS if rec.get(k) not in (None, "")), None) or stable_id(Path(origin.source).name, index)
+    tid = record_id(rec, ID_KEYS) or numbered_id(origin)
     task = next((rec[k] for k in TASK_KEYS + ("task_description",) if isinstance(rec.get(k), str)), None) or ""
     meta = {"variant": "structured"}
     for k in ("agent", "model"):
@@ -181,21 +186,31 @@ def _one_structured(rec: dict, origin: Origin, index: int) -> Iterator:
     yield finish(origin, tid, task, steps, meta, "steps")
 
 
-def _one(rec: Any, origin: Origin, index: int) -> Iterator:
+def one(rec: Any, origin: Origin) -> Iterator:
+    """A record holding a transcript (or structured steps), or a transcript file's text."""
+    if isinstance(rec, _Transcript):
+        question, steps = parse(rec.text)
+        yield finish(origin, default_id(origin), question, steps)
+        return
     if not isinstance(rec, dict):
         raise BadRecord(None, "expected a JSON object with a ReAct text field")
-    if rec.get("steps").__class__ is list and _record_text(rec) is None:
-        yield from _one_structured(rec, origin, index)
+    if isinstance(rec.get("steps"), list) and _record_text(rec) is None:
+        yield from _one_structured(rec, origin)
         return
     found = _record_text(rec)
     if found is None:
         present = [k for k in TEXT_KEYS if k in rec]
         if present:
-            raise BadRecord(present[0], f"expected a ReAct transcript string, got {type(rec[present[0]]).__name__}" if not isinstance(rec[present[0]], str) else "no Thought/Action/Observation labels in the text")
+            raise BadRecord(
+                present[0],
+                f"expected a ReAct transcript string, got {type(rec[present[0]]).__name__}"
+                if not isinstance(rec[present[0]], str)
+                else "no Thought/Action/Observation labels in the text",
+            )
         raise BadRecord(None, f"no text field (one of {', '.join(TEXT_KEYS)})")
     key, transcript = found
     question, steps = parse(transcript)
-    tid = next((text(rec[k]) for k in ID_KEYS if rec.get(k) not in (None, "")), None) or stable_id(Path(origin.source).name, index)
+    tid = record_id(rec, ID_KEYS) or numbered_id(origin)
     task = next((rec[k] for k in TASK_KEYS if isinstance(rec.get(k), str)), None) or question
     meta = {"text_field": key}
     for k in ("agent", "model"):
@@ -204,43 +219,37 @@ def _one(rec: Any, origin: Origin, index: int) -> Iterator:
     yield finish(origin, tid, task, steps, meta, key)
 
 
-def convert(path: Path) -> Iterator:
-    source = str(path)
-    name = path.name.lower()
-    if not name.endswith((".json", ".jsonl", ".jsonl.gz", ".json.gz", ".ndjson")):
-        with open_text(path) as fh:
-            transcript = fh.read()
-        try:
-            transcript.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            line = transcript.count("\n", 0, exc.start) + 1
-            yield TraceError(source, line, None, "invalid UTF-8")
-            return
-        question, steps = parse(transcript)
-        origin = Origin(NAME, source)
-        yield from guarded(origin, lambda: [finish(origin, stable_id(path.name, 0), question, steps)])
+class _Transcript:
+    """A transcript file's whole text (a .txt, .log or .md file is one trace)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _read(path: Path, fmt: str) -> Iterator[tuple[Origin, Any]]:
+    """JSON and JSONL files as records; any other file is one transcript."""
+    if path.name.lower().endswith((".json", ".jsonl", ".jsonl.gz", ".json.gz", ".ndjson")):
+        yield from records(path, fmt)
         return
-    index = 0
-    for line, value in documents(path):
-        if isinstance(value, TraceError):
-            yield value
-            index += 1
-            continue
-        if line is None and isinstance(value, list):
-            for j, rec in enumerate(value):
-                origin = Origin(NAME, source, None, j)
-                yield from guarded(origin, _one, rec, origin, index)
-                index += 1
-        else:
-            origin = Origin(NAME, source, line)
-            yield from guarded(origin, _one, value, origin, index)
-            index += 1
+    with open_text(path) as fh:
+        transcript = fh.read()
+    try:
+        transcript.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        line = transcript.count("\n", 0, exc.start) + 1
+        yield Origin(fmt, str(path), line), TraceError(str(path), line, None, "invalid UTF-8")
+        return
+    yield Origin(fmt, str(path)), _Transcript(transcript)
 
 
 CONVERTER = Converter(
     name=NAME,
     description="ReAct text transcripts (Thought / Action / Action Input / Observation / Final Answer)",
-    shapes='.txt/.log/.md transcript; JSON/JSONL records with the transcript in text/trace/output/log; {"steps": [{thought, action, observation}]}',
+    shapes='.txt/.log/.md transcript; JSON/JSONL records with the transcript in text/trace/output/log; {"steps": '
+           '[{thought, action, observation}]}',
     detect=detect,
-    convert=convert,
+    one=one,
+    read=_read,
 )

@@ -24,25 +24,25 @@ from __future__ import annotations
 
 import ast
 import re
-from pathlib import Path
-from typing import Any, Iterator
-
-from ls_trajeval.core.trace import TraceError
+from collections.abc import Iterator
+from functools import partial
+from typing import Any
 
 from .base import Converter, Sample
 from .support.chat import call_id, content_text, tool_call
-from .support.errors import BadRecord, expect, guarded, warning
-from .support.files import Origin, documents
-from .support.steps import StepList, compact, finish, render_args, stable_id, step, text
+from .support.errors import BadRecord, expect, warning
+from .support.files import Origin, records
+from .support.steps import StepList, compact, finish, numbered_id, render_args, step, text
 
 NAME = "smolagents"
 
 ACTION_KEYS = {"step_number", "model_output", "observations", "tool_calls"}
 MSG_ROLES = {"system", "user", "assistant", "tool-call", "tool-response"}
 STEP_CLASSES = ("SystemPromptStep", "TaskStep", "ActionStep", "PlanningStep", "FinalAnswerStep")
-STEP_REPR = re.compile(r"(?:%s)\(" % "|".join(STEP_CLASSES))
+STEP_REPR = re.compile(rf"(?:{'|'.join(STEP_CLASSES)})\(")
 #: the opening of a benchmark record too big to sample whole: its steps printed or as messages
-HEAD = re.compile(r'"intermediate_steps":\s*\[\s*(?:"(?:%s)\(|\{"role":\s*"(?:system|user)")' % "|".join(STEP_CLASSES))
+HEAD = re.compile(r'"intermediate_steps":\s*\[\s*(?:"(?:' + "|".join(STEP_CLASSES)
+                  + r')\(|\{"role":\s*"(?:system|user)")')
 #: in a printed step: string literals (kept whole) or an object printed as ``<…>`` (a PIL image, an enum member)
 LITERAL_OR_OPAQUE = re.compile(r"""'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"|(<[^<>\n]*>)""")
 CALLING = "Calling tools:\n"
@@ -72,7 +72,7 @@ def _value(node: ast.AST) -> Any:
             out[kw.arg or "**"] = _value(kw.value)
         return out
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
-        return -node.operand.value
+        return -node.operand.value  # type: ignore[operator]  # a negative number, as Python printed it
     return ast.unparse(node)  # a name (nan, a module constant) or anything else: as printed
 
 
@@ -149,7 +149,11 @@ def _score(doc: Any) -> float:
     kinds = [_kind(s) for s in steps[:20]]
     if any(k in ("action", "planning", "task") for k in kinds) and all(kinds):
         return 0.9
-    if kinds and all(k == "message" for k in kinds) and any(s.get("role") in ("tool-call", "tool-response") for s in steps[:20]):
+    if (
+        kinds
+        and all(k == "message" for k in kinds)
+        and any(s.get("role") in ("tool-call", "tool-response") for s in steps[:20])
+    ):
         return 0.9
     return 0.0
 
@@ -187,14 +191,23 @@ def _action(s: dict, out: StepList, w: str, meta: dict) -> None:
         put(first_key, step("observation", text(obs), None, {**meta, "tool_call_id": first_id}))
     if err:
         msg = text(err.get("message")) if isinstance(err, dict) else text(err)
-        put(first_key, step("error", msg, None,
-                            {"error_type": err.get("type") if isinstance(err, dict) else None, **meta, "tool_call_id": first_id}))
+        put(
+            first_key,
+            step(
+                "error",
+                msg,
+                None,
+                {"error_type": err.get("type") if isinstance(err, dict) else None, **meta, "tool_call_id": first_id},
+            ),
+        )
 
 
 def _call_step(c: Any, meta: dict) -> Any:
     """The step of one tool call: a CodeAgent's ``python_interpreter`` call is the code it runs."""
     if c.name == "python_interpreter" and isinstance(c.args, str):
-        return step("code", c.args, None, {"language": "python", "tool_name": c.name, **meta, "tool_call_id": c.call_id})
+        return step(
+            "code", c.args, None, {"language": "python", "tool_name": c.name, **meta, "tool_call_id": c.call_id}
+        )
     return step("action", c.name, render_args(c.args), {**meta, "tool_call_id": c.call_id})
 
 
@@ -261,13 +274,17 @@ ANSWER_FACTS = ("model_id", "agent_action_type", "source", "prediction", "answer
                 "iteration_limit_exceeded", "agent_error", "start_time", "end_time", "token_counts")
 
 
-def _one(doc: Any, origin: Origin, index: int) -> Iterator:
+def one(doc: Any, origin: Origin) -> Iterator:
     steps = _steps_of(doc)
     if steps is None:
         raise BadRecord("steps", "missing: expected a list of memory steps")
-    field = next(k for k in ("steps", "memory", "messages", "intermediate_steps") if doc.get(k) is steps) if isinstance(doc, dict) else ""
+    field = (
+        next(k for k in ("steps", "memory", "messages", "intermediate_steps") if doc.get(k) is steps)
+        if isinstance(doc, dict)
+        else ""
+    )
     out = StepList()
-    task = None
+    task: str | None = None
     unknown = unread = 0
     meta: dict = {}
     answer = _is_answer(doc)
@@ -299,29 +316,29 @@ def _one(doc: Any, origin: Origin, index: int) -> Iterator:
                     out.add(step("other", s))
                     continue
             expect(s, dict, w)
-            k = _kind(s)
+            kind = _kind(s)
             smeta = {"step_number": s.get("step_number"), "timing": s.get("timing") or None}
             tu = s.get("token_usage")
             if isinstance(tu, dict):
                 for key in usage:
                     usage[key] += tu.get(key) or 0
-            if k == "system":
+            if kind == "system":
                 out.add(step("system", text(s["system_prompt"])))
-            elif k == "task":
+            elif kind == "task":
                 task = task or text(s["task"])
                 out.add(step("message", text(s["task"]), None, {"role": "user"}))
-            elif k == "planning":
+            elif kind == "planning":
                 out.add(step("thought", text(s.get("plan")), None, {"planning": True, **smeta}))
-            elif k == "action":
+            elif kind == "action":
                 _action(s, out, w, smeta)
-            elif k == "final":
+            elif kind == "final":
                 out.add(step("message", text(s.get("output", s.get("final_answer"))), None, {"final_answer": True}))
             else:
                 unknown += 1
                 out.add(step("other", compact(s)))
         if any(usage.values()):
             meta["usage"] = usage
-    tid = doc.get("id") if isinstance(doc, dict) and doc.get("id") else stable_id(Path(origin.source).name, index)
+    tid = doc.get("id") if isinstance(doc, dict) and doc.get("id") else numbered_id(origin)
     yield finish(origin, text(tid), task or "", out.steps(), meta)
     if unknown:
         yield warning(origin.source, origin.line, f"{unknown} memory step(s) of unknown kind kept as 'other' steps")
@@ -330,21 +347,15 @@ def _one(doc: Any, origin: Origin, index: int) -> Iterator:
                                                   "as smolagents wrote them: kept as written")
 
 
-def convert(path: Path) -> Iterator:
-    for i, (line, doc) in enumerate(documents(path, nan_as_null=True)):
-        if isinstance(doc, TraceError):
-            yield doc
-            continue
-        origin = Origin(NAME, str(path), line)
-        yield from guarded(origin, _one, doc, origin, i)
-
-
 CONVERTER = Converter(
     name=NAME,
     description="smolagents memory steps (TaskStep, PlanningStep, ActionStep), write_memory_to_messages output, "
-                "benchmark answers (intermediate_steps)",
-    shapes='JSON list of step dicts (get_full_steps); {"steps": [...]}; JSONL of those; messages with tool-call/tool-response roles; '
-           'JSONL {question, intermediate_steps: [printed steps or messages], ...}',
+    "benchmark answers (intermediate_steps)",
+    shapes='JSON list of step dicts (get_full_steps); {"steps": [...]}; JSONL of those; messages with '
+           'tool-call/tool-response roles; '
+    "JSONL {question, intermediate_steps: [printed steps or messages], ...}",
     detect=detect,
-    convert=convert,
+    one=one,
+    # a JSON list is one memory (its steps); NaN in a benchmark's answers (a pandas cell) reads as null
+    read=partial(records, split=None, nan_as_null=True),
 )

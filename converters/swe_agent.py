@@ -24,16 +24,17 @@ its instance template: ``<pr_description>`` or ``Please solve this issue: …``)
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-from ls_trajeval.core.trace import TraceError
+from ls_trajeval.core.jsonfiles import loads
 
 from .base import Converter, Sample
 from .support.chat import call_id, tool_call
-from .support.errors import BadRecord, expect, guarded
-from .support.files import Origin, documents, load_json_located, loads
-from .support.steps import StepList, compact, finish, render_args, stable_id, step, text
+from .support.errors import BadRecord, expect
+from .support.files import Origin, records
+from .support.steps import StepList, compact, default_id, finish, render_args, step, text
 
 NAME = "swe_agent"
 
@@ -55,9 +56,17 @@ def detect(sample: Sample) -> float:
             return 0.95
         if isinstance(doc.get("trajectory"), list) and ("history" in doc or "info" in doc or "environment" in doc):
             return 0.95
-        if isinstance(doc.get("history"), list) and (sample.path.suffix == ".traj" or "info" in doc or any(isinstance(m, dict) and "message_type" in m for m in doc["history"][:5])):
+        if isinstance(doc.get("history"), list) and (
+            sample.path.suffix == ".traj"
+            or "info" in doc
+            or any(isinstance(m, dict) and "message_type" in m for m in doc["history"][:5])
+        ):
             return 0.9
-        if isinstance(doc.get("messages"), list) and isinstance(doc.get("info"), dict) and ("model_stats" in doc["info"] or "exit_status" in doc["info"]):
+        if (
+            isinstance(doc.get("messages"), list)
+            and isinstance(doc.get("info"), dict)
+            and ("model_stats" in doc["info"] or "exit_status" in doc["info"])
+        ):
             return 0.9
         if isinstance(doc.get("steps"), list) and isinstance(doc.get("info"), dict) and "exit_status" in doc["info"]:
             return 0.9
@@ -145,7 +154,7 @@ def _from_history(history: list, out: StepList, where: str = "history", mini: bo
         if isinstance(content, list):
             content = "\n".join(p.get("text", "") if isinstance(p, dict) else text(p) for p in content)
         meta = {"message_index": i, "agent": m.get("agent"), "message_type": m.get("message_type")}
-        rc = RETURNCODE.match(content) if role in ("user", "tool") and content.__class__ is str else None
+        rc = RETURNCODE.match(content) if role in ("user", "tool") and isinstance(content, str) else None
         if rc:
             meta["returncode"] = int(rc.group(1))
         if role == "system":
@@ -165,7 +174,7 @@ def _from_history(history: list, out: StepList, where: str = "history", mini: bo
             elif thought is None:
                 thought = content
             reasoning = m.get("reasoning_content")
-            if reasoning and reasoning.__class__ is str:
+            if reasoning and isinstance(reasoning, str):
                 out.add(step("thought", reasoning, None, {**meta, "reasoning": True}))
             if thought:
                 out.add(step("thought", thought, None, dict(meta)))
@@ -174,8 +183,15 @@ def _from_history(history: list, out: StepList, where: str = "history", mini: bo
             for j, tc in enumerate(calls):
                 c = tool_call(tc, f"{w}.tool_calls[{j}]")
                 made.append(c.call_id)
-                out.call(c.call_id, step("action", c.name, render_args(c.args),
-                                         {"command": action if len(calls) == 1 else None, **meta, "tool_call_id": c.call_id}))
+                out.call(
+                    c.call_id,
+                    step(
+                        "action",
+                        c.name,
+                        render_args(c.args),
+                        {"command": action if len(calls) == 1 else None, **meta, "tool_call_id": c.call_id},
+                    ),
+                )
             if not calls and action is not None:
                 pending = f"msg-{i}"
                 out.call(pending, step("action", "bash" if mini else _cmd_name(action), action, {**meta}))
@@ -209,11 +225,11 @@ def _from_history(history: list, out: StepList, where: str = "history", mini: bo
 
 def _mini_task(first_user: str | None) -> str | None:
     """The issue inside mini-swe-agent's instance template (its SWE-bench or default one), else the whole message."""
-    found = MINI_ISSUE.search(first_user) if first_user.__class__ is str else None
+    found = MINI_ISSUE.search(first_user) if isinstance(first_user, str) else None
     return next(g for g in found.groups() if g is not None) if found else first_user
 
 
-def _one(doc: Any, origin: Origin, path: Path) -> Iterator:
+def one(doc: Any, origin: Origin) -> Iterator:
     if isinstance(doc, list):  # mini-swe-agent 1.x saved the bare messages
         doc = {"messages": doc, "trajectory_format": None}
     expect(doc, dict, "(top level)")
@@ -221,14 +237,23 @@ def _one(doc: Any, origin: Origin, path: Path) -> Iterator:
     meta: dict = {}
     info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
     fmt = doc.get("trajectory_format")
-    if isinstance(fmt, str) and fmt.startswith("mini-swe-agent") or "messages" in doc and "trajectory" not in doc and "history" not in doc:
+    if (
+        isinstance(fmt, str)
+        and fmt.startswith("mini-swe-agent")
+        or "messages" in doc
+        and "trajectory" not in doc
+        and "history" not in doc
+    ):
         meta.update(variant="mini-swe-agent", trajectory_format=fmt)
         first_user, demos = _from_history(expect(doc.get("messages"), list, "messages"), out, "messages", mini=True)
         task = _mini_task(first_user)
     elif isinstance(doc.get("trajectory"), list) and doc["trajectory"]:
         meta.update(variant="trajectory", history_messages=len(doc.get("history") or []))
         _from_trajectory(doc, out)
-        task, demos = _problem(doc), sum(1 for m in doc.get("history") or [] if isinstance(m, dict) and m.get("is_demo"))
+        task, demos = (
+            _problem(doc),
+            sum(1 for m in doc.get("history") or [] if isinstance(m, dict) and m.get("is_demo")),
+        )
     elif isinstance(doc.get("steps"), list) and doc["steps"] and "history" not in doc:
         meta.update(variant="steps")
         _from_trajectory(doc, out, "steps")
@@ -247,25 +272,23 @@ def _one(doc: Any, origin: Origin, path: Path) -> Iterator:
     if doc.get("environment") is not None:
         meta["environment"] = doc["environment"]
     tid = info.get("instance_id") or doc.get("instance_id")
-    yield finish(origin, text(tid) if tid else stable_id(path.name, 0), task or "", out.steps(), meta)
+    # a JSONL of trajectories without instance ids: each its own id (its line), not one per file name
+    yield finish(origin, text(tid) if tid else default_id(origin), task or "", out.steps(), meta)
 
 
-def convert(path: Path) -> Iterator:
-    # .traj/.json are single documents: skip the JSONL sniff (one open per file matters on big run dirs)
-    docs = [(None, load_json_located(path))] if path.suffix in (".traj", ".json") else documents(path)
-    for line, doc in docs:
-        if isinstance(doc, TraceError):
-            yield doc
-            continue
-        origin = Origin(NAME, str(path), line)
-        yield from guarded(origin, _one, doc, origin, path)
+def _read(path: Path, fmt: str) -> Iterator[tuple[Origin, Any]]:
+    """Each trajectory of a file; a bare list is one (mini-swe-agent's messages). .traj and .json files are one
+    document each: no look for JSONL lines (one open per file matters on big run folders)."""
+    return records(path, fmt, None, jsonl=False if path.suffix in (".traj", ".json") else None)
 
 
 CONVERTER = Converter(
     name=NAME,
     description="SWE-agent .traj trajectories (trajectory or history, function calling) and mini-swe-agent",
-    shapes='.traj {"trajectory": [{thought, action, observation}], "history", "info"}; {"messages", "info", "trajectory_format": "mini-swe-agent-1"}; '
-           'mini-swe-agent\'s bare message list (```bash blocks, <returncode> outputs)',
+    shapes='.traj {"trajectory": [{thought, action, observation}], "history", "info"}; {"messages", "info", '
+           '"trajectory_format": "mini-swe-agent-1"}; '
+    "mini-swe-agent's bare message list (```bash blocks, <returncode> outputs)",
     detect=detect,
-    convert=convert,
+    one=one,
+    read=_read,
 )

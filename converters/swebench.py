@@ -8,12 +8,11 @@ name appended for predictions so several models' predictions for one instance st
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from .base import Converter, Sample
-from .support.errors import BadRecord, each_record, expect
-from .support.files import Origin, sample_objects
+from .support.errors import BadRecord, expect
+from .support.files import Origin, sample_objects, unwrapping
 from .support.steps import finish, step
 
 NAME = "swebench"
@@ -33,7 +32,12 @@ def _looks(obj: Any) -> float:
 
 def _unwrap(val: Any):
     # predictions are also stored as {instance_id: prediction}
-    if isinstance(val, dict) and val and "instance_id" not in val and all(isinstance(v, dict) and "model_patch" in v for v in val.values()):
+    if (
+        isinstance(val, dict)
+        and val
+        and "instance_id" not in val
+        and all(isinstance(v, dict) and "model_patch" in v for v in val.values())
+    ):
         return [dict(v, instance_id=v.get("instance_id", k)) for k, v in val.items()]
     return None
 
@@ -61,8 +65,19 @@ def one(rec: Any, origin: Origin) -> list:
         steps.append(step("message", hints, None, {"role": "hints"}))
     if "model_patch" in rec:
         patch = expect(rec.get("model_patch"), str, "model_patch", optional=True) or ""
-        steps.append(step("code", patch, None,
-                          {"language": "diff", "patch_kind": "model_patch", "model": model, "empty_patch": True if not patch else None}))
+        steps.append(
+            step(
+                "code",
+                patch,
+                None,
+                {
+                    "language": "diff",
+                    "patch_kind": "model_patch",
+                    "model": model,
+                    "empty_patch": True if not patch else None,
+                },
+            )
+        )
     else:
         steps.append(step("code", expect(rec.get("patch"), str, "patch", optional=True) or "", None,
                           {"language": "diff", "patch_kind": "gold_patch"}))
@@ -78,14 +93,13 @@ def one(rec: Any, origin: Origin) -> list:
     return [finish(origin, tid, problem, steps, md)]
 
 
-def convert(path: Path):
-    yield from each_record(path, NAME, one, _unwrap)
-
 
 CONVERTER = Converter(
     name=NAME,
     description="SWE-bench predictions (instance_id, model_patch) and instance records (patch, problem_statement)",
-    shapes='{"instance_id", "model_name_or_path", "model_patch"} or {"instance_id", "problem_statement", "patch", "test_patch"}; JSONL, a JSON list, or {instance_id: prediction}',
+    shapes='{"instance_id", "model_name_or_path", "model_patch"} or {"instance_id", "problem_statement", "patch", '
+           '"test_patch"}; JSONL, a JSON list, or {instance_id: prediction}',
     detect=detect,
-    convert=convert,
+    one=one,
+    split=unwrapping(_unwrap),
 )

@@ -21,15 +21,17 @@ reward and the rest of ``info``.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
+from ls_trajeval.core.jsonfiles import load_located, open_bytes
 from ls_trajeval.core.trace import TraceError, describe
 
 from .base import Converter, Sample
 from .support.chat import call_id, content_text, openai_messages, tool_call
-from .support.errors import BadRecord, expect, guarded, warning
-from .support.files import STREAM_ABOVE, Origin, iter_items, load_json_located
+from .support.errors import BadRecord, expect, warning
+from .support.files import STREAM_ABOVE, Origin, first_item, iter_items
 from .support.steps import StepList, default_id, finish, render_args, step
 
 NAME = "tau_bench"
@@ -45,11 +47,11 @@ _BULKY = {"policy", "tool_defs", "global_simulation_guidelines"}
 # ---------------------------------------------------------------- detection
 
 def _is_v1(rec: Any) -> bool:
-    return rec.__class__ is dict and RECORD_KEYS <= rec.keys() and isinstance(rec.get("traj"), list)
+    return isinstance(rec, dict) and RECORD_KEYS <= rec.keys() and isinstance(rec.get("traj"), list)
 
 
 def _is_tau2(doc: Any) -> bool:
-    sims = doc.get("simulations") if doc.__class__ is dict else None
+    sims = doc.get("simulations") if isinstance(doc, dict) else None
     return (isinstance(sims, list) and ("tasks" in doc or "info" in doc)
             and all(isinstance(s, dict) and "messages" in s and "task_id" in s for s in sims[:5]))
 
@@ -68,7 +70,7 @@ def detect(sample: Sample) -> float:
 # ---------------------------------------------------------------- tau-bench
 
 def _v1(rec: Any, origin: Origin) -> list:
-    if rec.__class__ is not dict:
+    if not isinstance(rec, dict):
         expect(rec, dict, None)
     traj = expect(rec.get("traj"), list, "traj")
     info = rec.get("info")
@@ -94,14 +96,21 @@ def _tau2_steps(messages: list, out: StepList) -> str:
     task = ""
     for i, m in enumerate(messages):
         w = f"messages[{i}]"
-        if m.__class__ is not dict:
+        if not isinstance(m, dict):
             expect(m, dict, w)
         role = m.get("role")
         meta = {"role": role, "turn_idx": m.get("turn_idx"), "timestamp": m.get("timestamp")}
         if role == "tool":
             cid = call_id(m.get("id"))
-            out.result(cid, step("error" if m.get("error") is True else "observation", content_text(m.get("content")), None,
-                                 {**meta, "tool_call_id": cid, "requestor": m.get("requestor")}))
+            out.result(
+                cid,
+                step(
+                    "error" if m.get("error") is True else "observation",
+                    content_text(m.get("content")),
+                    None,
+                    {**meta, "tool_call_id": cid, "requestor": m.get("requestor")},
+                ),
+            )
             continue
         if role not in ("assistant", "user", "system"):
             raise BadRecord(f"{w}.role", f"expected assistant, user, system or tool, got {role!r}")
@@ -121,8 +130,9 @@ def _tau2_steps(messages: list, out: StepList) -> str:
     return task
 
 
-def _simulation(sim: Any, origin: Origin, run: dict, tasks: dict) -> list:
-    if sim.__class__ is not dict:
+def _simulation(sim: Any, origin: Origin) -> list:
+    run, tasks = origin.document
+    if not isinstance(sim, dict):
         expect(sim, dict, None)
     messages = expect(sim.get("messages"), list, "messages")
     out = StepList()
@@ -135,7 +145,14 @@ def _simulation(sim: Any, origin: Origin, run: dict, tasks: dict) -> list:
     meta["info"] = run or None
     meta["task_definition"] = tasks.get(str(sim.get("task_id")))
     sid = sim.get("id")
-    return [finish(origin, sid if isinstance(sid, str) and sid else default_id(origin), task, out.steps(), meta, field="messages")]
+    # a simulation without an id: its place in the file (simulations[3]) tells it from the others
+    tid = sid if isinstance(sid, str) and sid else default_id(origin, origin.place)
+    return [finish(origin, tid, task, out.steps(), meta, field="messages")]
+
+
+def one(rec: Any, origin: Origin) -> list:
+    """A tau-bench record, or a tau2-bench simulation (``origin.document``: the run's info and tasks)."""
+    return _v1(rec, origin) if origin.document is None else _simulation(rec, origin)
 
 
 def _run_info(info: Any) -> dict:
@@ -155,63 +172,60 @@ def _tasks(tasks: Any) -> dict:
 
 # ---------------------------------------------------------------- files
 
-def _first(path: Path, prefix: str) -> Any:
-    """The first value under ``prefix`` of a big document (streamed; None when absent or unreadable)."""
-    for _, v in iter_items(path, prefix):
-        return None if isinstance(v, TraceError) else v
-    return None
-
-
-def _big(path: Path) -> Iterator:
-    source = str(path)
-    with open(path, "rb") as fh:
-        v1 = fh.read(1) == b"["  # results files are written by json.dump: no leading space
-    if v1:
-        for i, rec in iter_items(path, "item"):
-            if isinstance(rec, TraceError):
-                yield rec
-                return
-            origin = Origin(NAME, source, None, i)
-            yield from guarded(origin, _v1, rec, origin)
-        return
-    run, tasks = _run_info(_first(path, "info")), _tasks(_first(path, "tasks"))
-    origin = Origin(NAME, source)
-    for i, sim in iter_items(path, "simulations.item"):
-        if isinstance(sim, TraceError):
-            yield sim
-            return
-        yield from guarded(origin, _simulation, sim, origin, run, tasks, field=f"simulations[{i}]")
-
-
-def convert(path: Path) -> Iterator:
+def _read(path: Path, fmt: str) -> Iterator[tuple[Origin, Any]]:
+    """Each record of a tau-bench results list (with its index), or each simulation of a tau2-bench results file
+    (``simulations[i]``, with the run's info and tasks); a file too big to parse whole is streamed with ijson."""
     source = str(path)
     if path.suffix != ".gz" and path.stat().st_size > STREAM_ABOVE:
-        yield from _big(path)
+        with open_bytes(path) as fh:
+            v1 = fh.read(1) == b"["  # results files are written by json.dump: no leading space
+        if v1:
+            for i, rec in iter_items(path, "item"):
+                yield Origin(fmt, source, None, i, i), rec
+        else:
+            yield from _simulations(path, fmt, first_item(path, "info"), first_item(path, "tasks"),
+                                    iter_items(path, "simulations.item"))
         return
-    doc = load_json_located(path)
+    doc = load_located(path)
     if isinstance(doc, TraceError):
-        yield doc
-        return
-    if isinstance(doc, list):
+        yield Origin(fmt, source), doc
+    elif isinstance(doc, list):
         for i, rec in enumerate(doc):
-            origin = Origin(NAME, source, None, i)
-            yield from guarded(origin, _v1, rec, origin)
-        return
-    if not isinstance(doc, dict) or not isinstance(doc.get("simulations"), list):
+            yield Origin(fmt, source, None, i, i), rec
+    elif not isinstance(doc, dict) or not isinstance(doc.get("simulations"), list):
         got = describe(doc.get("simulations")) if isinstance(doc, dict) else describe(doc)
-        yield TraceError(source, None, "simulations", f"expected tau-bench records (a list) or tau2 {{simulations: [...]}}, got {got}")
-        return
-    run, tasks = _run_info(doc.get("info")), _tasks(doc.get("tasks"))
-    origin = Origin(NAME, source)
-    for i, sim in enumerate(doc["simulations"]):
-        yield from guarded(origin, _simulation, sim, origin, run, tasks, field=f"simulations[{i}]")
+        yield (
+            Origin(fmt, source),
+            TraceError(
+                source,
+                None,
+                "simulations",
+                f"expected tau-bench records (a list) or tau2 {{simulations: [...]}}, got {got}",
+            ),
+        )
+    else:
+        yield from _simulations(path, fmt, doc.get("info"), doc.get("tasks"), enumerate(doc["simulations"]))
+
+
+def _simulations(
+    path: Path, fmt: str, info: Any, tasks: Any, sims: Iterator[tuple[int, Any]]
+) -> Iterator[tuple[Origin, Any]]:
+    run = (
+        _run_info(None if isinstance(info, TraceError) else info),
+        _tasks(None if isinstance(tasks, TraceError) else tasks),
+    )
+    for i, sim in sims:
+        yield Origin(fmt, str(path), place=f"simulations[{i}]", document=run), sim
 
 
 CONVERTER = Converter(
     name=NAME,
-    description="tau-bench results ({task_id, reward, info, traj, trial}) and tau2-bench results (simulations with messages)",
+    description="tau-bench results ({task_id, reward, info, traj, trial}) and tau2-bench results (simulations with "
+                "messages)",
     shapes="JSON list of {task_id, reward, info, traj: [chat messages], trial}; "
-           "{timestamp, info, tasks, simulations: [{id, task_id, messages: [{role, content, tool_calls, turn_idx}], reward_info}]}",
+    "{timestamp, info, tasks, simulations: [{id, task_id, messages: [{role, content, tool_calls, turn_idx}], "
+    "reward_info}]}",
     detect=detect,
-    convert=convert,
+    one=one,
+    read=_read,
 )

@@ -1,14 +1,13 @@
 """The project's own trace JSONL: passed through with the same validation as ``import`` (a trace whose
-steps are all empty is refused)."""
+steps are all empty is refused; a trace id given twice is refused by the driver, as by import)."""
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Iterator
+from typing import Any
 
-from ls_trajeval.core.trace import Trace, TraceError, parse_trace
+from ls_trajeval.core.trace import parse_trace
 
 from .base import Converter, Sample
-from .support.files import documents
+from .support.files import Origin
 
 
 def detect(sample: Sample) -> float:
@@ -24,21 +23,8 @@ def detect(sample: Sample) -> float:
     return 0.6
 
 
-def convert(path: Path) -> Iterator:
-    source = str(path)
-    seen: dict[str, int] = {}
-    for n, value in documents(path):
-        if isinstance(value, TraceError):
-            yield value
-            continue
-        result = parse_trace(value, source=source, line=n, require_text=True)
-        if isinstance(result, Trace):
-            first = seen.get(result.trace_id)
-            if first is not None:
-                yield TraceError(source, n, "trace_id", f"duplicate trace_id {result.trace_id!r} (first on line {first})", result.trace_id)
-                continue
-            seen[result.trace_id] = n or 1
-        yield result
+def one(rec: Any, origin: Origin) -> list:
+    return [parse_trace(rec, source=origin.source, line=origin.line, require_text=True)]
 
 
 CONVERTER = Converter(
@@ -46,5 +32,6 @@ CONVERTER = Converter(
     description="ls-trajeval trace JSONL (validated pass-through)",
     shapes='JSONL lines {"trace_id", "task", "trace": [{"type", "content", ...}]}',
     detect=detect,
-    convert=convert,
+    one=one,
+    split=None,
 )

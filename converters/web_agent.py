@@ -12,27 +12,39 @@ inline base64), never inlined.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 from ls_trajeval.core.trace import describe
 
 from .base import Converter, Sample
 from .support.chat import media_ref, value_text
-from .support.errors import BadRecord, each_record
+from .support.errors import BadRecord
 from .support.files import Origin, sample_objects
 from .support.steps import default_id, dumps, finish, render_args, step
 
 NAME = "web_agent"
 _LIST_KEYS = ("trajectory", "steps")
 _OBS_KEYS = ("state", "obs", "observation")
-_PAGE_TEXT = ("axtree_txt", "accessibility_tree", "axtree", "text", "page_text", "dom_txt", "pruned_html", "html", "content")
+_PAGE_TEXT = (
+    "axtree_txt",
+    "accessibility_tree",
+    "axtree",
+    "text",
+    "page_text",
+    "dom_txt",
+    "pruned_html",
+    "html",
+    "content",
+)
 _SHOT = ("screenshot", "screenshot_path", "image", "screenshot_url", "som_screenshot")
 _THOUGHT = ("thought", "thoughts", "reasoning", "think", "rationale", "plan")
 _WEB_KEYS = {"url", "axtree_txt", "axtree", "accessibility_tree", "screenshot", "screenshot_path", "pruned_html",
              "dom_txt", "open_pages_urls", "last_action_error", "som_screenshot", "page"}
-_WEB_ACTION = re.compile(r"^\s*(click|type|hover|scroll|goto|go_back|go_forward|press|fill|select_option|new_tab|tab_focus|"
-                         r"close_tab|stop|send_msg_to_user|noop|dblclick|focus|clear|upload_file|keyboard_\w+|mouse_\w+)\b", re.I)
+_WEB_ACTION = re.compile(
+    r"^\s*(click|type|hover|scroll|goto|go_back|go_forward|press|fill|select_option|new_tab|tab_focus|"
+    r"close_tab|stop|send_msg_to_user|noop|dblclick|focus|clear|upload_file|keyboard_\w+|mouse_\w+)\b",
+    re.I,
+)
 _VERB = re.compile(r"^\s*`*\s*([A-Za-z_][\w.]*)")
 
 
@@ -86,7 +98,7 @@ def _page(o: Any, where: tuple[str, int, str]) -> tuple[str, dict]:
     """(page text, metadata) for one observation value; ``where`` (list, index, field) locates it."""
     if o is None:
         return "", {}
-    if o.__class__ is str:
+    if isinstance(o, str):
         return o, {}
     if not isinstance(o, dict):
         raise BadRecord("{}[{}].{}".format(*where), f"expected an object or text, got {describe(o)}")
@@ -113,8 +125,13 @@ def _page(o: Any, where: tuple[str, int, str]) -> tuple[str, dict]:
         if isinstance(v, str):
             meta["page_field"] = k
             return v, meta
-    rest = {k: v for k, v in src.items() if k not in _SHOT and k not in ("url", "last_action_error", "goal", "open_pages_urls")
-            and isinstance(v, (str, int, float, bool))}
+    rest = {
+        k: v
+        for k, v in src.items()
+        if k not in _SHOT
+        and k not in ("url", "last_action_error", "goal", "open_pages_urls")
+        and isinstance(v, (str, int, float, bool))
+    }
     return (dumps(rest) if rest else ""), meta
 
 
@@ -146,7 +163,7 @@ def one(rec: Any, origin: Origin) -> list:
             break
     for i, it in enumerate(items):
         # a hot path (once per step): locations are put into words only when an error is raised
-        if it.__class__ is not dict:
+        if not isinstance(it, dict):
             if isinstance(it, str):
                 steps.append(step("action", *_action(it, (key, i, "")), {"index": i}))
                 continue
@@ -210,7 +227,19 @@ def one(rec: Any, origin: Origin) -> list:
         if obs is None and act is None and after is None and not thought:
             steps.append(step("other", dumps(it), None, {**base}))
     md = {}
-    for k in ("task_id", "start_url", "sites", "eval", "reward", "success", "score", "env", "benchmark", "model", "agent"):
+    for k in (
+        "task_id",
+        "start_url",
+        "sites",
+        "eval",
+        "reward",
+        "success",
+        "score",
+        "env",
+        "benchmark",
+        "model",
+        "agent",
+    ):
         if k in rec:
             md[k] = rec[k]
     tid = rec.get("trace_id") or rec.get("task_id") or rec.get("episode_id") or rec.get("id")
@@ -218,14 +247,12 @@ def one(rec: Any, origin: Origin) -> list:
     return [finish(origin, tid, task, steps, md, key)]
 
 
-def convert(path: Path):
-    yield from each_record(path, NAME, one)
-
 
 CONVERTER = Converter(
     name=NAME,
     description="Web-agent traces: WebArena trajectories, BrowserGym / AgentLab step logs",
-    shapes='{"intent"|"goal", "trajectory"|"steps": [{action: "click [12]", state|obs: {axtree_txt, url, screenshot}, thought}]}',
+    shapes='{"intent"|"goal", "trajectory"|"steps": [{action: "click [12]", state|obs: {axtree_txt, url, '
+           'screenshot}, thought}]}',
     detect=detect,
-    convert=convert,
+    one=one,
 )

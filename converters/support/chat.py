@@ -12,13 +12,16 @@ for data.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from pathlib import Path
+from typing import Any
 
 from ls_trajeval.core.trace import Step, describe
 
+from ..base import Gather, Unit
 from .errors import BadRecord, expect
-from .files import maybe_json
+from .files import Origin, maybe_json
 from .steps import StepBatch, StepList, compact, dumps, render_args, step, text
 
 _MEDIA = frozenset({"image_url", "image", "input_image", "blob", "uri", "file"})
@@ -27,6 +30,57 @@ _B64ISH = re.compile(r"^[A-Za-z0-9+/=\s]{2000,}$")
 
 
 # ---------------------------------------------------------------- content
+
+#: where an API log record (a Chat Completions or Messages request with its reply) names its conversation
+RECORD_ID_KEYS = ("trace_id", "id", "conversation_id", "session_id")
+
+
+def record_id(rec: dict, keys: tuple[str, ...] = RECORD_ID_KEYS) -> str | None:
+    """An API log record's own id (the first of ``keys`` it has, as text), None when it has none."""
+    return next((text(rec[k]) for k in keys if rec.get(k) not in (None, "")), None)
+
+
+def record_meta(rec: dict, keys: tuple[str, ...], reply: dict | None = None) -> dict:
+    """The trace metadata an API log record gives: its ``keys`` that are not null, each read from ``reply`` (the
+    response logged with the request) where that has the key, else from the record; ``metadata`` as
+    ``record_metadata``."""
+    src = rec if reply is None else reply
+    meta = {}
+    for k in keys:
+        v = src.get(k, rec.get(k))
+        if v is not None:
+            meta["record_metadata" if k == "metadata" else k] = v
+    return meta
+
+
+class RecordsOrSession(Gather):
+    """An API log's records, one trace each, or, when a JSONL file's first line says so, the whole file as one
+    trace written line by line (a conversation message by message, a Codex rollout). The first line decides (a
+    broken one decides for records). A subclass says which first line (:meth:`starts_session`), how a line of the
+    session is taken (:meth:`take`: what it returns is ready now, what it raises is the line's error) and what the
+    session makes at the end (:meth:`made`); records go to ``one``, as the record they are."""
+
+    def __init__(self, path: Path) -> None:
+        self.source = str(path)
+        self.session: bool | None = None
+
+    def starts_session(self, first: Any) -> bool:
+        raise NotImplementedError
+
+    def take(self, rec: Any, origin: Origin) -> Iterable | None:
+        raise NotImplementedError
+
+    def made(self) -> Iterable:
+        raise NotImplementedError
+
+    def add(self, rec: Any, origin: Origin) -> Iterable | None:
+        if self.session is None:
+            self.session = origin.line is not None and origin.ordinal == 0 and self.starts_session(rec)
+        return self.take(rec, origin) if self.session else [Unit(origin, rec)]
+
+    def end(self) -> Iterable:
+        return self.made() if self.session else ()
+
 
 def media_ref(value: Any) -> str:
     """A short reference for an image or file: paths and URLs as given, inline data summarised, never inlined."""
@@ -38,7 +92,8 @@ def media_ref(value: Any) -> str:
         return str(value)
     m = _DATA_URL.match(value)
     if m:
-        return f"data:{m.group(1) or 'application/octet-stream'}{m.group(2) or ''},<{len(value) - m.end()} chars not inlined>"
+        kind = m.group(1) or "application/octet-stream"
+        return f"data:{kind}{m.group(2) or ''},<{len(value) - m.end()} chars not inlined>"
     if len(value) > 2000 and _B64ISH.match(value[:4000]):
         return f"<base64 data, {len(value)} chars not inlined>"
     return value
@@ -143,14 +198,16 @@ def tool_calls_of(m: dict) -> list[ToolCall]:
     for tc in raw if isinstance(raw, list) else []:
         if not isinstance(tc, dict):
             continue
-        fn = tc.get("function") if isinstance(tc.get("function"), dict) else tc
+        fn: dict = tc["function"] if isinstance(tc.get("function"), dict) else tc
         if "tool_call" in tc and isinstance(tc["tool_call"], dict):
             inner = tc["tool_call"]
-            fn = inner.get("function") if isinstance(inner.get("function"), dict) else inner
+            fn = inner["function"] if isinstance(inner.get("function"), dict) else inner
             tc = inner
         name = fn.get("name")
         args = fn.get("arguments", fn.get("args", fn.get("input")))
-        out.append(ToolCall(str(name) if name is not None else "", args, call_id(tc.get("id") or tc.get("tool_call_id"))))
+        out.append(
+            ToolCall(str(name) if name is not None else "", args, call_id(tc.get("id") or tc.get("tool_call_id")))
+        )
     return out
 
 
@@ -181,7 +238,9 @@ def openai_messages(messages: list, out: StepList, *, where: str = "messages", a
             if task is None:
                 task = content
             nm = m.get("name")
-            out.add(step("message", content, None, {"role": "user", "name": nm, **meta} if nm else {"role": "user", **meta}))
+            out.add(
+                step("message", content, None, {"role": "user", "name": nm, **meta} if nm else {"role": "user", **meta})
+            )
         elif role == "assistant":
             name = m.get("name") or agent
             by = {"agent": name, **meta} if name else meta  # each step's metadata is a new dict made from these
@@ -191,7 +250,9 @@ def openai_messages(messages: list, out: StepList, *, where: str = "messages", a
                 out.add(step("thought", content_text(reasoning), None, dict(said)))
             content = m.get("content")
             if content is not None and not isinstance(content, (str, list, dict)):
-                raise BadRecord(f"{where}[{i}].content", f"expected a string or a list of parts, got {describe(content)}")
+                raise BadRecord(
+                    f"{where}[{i}].content", f"expected a string or a list of parts, got {describe(content)}"
+                )
             # Inspect AI and others keep reasoning as a content part
             if isinstance(content, list) and any(isinstance(p, dict) and p.get("type") == "reasoning" for p in content):
                 for p in content:
@@ -210,17 +271,17 @@ def openai_messages(messages: list, out: StepList, *, where: str = "messages", a
             fc = m.get("function_call")
             if fc:
                 expect(fc, dict, f"{where}[{i}].function_call")
-                key = f"legacy-{i}"  # legacy calls have no id: the next function message answers the oldest open one
-                legacy_calls.append(key)
-                out.call(key, step("action", text(fc.get("name")), render_args(fc.get("arguments")), dict(by)))
+                legacy = f"legacy-{i}"  # no id: the next function message answers the oldest open call
+                legacy_calls.append(legacy)
+                out.call(legacy, step("action", text(fc.get("name")), render_args(fc.get("arguments")), dict(by)))
         elif role in ("tool", "function"):
             cid = call_id(m.get("tool_call_id"))
-            key = cid
+            key: str | None = cid
             if cid is None and role == "function" and legacy_calls:
                 key = legacy_calls.pop(0)
             err = m.get("error")
             content = content_text(m.get("content"))
-            extra = dict(meta)
+            extra: dict[str, Any] = dict(meta)
             if m.get("name") or m.get("function"):
                 extra["tool_name"] = m.get("name") or m.get("function")
             if err:
@@ -295,12 +356,18 @@ def anthropic_blocks(role: str, content: Any, out: StepList | StepBatch, where: 
             if isinstance(body, dict) and isinstance(body.get("type"), str) and body["type"].endswith("_error"):
                 is_err = True
             cid = call_id(b.get("tool_use_id"))
-            m = {**results, "tool_call_id": cid} if bt == "tool_result" else {"block_type": bt, **results, "tool_call_id": cid}
+            m = (
+                {**results, "tool_call_id": cid}
+                if bt == "tool_result"
+                else {"block_type": bt, **results, "tool_call_id": cid}
+            )
             out.result(cid, step("error" if is_err else "observation", body_text, None, m))
         elif bt == "thinking":
             out.add(step("thought", text(b.get("thinking")), None, {"role": role, **tool}))
         elif bt == "redacted_thinking":
-            out.add(step("thought", "[redacted thinking]", None, {"role": role, **tool, "redacted_data": b.get("data")}))
+            out.add(
+                step("thought", "[redacted thinking]", None, {"role": role, **tool, "redacted_data": b.get("data")})
+            )
         else:
             out.add(step("other", compact(b), None, {"role": role, "block_type": bt, **base}))
     return "\n".join(user_text)
@@ -309,10 +376,23 @@ def anthropic_blocks(role: str, content: Any, out: StepList | StepBatch, where: 
 # ---------------------------------------------------------------- generic {role, content | parts} messages
 
 _ROLE = {
-    "human": "user", "user": "user", "humanmessage": "user", "humanmessagechunk": "user",
-    "ai": "assistant", "assistant": "assistant", "aimessage": "assistant", "aimessagechunk": "assistant", "model": "assistant",
-    "system": "system", "systemmessage": "system", "developer": "system",
-    "tool": "tool", "toolmessage": "tool", "function": "tool", "functionmessage": "tool", "ipython": "tool",
+    "human": "user",
+    "user": "user",
+    "humanmessage": "user",
+    "humanmessagechunk": "user",
+    "ai": "assistant",
+    "assistant": "assistant",
+    "aimessage": "assistant",
+    "aimessagechunk": "assistant",
+    "model": "assistant",
+    "system": "system",
+    "systemmessage": "system",
+    "developer": "system",
+    "tool": "tool",
+    "toolmessage": "tool",
+    "function": "tool",
+    "functionmessage": "tool",
+    "ipython": "tool",
 }
 
 
@@ -436,7 +516,18 @@ def task_from_input(value: Any) -> str | None:
             return first_user_text(value[0])
         return None
     if isinstance(value, dict):
-        for k in ("task", "input", "question", "query", "prompt", "goal", "instruction", "user_input", "request", "message"):
+        for k in (
+            "task",
+            "input",
+            "question",
+            "query",
+            "prompt",
+            "goal",
+            "instruction",
+            "user_input",
+            "request",
+            "message",
+        ):
             v = value.get(k)
             if isinstance(v, str):
                 return v

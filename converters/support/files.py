@@ -1,27 +1,21 @@
-"""Reading the files converters work on: JSON, JSONL, gzip, zip archives, big documents streamed by ijson.
+"""What converters need of their input files beyond the reading layer (:mod:`ls_trajeval.core.jsonfiles`, which opens,
+decodes and iterates JSON and JSONL with located errors): each record of a file with its :class:`Origin`, what a
+detector sees of a file (:class:`Sample`), zip archives, big JSON documents streamed item by item with ijson, and
+what a file or record holds, in words (for refusals).
 
-Every reader keeps where a value came from (the JSONL line, the list index) and turns what it cannot
-read into a located :class:`TraceError` instead of raising. JSONL is read as bytes one line at a time
-and decoded with orjson (the standard library redoes a failing line for its clearer message), so
-memory stays bounded by the longest line whatever the file size.
-
-A converter usually needs one call: :func:`records` yields each record of a file (a JSON document, each
-element of a JSON list, or each JSONL line) with its :class:`Origin`; :func:`documents` is the lower
-level (whole documents and lines, no list splitting) for formats that read a file as one stream.
+:func:`records` is how the driver (:func:`ls_trajeval.converters.base.run`) reads a file unless its converter says
+otherwise: a JSON document, each element of a JSON list, or each JSONL line, each with its origin.
 """
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
-import orjson
-
-from ls_trajeval.core.trace import READ_BUFFER, TraceError, iter_jsonl, loads_strict, open_text
-
-from ..base import Sample
+from ls_trajeval.core.jsonfiles import TraceError, documents, loads, open_bytes, open_text
 
 HEAD_BYTES = 64 * 1024
 #: files up to this size are parsed whole for detection; larger ones are sniffed from their head
@@ -30,30 +24,29 @@ SMALL_FILE = 8 * 1024 * 1024
 #: format allows, is streamed item by item with ijson. orjson parses a whole document ~2.4x faster than
 #: ijson streams it, and the parsed document takes ~6x its size in memory (~120 MiB peak at this size)
 STREAM_ABOVE = 16 * 1024 * 1024
-JSONL_SUFFIXES = (".jsonl", ".ndjson", ".jsonl.gz", ".ndjson.gz")
 
 
-# ---------------------------------------------------------------- inputs
+@dataclass
+class Sample:
+    """What a detector sees of one input file: its path, first bytes, and its first decoded JSON value(s)."""
 
-def expand_inputs(inputs: list[str | Path]) -> Iterator[Path]:
-    """Files as given, directories recursively (sorted, hidden files skipped)."""
-    for item in inputs:
-        p = Path(item)
-        if p.is_dir():
-            for f in sorted(p.rglob("*")):
-                if f.is_file() and not any(part.startswith(".") for part in f.relative_to(p).parts):
-                    yield f
-        else:
-            yield p
+    path: Path
+    head: str  # the first ~64 KiB of text
+    first_json: Any = None  # the whole file parsed as JSON if small, else None
+    first_records: list = field(default_factory=list)  # first JSONL records when the file is JSONL
 
+
+# ---------------------------------------------------------------- zip archives
 
 #: a zip archive's end record (its signature) sits within this many bytes of the file's end
 _ZIP_TAIL = 22 + 0xFFFF
 
 
 def is_zip(path: Path) -> bool:
-    # zipfile (with shutil, bz2 and lzma) is imported only for a file whose tail holds an end record's signature,
-    # without which zipfile.is_zipfile says no too: most runs convert no archive and skip its start-up cost
+    """Whether the file is a zip archive (an Inspect ``.eval`` log)."""
+    # zipfile (with shutil, bz2 and lzma: 11 M instructions, a twentieth of an empty convert's, benchmarks/
+    # converter_instructions.py, start-up) is imported only for a file whose tail holds an end record's signature,
+    # without which zipfile.is_zipfile says no too: most runs convert no archive
     try:
         with open(path, "rb") as fh:
             size = fh.seek(0, 2)
@@ -69,21 +62,14 @@ def is_zip(path: Path) -> bool:
 
 @lru_cache(maxsize=64)
 def zip_names(path: Path) -> tuple[str, ...]:
-    import zipfile
+    """The member names of a zip archive (none when it cannot be read)."""
+    import zipfile  # only a zip archive gets here (see is_zip)
 
     try:
         with zipfile.ZipFile(path) as zf:
             return tuple(zf.namelist())
     except (OSError, zipfile.BadZipFile):
         return ()
-
-
-def open_bytes(path: Path):
-    if path.suffix == ".gz":
-        import gzip  # here: most inputs are not compressed
-
-        return gzip.open(path, "rb")
-    return open(path, "rb", buffering=READ_BUFFER)
 
 
 def read_head(path: Path) -> str:
@@ -94,32 +80,9 @@ def read_head(path: Path) -> str:
         return fh.read(HEAD_BYTES)
 
 
-# ---------------------------------------------------------------- JSON text
-
-def loads(raw: bytes | str, nan_as_null: bool = False) -> Any:
-    """One JSON text decoded; ValueError with a readable message. NaN and Infinity (not JSON) are
-    refused, or read as null with ``nan_as_null``: Python's ``json.dumps`` writes them for a float
-    nan, and some tools' logs hold them (a pandas cell of a benchmark's output)."""
-    if raw.__class__ is str:
-        raw = raw.encode("utf-8", "surrogateescape")
-    try:
-        return orjson.loads(raw)
-    except ValueError:
-        pass  # redo with the standard library: clearer messages, big integers accepted
-    try:
-        s = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"invalid UTF-8 at byte {exc.start}") from None
-    return json.loads(s, parse_constant=_null) if nan_as_null else loads_strict(s)
-
-
-def _null(_constant: str) -> None:
-    return None
-
-
 def maybe_json(value: Any) -> Any:
     """A JSON-looking string decoded, anything else unchanged (for attributes that carry JSON text)."""
-    if value.__class__ is str:
+    if isinstance(value, str):
         s = value.lstrip()
         if s[:1] in ("{", "["):
             try:
@@ -129,123 +92,15 @@ def maybe_json(value: Any) -> Any:
     return value
 
 
-def load_json(path: Path) -> Any:
-    """The whole file as one JSON value; ValueError when it is not JSON."""
-    with open_bytes(path) as fh:
-        return loads(fh.read())
-
-
-def load_json_located(path: Path, nan_as_null: bool = False) -> Any:
-    """The whole file as one JSON value, or a TraceError that names the line."""
-    try:
-        with open_bytes(path) as fh:
-            raw = fh.read()
-    except (OSError, EOFError) as exc:
-        return TraceError(str(path), None, None, f"cannot read: {exc}")
-    try:
-        return loads(raw, nan_as_null)
-    except json.JSONDecodeError as exc:
-        return TraceError(str(path), exc.lineno, None, f"invalid JSON: {exc.msg} (column {exc.colno})")
-    except (ValueError, RecursionError) as exc:
-        msg = str(exc)
-        return TraceError(str(path), None, None, msg if msg.startswith("invalid UTF-8") else f"invalid JSON: {msg}")
-
-
-# ---------------------------------------------------------------- JSONL, JSON, streamed items
-
-def is_jsonl(path: Path) -> bool:
-    """JSONL when named so, or when the first non-blank line is a whole JSON value and more lines follow.
-
-    So a pretty-printed or one-line JSON document is read whole, while a log is streamed line by line;
-    a broken first line that looks like an object does not hide the good lines after it. A first line
-    too long to try (a one-line export of gigabytes) is skipped over, not held: then more lines mean JSONL.
-    """
-    if path.name.lower().endswith(JSONL_SUFFIXES):
-        return True
-    with open_bytes(path) as fh:
-        first = _next_line(fh)
-        if first is None:
-            return False
-        if len(first) >= _LONG_LINE and not first.endswith(b"\n"):
-            while True:  # skip the rest of the line, a chunk at a time
-                chunk = fh.readline(_LONG_LINE)
-                if not chunk:
-                    return False
-                if chunk.endswith(b"\n"):
-                    break
-            return _next_line(fh) is not None
-        second = _next_line(fh)
-    if second is None:
-        return False
-    try:
-        loads(first)
-        return True
-    except (ValueError, RecursionError):
-        pass
-    s = first.strip()
-    if not (s.startswith(b"{") and s.endswith(b"}")):
-        return False
-    try:  # a broken first record: JSONL when the next line is a good one
-        loads(second)
-        return True
-    except (ValueError, RecursionError):
-        return False
-
-
-_LONG_LINE = 16 * HEAD_BYTES
-
-
-def _next_line(fh) -> bytes | None:
-    """The next non-blank line (its first ``_LONG_LINE`` bytes), None at the end."""
-    while True:
-        ln = fh.readline(_LONG_LINE)
-        if not ln:
-            return None
-        if ln.strip():
-            return ln
-
-
-def iter_records(path: Path, nan_as_null: bool = False) -> Iterator[tuple[int, Any]]:
-    """(line number, value or TraceError) for each non-blank line of a JSONL file, streamed
-    (``nan_as_null``: see :func:`loads`)."""
-    source = str(path)
-    with open_bytes(path) as fh:
-        for n, raw in enumerate(fh, 1):
-            try:
-                yield n, orjson.loads(raw)  # the usual line, without a call to loads() around it
-                continue
-            except ValueError:
-                if not raw.strip():
-                    continue
-            try:
-                yield n, loads(raw, nan_as_null)  # for the standard library's reading and message
-            except (ValueError, RecursionError) as exc:
-                msg = str(exc)
-                yield n, TraceError(source, n, None, msg if msg.startswith("invalid UTF-8") else f"invalid JSON: {msg}")
-
-
-def documents(path: Path, nan_as_null: bool = False) -> Iterator[tuple[int | None, Any]]:
-    """(line, value or TraceError) for each JSONL line, or (None, value or TraceError) once for a JSON
-    document (``nan_as_null``: see :func:`loads`)."""
-    try:
-        jsonl = is_jsonl(path)
-    except (OSError, EOFError) as exc:
-        yield None, TraceError(str(path), None, None, f"cannot read: {exc}")
-        return
-    if not jsonl:
-        yield None, load_json_located(path, nan_as_null)
-        return
-    try:
-        yield from iter_records(path, nan_as_null)
-    except (OSError, EOFError) as exc:
-        yield None, TraceError(str(path), None, None, f"cannot read: {exc}")
-
+# ---------------------------------------------------------------- big documents, streamed
 
 def iter_items(path: Path, prefix: str) -> Iterator[tuple[int, Any]]:
     """(index, value) of each element under ``prefix`` of one big JSON document, streamed by ijson.
 
     A syntax error ends the stream with a TraceError (ijson cannot resynchronise).
     """
+    # only a document above STREAM_ABOVE is streamed: ijson is imported for it alone (at the top it cost an empty
+    # convert 11 M instructions, a twentieth; benchmarks/converter_instructions.py, start-up)
     import ijson
 
     with open_bytes(path) as fh:
@@ -254,7 +109,18 @@ def iter_items(path: Path, prefix: str) -> Iterator[tuple[int, Any]]:
             for i, item in enumerate(ijson.items(fh, prefix, use_float=True)):
                 yield i, item
         except (ijson.JSONError, ValueError, UnicodeDecodeError) as exc:
-            yield i + 1, TraceError(str(path), None, f"{prefix.replace('.item', '[]')}[{i + 1}]", f"invalid JSON: {exc}")
+            yield (
+                i + 1,
+                TraceError(str(path), None, f"{prefix.replace('.item', '[]')}[{i + 1}]", f"invalid JSON: {exc}"),
+            )
+
+
+def first_item(path: Path, prefix: str) -> Any:
+    """The first value under ``prefix`` of a big document, streamed (None when absent; a TraceError when the
+    document breaks before it)."""
+    for _, v in iter_items(path, prefix):
+        return v
+    return None
 
 
 # ---------------------------------------------------------------- records with their origin
@@ -271,11 +137,27 @@ class Origin:
     source: str
     line: int | None = None
     index: int | None = None
+    #: the record's number in its file: its line's among the file's non-blank lines (0 for the first), its index in
+    #: a JSON list document, 0 for a lone document (converters whose records have no id number them by it)
+    ordinal: int = 0
+    #: the record's place in its document where that is not its list index (``simulations[3]``, the name of a
+    #: history in an object of histories): its errors' fields start with it, its provenance does not show it
+    place: str | None = None
+    #: for a record taken out of a document with fields of its own (an eval log's header, a results file's run
+    #: info): that document, or the part of it the records share
+    document: Any = None
 
     @property
     def where(self) -> str:
         """The field path of the record inside its document: ``"[3]"`` for a list element, else ``""``."""
+        if self.place is not None:
+            return self.place
         return "" if self.index is None else f"[{self.index}]"
+
+    @property
+    def file_name(self) -> str:
+        """The file's name, without its folder: what the ids of records that have none are made of."""
+        return _file_name(self.source)
 
     @property
     def position(self) -> int:
@@ -283,6 +165,7 @@ class Origin:
         return self.line if self.line is not None else (self.index or 0)
 
     def provenance(self) -> dict:
+        """The trace metadata that says where the trace came from (see :mod:`.steps`)."""
         out: dict = {"source_format": self.fmt, "source_file": self.source}
         if self.line is not None:
             out["source_line"] = self.line
@@ -290,42 +173,108 @@ class Origin:
             out["source_record"] = self.index
         return out
 
+    def item(self, k: int) -> Origin:
+        """The origin of the ``k``-th record this document or line holds (its index ``k``)."""
+        return Origin(self.fmt, self.source, self.line, k, k if self.line is None else self.ordinal)
 
-def records(path: Path, fmt: str, unwrap: Callable[[Any], list | None] | None = None) -> Iterator[tuple[Origin, Any]]:
-    """(origin, record or TraceError) for every record of a file.
 
-    A JSON list is a list of records, each JSONL line a record (a line holding a list, a list of
-    records); ``unwrap`` may turn a document or line into its records (e.g. ``{"data": [...]}``), or
-    return None to leave it as one record.
+@lru_cache(maxsize=64)
+def _file_name(source: str) -> str:
+    # once per trace of the formats that make ids (benchmarks/converter_instructions.py, aider): a Path per trace was
+    # a twentieth of aider's conversion
+    return Path(source).name
+
+
+#: the records one JSON document or JSONL line holds, each with its origin; None: it is one record
+Split = Callable[[Any, Origin], "Iterable[tuple[Origin, Any]] | None"]
+
+
+def documents_only(split: Split) -> Split:
+    """Marks a split that only ever splits a JSON document (a JSONL line is one record): it is not asked for lines."""
+    split.documents_only = True  # type: ignore[attr-defined]
+    return split
+
+
+def elements(values: list, origin: Origin) -> list[tuple[Origin, Any]]:
+    """Each of ``values`` (the records a document or line at ``origin`` holds) with its origin, by its index."""
+    return [(origin.item(k), v) for k, v in enumerate(values)]
+
+
+@documents_only
+def list_items(value: Any, origin: Origin) -> list[tuple[Origin, Any]] | None:
+    """The records of a JSON document that is a list: its elements (the default way a document splits)."""
+    return elements(value, origin) if isinstance(value, list) else None
+
+
+def unwrapping(unwrap: Callable[[Any], list | None]) -> Split:
+    """A split: the records ``unwrap(value)`` finds in a document or line (``{"data": [...]}``), else a JSON list's."""
+    def split(value: Any, origin: Origin) -> Iterable[tuple[Origin, Any]] | None:
+        recs = unwrap(value)
+        return list_items(value, origin) if recs is None else elements(recs, origin)
+
+    return split
+
+
+def records(path: Path, fmt: str, split: Split | None = list_items, *, nan_as_null: bool = False,
+            jsonl: bool | None = None) -> Iterator[tuple[Origin, Any]]:
+    """(origin, record or TraceError) for every record of a JSON or JSONL file.
+
+    ``split(value, origin)`` gives the records a document (``origin.line`` None) or a JSONL line holds, with their
+    origins, or None when it is one record (:func:`documents_only`: it is asked for documents only); by default a
+    JSON list document is a list of records, a JSONL line one record; with ``split`` None every document and line is
+    one record. ``jsonl`` True or False skips telling JSONL from JSON (a format whose files are always one or the
+    other); ``nan_as_null``: see :func:`ls_trajeval.core.jsonfiles.loads`.
     """
     source = str(path)
-    for line, val in documents(path):
-        if val.__class__ is TraceError:
-            yield Origin(fmt, source, line), val
-            continue
-        recs = unwrap(val) if unwrap is not None else None
-        if recs is None and val.__class__ is list and line is None:
-            recs = val
-        if recs is None:
-            yield Origin(fmt, source, line), val
-        else:
-            for k, rec in enumerate(recs):
-                yield Origin(fmt, source, line, k), rec
+    lines_too = split is not None and not getattr(split, "documents_only", False)
+    for n, (line, val) in enumerate(documents(path, nan_as_null, jsonl)):
+        origin = Origin(fmt, source, line, None, n)
+        # once per record of every file (benchmarks/converter_instructions.py, every JSONL case): a JSONL line costs
+        # no call of a split made for documents only
+        if split is not None and (line is None or lines_too) and val.__class__ is not TraceError:
+            recs = split(val, origin)
+            if recs is not None:
+                yield from recs
+                continue
+        yield origin, val
 
 
 # ---------------------------------------------------------------- what a detector sees
 
+def _head_json(text: str, nan: bool = False) -> Any:
+    """A line of a file's head, which is text with the file's undecodable bytes as lone surrogates: decoded as
+    text, such characters taken as they are, so that a stray bad byte does not hide a file's shape from the
+    detectors (``nan``: NaN and Infinity accepted)."""
+    return json.loads(text) if nan else json.loads(text, parse_constant=_refuse)
+
+
+def _refuse(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
 def looks_like_jsonl(head: str) -> bool:
+    """Whether a file's head reads as JSONL (its first line a JSON object)."""
     lines = [ln for ln in head.splitlines() if ln.strip()]
     if not lines:
         return False
     try:
-        first = json.loads(lines[0])
+        first = _head_json(lines[0], nan=True)  # NaN or not, a line of JSON makes a file JSONL
     except (ValueError, RecursionError):  # a first line nested thousands deep is no JSONL record either
         return False
     if len(lines) == 1:
         return isinstance(first, dict) and not head.lstrip().startswith("[")
     return isinstance(first, dict)
+
+
+def _head_records(lines: list[str]) -> Iterator[Any]:
+    """The JSON values of the head's lines that are whole records (a line with undecodable bytes is none)."""
+    for text in lines:
+        if text.strip():
+            try:
+                text.encode("utf-8")
+                yield _head_json(text)
+            except (ValueError, RecursionError):
+                pass
 
 
 def make_sample(path: Path, whole_up_to: int = SMALL_FILE) -> Sample:
@@ -339,21 +288,18 @@ def make_sample(path: Path, whole_up_to: int = SMALL_FILE) -> Sample:
         lines = head.splitlines()
         if len(head) >= HEAD_BYTES and len(lines) > 1:
             lines = lines[:-1]  # the last line of a cut head is usually truncated
-        for _, rec in zip(range(50), iter_jsonl(lines, str(path))):
-            if not isinstance(rec[1], TraceError):
-                sample.first_records.append(rec[1])
+        sample.first_records.extend(rec for _, rec in zip(range(50), _head_records(lines)))
         if sample.first_records:
             return sample
     size = path.stat().st_size
     if size <= whole_up_to or path.suffix == ".gz" and size <= whole_up_to // 8:
         try:
-            sample.first_json = load_json(path)
+            with open_bytes(path) as fh:
+                sample.first_json = loads(fh.read())
         except (ValueError, RecursionError, OSError, EOFError):
             pass
     if sample.first_json is None and looks_like_jsonl(head):
-        for _, rec in iter_jsonl(head.splitlines()[:1], str(path)):
-            if not isinstance(rec, TraceError):
-                sample.first_records.append(rec)
+        sample.first_records.extend(_head_records(head.splitlines()[:1]))
     return sample
 
 
@@ -370,7 +316,7 @@ def sample_objects(sample: Sample, limit: int = 5) -> list:
         # large files are only sniffed: try the first line on its own
         first = sample.head.lstrip().split("\n", 1)[0]
         try:
-            v = loads_strict(first)
+            v = _head_json(first)
             if isinstance(v, dict):
                 out.append(v)
         except (ValueError, RecursionError):
@@ -383,7 +329,7 @@ def sample_objects(sample: Sample, limit: int = 5) -> list:
 def _kind(v: Any, depth: int) -> str:
     if v is None:
         return "null"
-    if v.__class__ is bool:
+    if isinstance(v, bool):
         return "boolean"
     if isinstance(v, (int, float)):
         return "number"
@@ -406,7 +352,8 @@ def _names(obj: dict, limit: int) -> str:
 
 
 def _keys_text(obj: dict, limit: int = 12) -> str:
-    """An object's keys with what each holds: ``keys id (string), steps (list of 5, the first an object with keys agent, content)``."""
+    """An object's keys with what each holds: ``keys id (string), steps (list of 5, the first an object with keys
+    agent, content)``."""
     parts = [f"{k} ({_kind(v, 0)})" for k, v in list(obj.items())[:limit]]
     more = f", and {len(obj) - limit} more" if len(obj) > limit else ""
     return "keys " + ", ".join(parts) + more if parts else "no keys"

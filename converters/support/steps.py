@@ -12,7 +12,9 @@ A step's top level holds only these keys:
     one of :data:`ls_trajeval.core.trace.STEP_TYPES` (thought, action, observation, code, message, error,
     system, other).
 ``content``
-    text, ``""`` where the source has none, never null. For an action: the tool's (or command's) name.
+    text, ``""`` where the source has none, never null. For an action: the tool's (or command's) name. An agent's
+    message or thought that was empty in the source (an empty generation) reads ``(empty response)``, with
+    ``empty_response: true`` in its metadata.
 ``action_input``
     on actions only, always there: the call's arguments as text (:func:`render_args`), ``""`` when none.
 ``timestamp``
@@ -67,7 +69,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -138,12 +139,29 @@ def split_call(written: str) -> tuple[str, str] | None:
 
 # ---------------------------------------------------------------- steps
 
+#: the content of an agent's turn that was empty in the source
+EMPTY_RESPONSE = "(empty response)"
+#: the roles of messages that are not the agent's own turn (the user's, the system's, a tool's, a task given)
+NOT_AGENT_ROLES = frozenset({"user", "human", "system", "developer", "tool", "function", "task", "hints",
+                             "instructions", "compacted", "environment", "info"})
+
+
 def step(type_: str, content: Any, action_input: str | None = None, metadata: dict | None = None) -> Step:
     """The one way to make a step. ``metadata`` is a dict made for this step (it becomes the step's
     metadata, not a copy): its null values are dropped, so a key appears only where known, and its
-    ``timestamp`` goes to the step's top level when it is text or a number."""
-    # a hot path (every step of every converter): the step object is built in its output order, key by key
-    s = Step(type=type_, content=content if content.__class__ is str else text(content))
+    ``timestamp`` goes to the step's top level when it is text or a number. An agent's message or thought
+    without any text (an empty generation: real data, something to judge) says so: content ``(empty response)``,
+    ``empty_response: true`` in its metadata; other empty steps (a tool that returned nothing, an empty user
+    message) stay as they are."""
+    # a hot path (every step of every converter, benchmarks/converter_instructions.py): the step object is built in
+    # its output order, key by key, and an empty turn is found with the fewest tests of the usual step
+    if content.__class__ is not str:
+        content = text(content)
+    if (type_ == "message" or type_ == "thought") and (not content or content.isspace()) and action_input is None \
+            and (metadata is None or metadata.get("role") not in NOT_AGENT_ROLES):
+        content = EMPTY_RESPONSE
+        metadata = {**(metadata or {}), "empty_response": True}
+    s = Step(type=type_, content=content)
     if action_input is not None:
         s["action_input"] = action_input
     if not metadata:
@@ -268,14 +286,25 @@ _ID_JSON = json.JSONEncoder(sort_keys=True, default=str)
 
 def stable_id(*parts: Any) -> str:
     """A trace id that is the same on every run for the same source (so re-import is idempotent)."""
-    import hashlib  # here: loading OpenSSL is a tenth of the start-up, and most records carry their own id
+    # imported here: most records carry their own id, and loading OpenSSL costs an empty convert 11 M instructions,
+    # a twentieth (benchmarks/converter_instructions.py, start-up)
+    import hashlib
 
     return hashlib.sha1(_ID_JSON.encode(parts).encode()).hexdigest()[:16]
 
 
 def default_id(origin: Origin, *more: Any) -> str:
-    """The id of a record that has none of its own: stable for the same file name and position."""
-    return stable_id(Path(origin.source).name, origin.position, *more)
+    """The id of a record that has none of its own: stable for the same file name and position (a JSONL line that
+    holds several records: the line and the record's index in it)."""
+    if origin.line is not None and origin.index is not None:
+        return stable_id(origin.file_name, origin.line, origin.index, *more)
+    return stable_id(origin.file_name, origin.position, *more)
+
+
+def numbered_id(origin: Origin) -> str:
+    """The id of a record that has none of its own, in the formats that number a file's records as they come
+    (:attr:`~.files.Origin.ordinal`): stable for the same file name and number."""
+    return stable_id(origin.file_name, origin.ordinal)
 
 
 def finish(origin: Origin, trace_id: Any, task: str | None, steps: list[Step], metadata: dict | None = None,

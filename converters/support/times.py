@@ -78,9 +78,9 @@ def time_key(value: Any) -> int | None:
                 if dot == -1:
                     dot = s.find(",", 19)
                 if dot != -1:
-                    frac = _DIGITS.match(s, dot + 1)
-                    if frac is not None and len(frac.group()) > 6:  # digits past the microsecond: OTel's ns
-                        ns += int(frac.group()[6:9].ljust(3, "0"))
+                    digits = _DIGITS.match(s, dot + 1)
+                    if digits is not None and len(digits.group()) > 6:  # digits past the microsecond: OTel's ns
+                        ns += int(digits.group()[6:9].ljust(3, "0"))
                 return ns
             m = _ISO_FAST.fullmatch(s)  # what an older fromisoformat refuses ("Z", 9 digits)
             if m is not None:
@@ -126,8 +126,10 @@ def time_key(value: Any) -> int | None:
 
 # a UTC time in ISO text whose fields exist on every calendar day (days past the 28th, hour 24 and the year
 # 0 are left to time_key, which knows which of them exist); ASCII digits only ([0-9], not \d)
-_ISO_UTC_TIME = (r"(?!0000)[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
-                 r"(?:\.[0-9]{1,9})?")
+_ISO_UTC_TIME = (
+    r"(?!0000)[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
+    r"(?:\.[0-9]{1,9})?"
+)
 #: such times one per line, all with the first one's suffix ("Z", "+00:00" or none)
 _ISO_UTC_LINES = re.compile(rf"{_ISO_UTC_TIME}(Z|\+00:00|)(?:\n{_ISO_UTC_TIME}\1)*")
 

@@ -8,16 +8,18 @@ and hands the list to :func:`assemble`.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 from ls_trajeval.core.trace import Step, describe
 
+from ..base import Gather, Unit
 from .chat import ToolCall, content_text, message_parts, message_steps, norm_role, read_message, value_text
 from .errors import BadRecord
 from .files import Origin
 from .steps import render_args, step, step_metadata
 from .times import time_key
-
 
 # ---------------------------------------------------------------- trees
 
@@ -36,7 +38,7 @@ def tree_order(
     nodes caught in a parent cycle are appended as roots so none is lost.
     """
     if keys is None:  # each node's sort key once (it is a timestamp parse), not once per sort
-        keys = [sort_key(n) for n in nodes]
+        keys = [sort_key(n) for n in nodes] if sort_key is not None else [None] * len(nodes)
     # a hot path: one stable sort of every node; children gathered in that order come out sorted, with no
     # sort per parent (ties keep input order, as the index in the key did)
     if None in keys:
@@ -86,7 +88,7 @@ def tree_order(
     return out
 
 
-def tree_id(value: Any, where: str) -> Any:
+def tree_id(value: Any, where: str | None) -> Any:
     """A run or span id as given, when it can key a tree (a string or a number), else a BadRecord."""
     if value is None or isinstance(value, (str, int, float)):
         return value
@@ -195,8 +197,12 @@ def otlp_spans(req: Any, where: str = "", first: int = 0) -> list[dict]:
                 if evs:
                     for e_i, ev in enumerate(evs):
                         if isinstance(ev, dict):
-                            events.append({"name": ev.get("name"),
-                                           "attrs": otlp_attrs(ev.get("attributes"), spw, f".events[{e_i}].attributes")})
+                            events.append(
+                                {
+                                    "name": ev.get("name"),
+                                    "attrs": otlp_attrs(ev.get("attributes"), spw, f".events[{e_i}].attributes"),
+                                }
+                            )
                 start = sp.get("startTimeUnixNano")
                 out.append({
                     "trace_id": tid, "span_id": sid, "parent_id": pid or None,
@@ -252,15 +258,20 @@ def flat_attrs(attrs: dict, prefix: str = "") -> dict:
     return out
 
 
-class SpansByTrace:
-    """Spans (dicts with a ``trace_id``) grouped by trace over a whole file, since a trace's spans can come in
-    several records or export batches; each trace keeps the origin of the record its first span came in."""
+class SpansByTrace(Gather):
+    """A file's spans (dicts with a ``trace_id``) grouped by trace, since a trace's spans can come in several
+    records or export batches; each trace keeps the origin of the record its first span came in, and is converted
+    at the end of the file (a :class:`Unit` of ``(trace id, spans)``), in the order its first span came."""
 
-    def __init__(self) -> None:
+    #: how the format names a trace id, for the field its errors are located at
+    id_name = "trace"
+
+    def __init__(self, path: Path) -> None:
         self._spans: dict[Any, list] = {}
         self._first: dict[Any, Origin] = {}
 
-    def add(self, spans: list, origin: Origin) -> None:
+    def take(self, spans: list, origin: Origin) -> None:
+        """Spans of the record at ``origin``, into their traces."""
         for sp in spans:
             tid = sp["trace_id"]
             group = self._spans.get(tid)
@@ -269,10 +280,10 @@ class SpansByTrace:
                 self._first[tid] = origin
             group.append(sp)
 
-    def __iter__(self):
-        """(trace id, its spans in the order added, the origin of its first span), traces in first-seen order."""
+    def end(self) -> Iterator[Unit]:
         for tid, spans in self._spans.items():
-            yield tid, spans, self._first[tid]
+            origin = self._first[tid]
+            yield Unit(origin, (tid, spans), f"{self.id_name} {tid}", Origin(origin.fmt, origin.source, origin.line))
 
 
 def indexed(attrs: dict, prefix: str) -> list[dict]:
@@ -291,8 +302,9 @@ def indexed(attrs: dict, prefix: str) -> list[dict]:
     return [groups[i] for i in sorted(groups)]
 
 
-def nest(flat: dict) -> dict:
-    """{"a.b": 1, "a.c.0.d": 2} -> {"a": {"b": 1, "c": [{"d": 2}]}}, for flattened message attributes."""
+def nest(flat: dict) -> Any:
+    """{"a.b": 1, "a.c.0.d": 2} -> {"a": {"b": 1, "c": [{"d": 2}]}}, for flattened message attributes (a list
+    when every key is an index)."""
     root: dict = {}
     if not any("." in k or v.__class__ is dict for k, v in flat.items()):  # the usual {role, content}
         root.update(flat)
@@ -445,8 +457,11 @@ def assemble(events: list) -> list[Step]:
                 steps.append(step("action", tc.name, render_args(tc.args), {"tool_call_id": tc.call_id, **m}))
                 if not emitted and "tool_calls" in meta:
                     # the turn had no text: keep its provenance (tokens, model) on its first action
-                    step_metadata(steps[-1]).update((k, v) for k, v in meta.items()
-                                                    if k != "tool_calls" and k != "timestamp" and v is not None and v != {})
+                    step_metadata(steps[-1]).update(
+                        (k, v)
+                        for k, v in meta.items()
+                        if k != "tool_calls" and k != "timestamp" and v is not None and v != {}
+                    )
                     emitted = True
                 res = None
                 for later in events[i + 1:]:

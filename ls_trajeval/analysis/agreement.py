@@ -12,8 +12,9 @@ from __future__ import annotations
 import itertools
 import math
 from array import array
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Optional, Sequence
+from functools import partial
 
 import numpy as np
 
@@ -26,11 +27,10 @@ from .spans import evidence_agreement, marked
 from .stats import cohen_kappa, counts_table, fleiss_kappa, krippendorff_alpha
 from .trace_groups import root_cause
 
-
 # ---------------------------------------------------------------- collection
 
 class AgreementCollector:
-    def __init__(self, settings: Optional[AnalysisSettings] = None) -> None:
+    def __init__(self, settings: AnalysisSettings | None = None) -> None:
         self.s = settings or AnalysisSettings()
         self.traces = Codes()
         self.annotators = Codes()
@@ -160,11 +160,11 @@ def compute(c: AgreementCollector, k: int = 2) -> AgreementResult:
     annotators = list(c.annotators.values)
     A = len(annotators)
     stats: dict = {}
-    base = dict(n_annotations=n_ann_total, n_traces=len(c.traces.values), n_traces_multi=int((raters_per_trace >= 2).sum()),
-                annotators=annotators)
+    result = partial(AgreementResult, n_annotations=n_ann_total, n_traces=len(c.traces.values),
+                     n_traces_multi=int((raters_per_trace >= 2).sum()), annotators=annotators)
     if not multi.any():
         notes.append("no trace has two or more annotators: nothing to compare")
-        return AgreementResult(**base, statistics=stats, per_annotator=[], first_error={}, notes=notes)
+        return result(statistics=stats, per_annotator=[], first_error={}, notes=notes)
 
     rows = keep_rows[multi]
     tr, an, nn, fe = a_trace[multi], a_annot[multi], a_n[multi], a_first[multi]
@@ -216,9 +216,9 @@ def compute(c: AgreementCollector, k: int = 2) -> AgreementResult:
 
     def nominal_block(m: np.ndarray, n_values: int, label: str) -> dict:
         vc = counts_table(m, n_values)
-        out = {"units": int((vc.sum(axis=1) >= 2).sum()),
-               "krippendorff_alpha": krippendorff_alpha(vc, "nominal"),
-               "percent_agreement": _pairwise_agreement(m)}
+        out: dict[str, object] = {"units": int((vc.sum(axis=1) >= 2).sum()),
+                                  "krippendorff_alpha": krippendorff_alpha(vc, "nominal"),
+                                  "percent_agreement": _pairwise_agreement(m)}
         kappas = _pairwise_kappas(m, annotators)
         if A == 2 or len(kappas) == 1:
             out["cohen_kappa"] = kappas[0]["kappa"] if kappas else math.nan
@@ -244,7 +244,8 @@ def compute(c: AgreementCollector, k: int = 2) -> AgreementResult:
     sub = np.where(err_u == 1, sev[units], -1)[both_wrong]
     vc = counts_table(sub, len(order))
     stats["severity"] = {"order": order, "units": int((vc.sum(axis=1) >= 2).sum()),
-                         "krippendorff_alpha_ordinal": krippendorff_alpha(vc, "ordinal", value_domain=list(range(len(order)))),
+                         "krippendorff_alpha_ordinal": krippendorff_alpha(vc, "ordinal",
+                                                                          value_domain=list(range(len(order)))),
                          "percent_agreement": _pairwise_agreement(sub)}
 
     stats["evidence"] = evidence_agreement(((t, step), a, chars, has_span) for r, t, a in zip(rows, tr, an)
@@ -252,8 +253,7 @@ def compute(c: AgreementCollector, k: int = 2) -> AgreementResult:
     first = _first_error_agreement(tr, an, fe, k, annotators)
     root = _first_error_agreement(tr, an, a_root[multi], 1, annotators)
     per_annot = _vs_majority(err_u, annotators, an, tr)
-    return AgreementResult(**base, statistics=stats, per_annotator=per_annot, first_error=first, root_cause=root,
-                           notes=notes)
+    return result(statistics=stats, per_annotator=per_annot, first_error=first, root_cause=root, notes=notes)
 
 
 def _pairwise_agreement(m: np.ndarray) -> float:
@@ -341,7 +341,7 @@ def _vs_majority(err_u: np.ndarray, annotators: list, an, tr) -> list:
     return out
 
 
-def collect(inputs: Iterable[str], settings: Optional[AnalysisSettings] = None, on_error=None) -> AgreementCollector:
+def collect(inputs: Iterable[str], settings: AnalysisSettings | None = None, on_error=None) -> AgreementCollector:
     col = AgreementCollector(settings)
     for item in read(list(inputs), col.s):
         if isinstance(item, TraceError):
@@ -353,7 +353,7 @@ def collect(inputs: Iterable[str], settings: Optional[AnalysisSettings] = None, 
     return col
 
 
-def assess(inputs: Sequence[str], settings: Optional[AnalysisSettings] = None, *, k: int = 2, top: int = 20,
+def assess(inputs: Sequence[str], settings: AnalysisSettings | None = None, *, k: int = 2, top: int = 20,
            on_error=None) -> AgreementResult:
     """Everything ``agreement`` reports: the statistics (:func:`compute`) and the adjudication list, the ``top``
     traces the disagreement finder ranks most disputed (first errors more than ``k`` steps apart disputed).
@@ -417,6 +417,6 @@ def format_table(r: AgreementResult) -> str:
     if r.disagreements:
         lines += ["", "  most disagreement (for adjudication; steps as the UI numbers them):"]
         for d in r.disagreements[:10]:
-            lines.append(f"    {d['trace_id']}: disputedness {d['disputedness']:.2f}, steps {d['steps_in_dispute'] or '–'}, "
-                         f"first errors {d['first_errors']}")
+            lines.append(f"    {d['trace_id']}: disputedness {d['disputedness']:.2f}, "
+                         f"steps {d['steps_in_dispute'] or '–'}, first errors {d['first_errors']}")
     return "\n".join(lines)

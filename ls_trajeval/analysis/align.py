@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..core.jsonfiles import atomic_output
 from ..core.labels import step_number
 from ..core.records import AnnotationRecord
 from .figures import figure, png
@@ -251,7 +252,8 @@ def align(pred: Iterable[AnnotationRecord], gold: Iterable[AnnotationRecord], se
 def measure(paired: Pairing, settings: AnalysisSettings, *, within: int = 1, resamples: int = 2000,
             seed: int = 0) -> AlignResult:
     """Every figure of PRED against GOLD over the traces :func:`pair` paired."""
-    rows, per_trace, confusion, by_category = [], [], {}, []
+    confusion: dict[tuple[str, str], int] = {}  # (gold category, pred category) -> steps
+    rows, per_trace, by_category = [], [], []
     for p, g in paired.pairs:
         counts, row, cats = _trace_counts(p, g, settings, within, confusion)
         rows.append(counts)
@@ -270,9 +272,12 @@ def measure(paired: Pairing, settings: AnalysisSettings, *, within: int = 1, res
     metrics = {}
     for (name, value), lo, hi in zip(point.items(), low, high):
         unit, col = _UNITS.get(name, ("traces", "traces"))
-        size = {"steps PRED marks": total[_C["tp"]] + total[_C["fp"]],
-                "steps GOLD marks": total[_C["tp"]] + total[_C["fn"]]}.get(unit)
-        size = int(size if size is not None else total[_C[col]]) if n else 0
+        if col is None:  # a count of marked steps, not a column
+            size = {"steps PRED marks": total[_C["tp"]] + total[_C["fp"]],
+                    "steps GOLD marks": total[_C["tp"]] + total[_C["fn"]]}[unit]
+        else:
+            size = total[_C[col]]
+        size = int(size) if n else 0
         metrics[name] = Metric(float(value), float(lo), float(hi), size, unit)
     labels = sorted({k[0] for k in confusion} | {k[1] for k in confusion}, key=lambda c: (c == NO_ERROR, c))
     matrix = pd.DataFrame(0, index=pd.Index(labels, name="gold"), columns=pd.Index(labels, name="pred"), dtype=int)
@@ -312,16 +317,19 @@ def write_outputs(result: AlignResult, out_dir: str | Path, doc: dict | None = N
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     files = [out / "confusion_categories.csv", out / "per_trace.csv", out / "align.json"]
-    result.confusion.to_csv(files[0], index_label="gold \\ pred")
-    pd.DataFrame(result.per_trace, columns=["trace_id", "steps", "gold_errors", "pred_errors", "gold_first_error",
-                                            "pred_first_error", "first_error_distance", "tp", "fp", "fn",
-                                            "gold_root_cause", "pred_root_cause"]
-                 ).to_csv(files[1], index=False)
-    files[2].write_text(json.dumps(doc if doc is not None else result.to_json(), indent=2, ensure_ascii=False) + "\n",
-                        encoding="utf-8")
+    with atomic_output(files[0]) as fh:
+        result.confusion.to_csv(fh, index_label="gold \\ pred")
+    with atomic_output(files[1]) as fh:
+        pd.DataFrame(result.per_trace, columns=["trace_id", "steps", "gold_errors", "pred_errors", "gold_first_error",
+                                                "pred_first_error", "first_error_distance", "tp", "fp", "fn",
+                                                "gold_root_cause", "pred_root_cause"]
+                     ).to_csv(fh, index=False)
+    with atomic_output(files[2]) as fh:
+        fh.write(json.dumps(doc if doc is not None else result.to_json(), indent=2, ensure_ascii=False) + "\n")
     if plots:
         files.append(out / "confusion_categories.png")
-        files[-1].write_bytes(plot_confusion(result))
+        with atomic_output(files[-1], "wb") as fh:
+            fh.write(plot_confusion(result))
     return files
 
 

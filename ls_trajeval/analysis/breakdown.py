@@ -15,7 +15,7 @@ the UI numbers it); each with a 95% percentile bootstrap interval. The resampled
 from __future__ import annotations
 
 import math
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -94,8 +94,8 @@ def group_tables(traces: pd.DataFrame, errors: pd.DataFrame, by: str, *, resampl
     return table, cats
 
 
-def trace_table(traces: pd.DataFrame, link: Optional[Callable[[int, int], str]] = None,
-                by: Optional[str] = None) -> pd.DataFrame:
+def trace_table(traces: pd.DataFrame, link: Callable[[int, int], str] | None = None,
+                by: str | None = None) -> pd.DataFrame:
     """One row per trace, worst first: the lowest mean final score, then the most errors per annotation. First
     errors as the UI numbers steps, one per annotation; ``link(project_id, task_id)`` gives each row its task's
     address in Label Studio. With ``by``, a column of that name holds the trace's groups (several when the key is
@@ -105,11 +105,12 @@ def trace_table(traces: pd.DataFrame, link: Optional[Callable[[int, int], str]] 
     for tid, t in traces.groupby("trace_id", observed=True, sort=False):
         firsts = [step_number(int(v)) if not pd.isna(v) else "none" for v in t["first_error_step"]]
         pid, task = t["project_id"].iloc[0], t["task_id"].iloc[0]
-        row = {"trace_id": str(tid)}
-        if has_group:
+        row: dict[str, object] = {"trace_id": str(tid)}
+        if has_group and by is not None:
             row[by] = ", ".join(sorted({str(g) for g in t["group"]}))
         row.update({"annotations": len(t), "mean_final_score": float(t["final_score"].mean()),
-                    "min_final_score": float(t["final_score"].min()), "errors_per_annotation": float(t["n_errors"].mean()),
+                    "min_final_score": float(t["final_score"].min()),
+                    "errors_per_annotation": float(t["n_errors"].mean()),
                     "first_errors": ", ".join(firsts), "steps": int(t["n_steps"].max())})
         row["link"] = link(int(pid), int(task)) if link is not None and not pd.isna(pid) and not pd.isna(task) else None
         rows.append(row)
@@ -127,7 +128,8 @@ def annotator_table(traces: pd.DataFrame) -> pd.DataFrame:
     for who, t in traces.groupby("annotator", observed=True, sort=True):
         lead = t["lead_time"].dropna()
         rows.append({"annotator": str(who), "annotations": len(t), "traces": int(t["trace_id"].nunique()),
-                     "errors_per_trace": float(t["n_errors"].mean()), "mean_final_score": float(t["final_score"].mean()),
+                     "errors_per_trace": float(t["n_errors"].mean()),
+                     "mean_final_score": float(t["final_score"].mean()),
                      "seconds_per_trace": float(lead.mean()) if len(lead) else math.nan,
                      "median_seconds_per_trace": float(lead.median()) if len(lead) else math.nan,
                      "timed_annotations": len(lead)})

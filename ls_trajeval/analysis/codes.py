@@ -2,7 +2,7 @@
 column of a million repeated labels is an int array and a rater matrix fits in int16."""
 from __future__ import annotations
 
-from typing import Hashable, Optional
+from collections.abc import Hashable
 
 
 class Codes:
@@ -10,7 +10,7 @@ class Codes:
         self.index: dict = {}
         self.values: list = []
 
-    def code(self, value: Optional[Hashable]) -> int:
+    def code(self, value: Hashable | None) -> int:
         """The value's code (a new one for a new value); -1 for None (no label)."""
         if value is None:
             return -1

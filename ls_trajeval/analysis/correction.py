@@ -15,7 +15,6 @@ Se and Sp: the report's labels and the alignment's are different data.
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ import pandas as pd
 from scipy.stats import norm
 
 from ..core.errors import UserError
+from ..core.jsonfiles import TraceError, load_located
 from .align import COUNT_COLUMNS, NO_CATEGORY
 from .stats import LEVEL, ratio_covariance, ratio_variance
 
@@ -50,12 +50,9 @@ class JudgeErrors:
 def read_alignment(path: str | Path) -> JudgeErrors:
     """A judge's errors from an ``align.json`` (``align --out DIR``, or ``align --json > FILE``)."""
     source = str(path)
-    try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeError) as exc:
-        raise UserError(f"{source}: cannot read: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise UserError(f"{source}:{exc.lineno}: not JSON ({exc.msg})") from None
+    doc = load_located(path)
+    if isinstance(doc, TraceError):
+        raise UserError(str(doc))
     counts = doc.get("per_trace_counts") if isinstance(doc, dict) else None
     if not isinstance(counts, dict) or not isinstance(counts.get("columns"), list) \
             or not isinstance(counts.get("rows"), list):

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Optional, Sequence
 
 from ..core.labels import step_number
 from ..core.records import AnnotationRecord
@@ -62,9 +62,9 @@ class AnnotatorStep:
     """One annotator's label of one step."""
 
     correctness: str
-    error_category: Optional[str]
-    error_type: Optional[str]
-    severity: Optional[str]
+    error_category: str | None
+    error_type: str | None
+    severity: str | None
     #: a wrong step's role (``origin`` | ``propagated``), None for a correct one
     role: str | None = None
 
@@ -159,7 +159,7 @@ def _first_error_share(firsts: list, tolerance: int) -> float:
 
 
 def find_disagreements(records: Sequence[AnnotationRecord], settings: AnalysisSettings,
-                       thresholds: Thresholds = Thresholds(), severity_order: Optional[list] = None
+                       thresholds: Thresholds = Thresholds(), severity_order: list | None = None
                        ) -> TraceDisagreement:
     """The disputes among ``records`` (one trace, one record per annotator: see ``trace_groups``).
 
@@ -222,7 +222,7 @@ def find_disagreements(records: Sequence[AnnotationRecord], settings: AnalysisSe
 
 
 def rank_disagreements(groups: Iterable[tuple], settings: AnalysisSettings,
-                       thresholds: Thresholds = Thresholds(), top: Optional[int] = None) -> list:
+                       thresholds: Thresholds = Thresholds(), top: int | None = None) -> list:
     """TraceDisagreement of every (trace_id, records) group with two or more annotators and any dispute,
     most disputed first (ties: more disputed steps, then trace id); with ``top`` only that many are held."""
     found = (find_disagreements(records, settings, thresholds) for _, records in groups if len(records) >= 2)
@@ -235,7 +235,7 @@ def rank_disagreements(groups: Iterable[tuple], settings: AnalysisSettings,
 
 
 def disagreements_in(inputs: Sequence[str], settings: AnalysisSettings, thresholds: Thresholds = Thresholds(),
-                     top: Optional[int] = None, *, lines: Optional[dict] = None, wanted: Optional[set] = None) -> list:
+                     top: int | None = None, *, lines: dict | None = None, wanted: set | None = None) -> list:
     """:func:`rank_disagreements` over JSONL inputs, streaming (see ``trace_groups.iter_trace_groups`` for
     ``lines`` and ``wanted``, which save a pass when the caller has counted them)."""
     groups = iter_trace_groups(inputs, settings, min_annotators=2, lines=lines, wanted=wanted)

@@ -131,7 +131,7 @@ def _dawid_skene(rows: list) -> dict:
         # crowd-kit 1.4 still uses pandas keywords (inplace=, copy=) that pandas 3 deprecates; harmless here
         warnings.simplefilter("ignore", DeprecationWarning)
         warnings.simplefilter("ignore", FutureWarning)
-        labels = DawidSkene(n_iter=100).fit(df).labels_
+        labels = DawidSkene(n_iter=100).fit_predict(df)
     return {tasks[int(t)]: values[int(v)] for t, v in labels.items()}
 
 

@@ -51,8 +51,9 @@ from __future__ import annotations
 
 import json
 from array import array
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import IO, Iterable, Optional
+from typing import IO
 
 from ..core.records import AnnotationRecord
 from ..core.trace import TraceError
@@ -112,7 +113,7 @@ class _Votes:
                 self.corrections[st.step_index] = st.correction
 
 
-def _trl_vote(code: int, partial: str) -> Optional[bool]:
+def _trl_vote(code: int, partial: str) -> bool | None:
     if code == 0:
         return None if partial == "drop" else partial == "true"
     return code == 1
@@ -175,7 +176,8 @@ def _example(task: str, steps: list, labels: list, errors: list, propagated: lis
              stats: PrmStats) -> dict | None:
     """``steps``: (step_type, text) per step; ``labels``/``errors``: per step, None for a step nobody voted on;
     ``propagated``: per step, whether it is a propagated error (used by ``after_error="causes"``)."""
-    prompt, completions, out, flags, context, marks = [task], [], [], [], [], []
+    completions: list[str] = []
+    prompt, out, flags, context, marks = [task], [], [], [], []
     by_cause = after_error == "causes"
     for (stype, text), label, err, prop in zip(steps, labels, errors, propagated):
         if agent_steps is not None and stype is not None and stype not in agent_steps:
@@ -251,9 +253,9 @@ def _correction_rows(task: str, steps: list, votes: list, annotators: list, *, s
 
 
 def build_prm(
-    inputs: Iterable[str], out: IO[str], *, settings: Optional[AnalysisSettings] = None, shape: str = "trl",
+    inputs: Iterable[str], out: IO[str], *, settings: AnalysisSettings | None = None, shape: str = "trl",
     partial: str = "false", after_error: str = "keep", propagated: str = "negative", merge: str = "majority",
-    agent_steps: Optional[tuple] = AGENT_STEPS, with_meta: bool = False, on_error=None,
+    agent_steps: tuple | None = AGENT_STEPS, with_meta: bool = False, on_error=None,
 ) -> PrmStats:
     """Write the examples of ``inputs`` (trajectory_eval exports) to ``out`` as JSONL, one per trace (per
     annotation with ``merge="per-annotator"``), or for ``sft``/``dpo`` one per correction; see the module's
@@ -261,7 +263,6 @@ def build_prm(
     settings = settings or AnalysisSettings()
     inputs = list(inputs)
     stats = PrmStats()
-    shape_kw = dict(shape=shape, after_error=after_error, propagated_as=propagated, agent_steps=agent_steps)
 
     def write(rows: list) -> None:
         for ex in rows:
@@ -282,7 +283,8 @@ def build_prm(
         props = [after_error == "causes" and _propagated(votes, i, merge) for i in range(n)]
         meta = {"trace_id": rec.trace_id, "annotators": annotators} if with_meta else None
         return [_example(rec.task, steps, [p[0] for p in pairs], [p[1] for p in pairs], props, meta=meta,
-                         stats=stats, **shape_kw)]
+                         stats=stats, shape=shape, after_error=after_error, propagated_as=propagated,
+                         agent_steps=agent_steps)]
 
     if merge == "per-annotator":
         for rec in read(inputs, settings):

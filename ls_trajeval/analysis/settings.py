@@ -2,10 +2,12 @@
 and the record stream they read through it."""
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterator, Optional, Sequence, Union
+from typing import Any
 
-from ..core.config import DEFAULT_SEVERITIES, Config, load as load_config
+from ..core.config import DEFAULT_SEVERITIES, Config
+from ..core.config import load as load_config
 from ..core.records import AnnotationRecord, read_records
 from ..core.scoring import running_scores
 from ..core.trace import TraceError
@@ -24,17 +26,17 @@ class AnalysisSettings:
     correct_labels: tuple = DEFAULT_CORRECT_LABELS
     partial_labels: tuple = DEFAULT_PARTIAL_LABELS
     #: None means "use each line's own ``severity_weights``" (then the defaults).
-    severity_weights: Optional[dict] = None
+    severity_weights: dict | None = None
     #: severity names in config order, used to order tables when known
     severity_order: tuple = ()
-    score_initial: Optional[float] = None
-    score_min: Optional[float] = None
+    score_initial: float | None = None
+    score_min: float | None = None
     outcome_key: str = DEFAULT_OUTCOME_KEY
     #: outcome labels in config order, when known
     outcome_order: tuple = ()
-    scheme: Optional[str] = None
+    scheme: str | None = None
     categories: tuple = ()
-    source: Optional[str] = None
+    source: str | None = None
 
     def weights_for(self, rec: AnnotationRecord) -> dict:
         if self.severity_weights is not None:
@@ -57,7 +59,7 @@ class AnalysisSettings:
         return correctness not in self.correct_labels
 
 
-def load_settings(config_path: Optional[str], **overrides: Any) -> AnalysisSettings:
+def load_settings(config_path: str | None, **overrides: Any) -> AnalysisSettings:
     """What the analysis needs from a trajectory_eval config (either dialect), loaded and validated by
     :mod:`ls_trajeval.core.config` (a ConfigError names every problem); ``overrides`` (command-line options)
     win over it."""
@@ -68,7 +70,7 @@ def load_settings(config_path: Optional[str], **overrides: Any) -> AnalysisSetti
     return s
 
 
-def from_config(c: Config, source: Optional[str] = None) -> AnalysisSettings:
+def from_config(c: Config, source: str | None = None) -> AnalysisSettings:
     """What the analysis needs from a loaded config (a project's embedded one, for the commands that read Label
     Studio)."""
     s = AnalysisSettings(source=source)
@@ -90,15 +92,17 @@ def from_config(c: Config, source: Optional[str] = None) -> AnalysisSettings:
     return s
 
 
-def read(inputs: Sequence[str], settings: AnalysisSettings) -> Iterator[Union[AnnotationRecord, TraceError]]:
+def read(inputs: Sequence[str], settings: AnalysisSettings) -> Iterator[AnnotationRecord | TraceError]:
     """The export records of ``inputs`` as these settings read them (scheme, the label of an unmarked step)."""
     return read_records(inputs, scheme=settings.scheme, default_correctness=settings.correct_labels[0])
 
 
 def running_curve(rec: AnnotationRecord, settings: AnalysisSettings) -> list:
-    """Score after each annotated step, by the one score function (:func:`ls_trajeval.core.scoring.running_scores`)."""
+    """Score after each annotated step, by the one score function
+    (:func:`ls_trajeval.core.scoring.running_scores`)."""
     errors = tuple({st.correctness for st in rec.steps if settings.is_error(st.correctness)})
-    return running_scores(rec.steps, settings.weights_for(rec), errors, settings.initial_for(rec), settings.min_for(rec))
+    return running_scores(rec.steps, settings.weights_for(rec), errors, settings.initial_for(rec),
+                          settings.min_for(rec))
 
 
 def severity_rank_order(settings: AnalysisSettings, seen_weights: dict) -> list:

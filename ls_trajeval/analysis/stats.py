@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
+from typing import Literal
 
 import krippendorff
 import numpy as np
@@ -50,7 +51,8 @@ def fleiss_kappa(counts: np.ndarray) -> float:
     return float(_fleiss_kappa(c, method="fleiss"))
 
 
-def krippendorff_alpha(value_counts: np.ndarray, level: str = "nominal", value_domain=None) -> float:
+def krippendorff_alpha(value_counts: np.ndarray, level: Literal["nominal", "ordinal", "interval", "ratio"] = "nominal",
+                       value_domain=None) -> float:
     """Krippendorff's alpha from a units x values table of rating counts (units with <2 ratings ignored)."""
     vc = np.asarray(value_counts, dtype=float)
     if vc.ndim != 2 or vc.shape[0] == 0:

@@ -7,7 +7,7 @@ One annotator's later line of a trace replaces their earlier one (the newer deci
 from __future__ import annotations
 
 from collections import Counter
-from typing import Callable, Iterable, Iterator, Mapping, Optional, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 from ..core.labels import StepLabel
 from ..core.records import AnnotationRecord
@@ -32,8 +32,8 @@ def group_by_trace(records: Iterable[AnnotationRecord]) -> dict:
 
 
 def iter_trace_groups(inputs: Sequence[str], settings: AnalysisSettings, *, min_annotators: int = 1,
-                      on_error: Optional[Callable[[TraceError], None]] = None,
-                      lines: Optional[Mapping[str, int]] = None, wanted: Optional[set] = None) -> Iterator[tuple]:
+                      on_error: Callable[[TraceError], None] | None = None,
+                      lines: Mapping[str, int] | None = None, wanted: set | None = None) -> Iterator[tuple]:
     """(trace_id, records) for every trace with at least ``min_annotators`` annotators, streaming.
 
     Reads the inputs twice: first to count each trace's lines and annotators, then to hand out each
@@ -76,7 +76,7 @@ def step_labels(rec: AnnotationRecord, settings: AnalysisSettings) -> list:
     return [st if st is not None else StepLabel(i, default) for i, st in enumerate(out)]
 
 
-def first_error(rec: AnnotationRecord, settings: AnalysisSettings) -> Optional[int]:
+def first_error(rec: AnnotationRecord, settings: AnalysisSettings) -> int | None:
     """0-based index of the record's first error step, or None when it marks none."""
     return next((st.step_index for st in rec.steps if settings.is_error(st.correctness)), None)
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import click
 
 from ..core.errors import UserError
+from ..core.jsonfiles import atomic_output
 from .common import EXIT_REJECTED, Command, need_extra, writing
 
 #: what ``pip install 'ls-trajeval[analysis]'`` brings, by command
@@ -142,8 +142,8 @@ def agreement_command(inputs, config, correct_label, outcome_key, k, top, as_jso
         raise _nothing_usable(printer)
     doc = result.to_json()
     if output:
-        with writing(output):
-            Path(output).write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        with writing(output), atomic_output(output) as fh:
+            fh.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     click.echo(json.dumps(doc, indent=2, ensure_ascii=False) if as_json else format_table(result))
     printer.done()
 
@@ -185,21 +185,19 @@ def prm_command(inputs, config, correct_label, outcome_key, output, shape, parti
         raise UserError(f"--after-error applies to step labels, not to --shape {shape}")
     settings = _settings(config, correct_label, outcome_key)
     printer = _ErrorPrinter()
-    target = Path(output)
-    tmp = target.with_name(target.name + ".partial") if output != "-" else None
     types = None if all_steps else tuple(t.strip() for t in agent_steps.split(",") if t.strip())
-    with writing(output):
-        fh = sys.stdout if tmp is None else open(tmp, "w", encoding="utf-8")
-    try:
-        stats = build_prm(inputs, fh, settings=settings, shape=shape, partial=partial, after_error=after_error,
-                          propagated=propagated, merge=merge, agent_steps=types, with_meta=with_meta,
-                          on_error=printer)
-    finally:
-        if tmp is not None:
-            fh.close()
-    if tmp is not None:
+
+    def build(fh):
+        return build_prm(inputs, fh, settings=settings, shape=shape, partial=partial, after_error=after_error,
+                         propagated=propagated, merge=merge, agent_steps=types, with_meta=with_meta,
+                         on_error=printer)
+
+    if output == "-":
+        stats = build(sys.stdout)
+    else:
         # written beside the target and renamed, so a failed run never leaves half a dataset under the real name
-        tmp.replace(target)
+        with writing(output), atomic_output(output) as fh:
+            stats = build(fh)
     if stats.examples == 0 and printer.count:
         raise _nothing_usable(printer)
     if shape in CORRECTION_SHAPES:
@@ -207,12 +205,12 @@ def prm_command(inputs, config, correct_label, outcome_key, output, shape, parti
         click.echo(f"wrote {_count(stats.examples, shape + ' row')} from "
                    f"{_count(stats.corrected_steps, 'corrected step')} "
                    f"({_count(stats.without_correction, 'wrong step')} without a correction{unchanged}) to {output}",
-                   err=tmp is None)
+                   err=output == "-")
     else:
         folded = f", {stats.propagated} propagated" if after_error == "causes" else ""
         click.echo(f"wrote {stats.examples} {shape} examples ({stats.steps} steps, {stats.true_labels} labelled good, "
                    f"{stats.context_steps} context steps folded, {stats.dropped_steps} dropped{folded}) to {output}",
-                   err=tmp is None)
+                   err=output == "-")
     printer.done()
 
 

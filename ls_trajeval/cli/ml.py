@@ -73,7 +73,8 @@ def connect_command(project, backend_url, no_interactive, basic_auth_user, basic
 
 @ml_group.command(cls=Command)
 @click.option("--project", required=True, type=int)
-@click.option("--config", "config_path", default=None, help="the YAML config (default: the one embedded in the project)")
+@click.option("--config", "config_path", default=None,
+              help="the YAML config (default: the one embedded in the project)")
 @studio_options
 def resync(project, config_path, url, api_key):
     """Recompute and write back every task's score (after downtime or a config change)."""

@@ -17,7 +17,9 @@ def _sections(command: click.Command, parent: click.Context | None, name: str) -
     out = [f"## {ctx.command_path}", "", "```", command.get_help(ctx).rstrip(), "```", ""]
     if isinstance(command, click.Group):
         for sub in command.list_commands(ctx):
-            out += _sections(command.get_command(ctx, sub), ctx, sub)
+            sub_command = command.get_command(ctx, sub)
+            if sub_command is not None:  # a group's listed commands resolve; click's types allow None
+                out += _sections(sub_command, ctx, sub)
     return out
 
 

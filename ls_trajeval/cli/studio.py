@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 
+from ..core.jsonfiles import atomic_output
 from ..core.layouts import LAYOUTS, PAGED_MAX_STEPS
 from .common import (
     EXIT_REJECTED,
@@ -35,8 +35,8 @@ def generate(config, layout, output):
     cfg = load_config(config)
     xml = generate_xml(cfg, layout)
     if output:
-        with writing(output):
-            Path(output).write_text(xml, encoding="utf-8")
+        with writing(output), atomic_output(output) as fh:
+            fh.write(xml)
         click.echo(f"wrote {output} ({layout} layout, {len(cfg.trajectory.types)} error types)", err=True)
     else:
         click.echo(xml, nl=False)

@@ -11,7 +11,6 @@ or one located :class:`~ls_trajeval.core.trace.TraceError` per line; a bad line 
 """
 from __future__ import annotations
 
-import gzip
 import json
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -25,7 +24,8 @@ from .labels import ROLES, SOURCES, Span, StepLabel, resolve_causes
 from .results import decode, parent_prediction
 from .scoring import ScoreSummary, summarize
 from .tasks import step_text
-from .trace import Trace, TraceError, iter_jsonl, open_text, parse_trace
+from .jsonfiles import dumps_line, expand_inputs, read_lines
+from .trace import Trace, TraceError, parse_trace
 
 #: The keys every record starts with, in this order: the trace, where the labels came from, the trace's metadata
 HEAD_KEYS = ("trace_id", "task", "project_id", "task_id", "annotation_id", "annotator", "annotator_id", "created_at",
@@ -165,7 +165,7 @@ def assemble(head: Mapping, scheme_name: str, steps: Sequence[StepLabel], whole_
 
 def dumps(record: Mapping) -> str:
     """One record as one JSONL line (with its newline); text kept as written, not \\u-escaped."""
-    return json.dumps(record, ensure_ascii=False) + "\n"
+    return dumps_line(record).decode("utf-8")
 
 
 # ---------------------------------------------------------------- reading
@@ -382,36 +382,6 @@ def parse_record(obj: Any, source: str, line: int, *, scheme: str | None = None,
     )
 
 
-def expand_inputs(paths: Sequence[str | Path]) -> Iterator[Path | TraceError]:
-    """Files as given; directories as their ``*.jsonl`` / ``*.jsonl.gz`` files in name order."""
-    for p in paths:
-        path = Path(p)
-        if path.is_dir():
-            found = sorted(
-                q for q in path.iterdir()
-                if q.is_file() and (q.name.endswith(".jsonl") or q.name.endswith(".jsonl.gz"))
-            )
-            if not found:
-                yield TraceError(str(path), None, None, "directory holds no *.jsonl or *.jsonl.gz files")
-            yield from found
-        elif path.is_file():
-            yield path
-        else:
-            yield TraceError(str(path), None, None, "no such file or directory")
-
-
-def read_lines(path: str | Path) -> Iterator[tuple[int, Any] | TraceError]:
-    """(line number, decoded JSON) for each non-blank line of a (possibly gzipped) JSONL file, or a located
-    error for a line that is not JSON or a file that cannot be read."""
-    source = str(path)
-    try:
-        with open_text(path) as fh:
-            for n, value in iter_jsonl(fh, source):
-                yield value if isinstance(value, TraceError) else (n, value)
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
-        yield TraceError(source, None, None, f"cannot read: {exc}")
-
-
 def read_records(inputs: Sequence[str | Path], *, scheme: str | None = None,
                  default_correctness: str = "correct") -> Iterator[AnnotationRecord | TraceError]:
     """Every record of every input (files, or directories of ``*.jsonl[.gz]``); bad lines as located errors.
@@ -420,7 +390,7 @@ def read_records(inputs: Sequence[str | Path], *, scheme: str | None = None,
     rejected after the first, so it cannot count twice.
     """
     seen: dict = {}
-    for item in expand_inputs(inputs):
+    for item in expand_inputs(inputs, records_only=True):
         if isinstance(item, TraceError):
             yield item
             continue

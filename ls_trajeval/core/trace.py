@@ -1,4 +1,4 @@
-"""The trace model and the trace JSONL reader.
+"""The trace model and the trace JSONL reader (on the reading layer, :mod:`.jsonfiles`).
 
 A trace is ``{"trace_id", "task", "trace": [step, ...], "metadata"?}``; a step is
 ``{"type", "content", "action_input"?, ...}``. Extra keys on a trace or a step are kept
@@ -9,13 +9,14 @@ file, line and field, and goes on with the next line.
 """
 from __future__ import annotations
 
-import io
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from operator import itemgetter, methodcaller
 from pathlib import Path
 from typing import Any
+
+from .jsonfiles import TraceError, iter_lines
 
 #: Step types the converters emit; the reader accepts any non-empty string.
 STEP_TYPES = {
@@ -88,26 +89,6 @@ class Trace:
         return out
 
 
-@dataclass(frozen=True)
-class TraceError:
-    """A rejected record: where it is and why."""
-
-    source: str
-    line: int | None
-    field: str | None
-    message: str
-    trace_id: str | None = None
-
-    @property
-    def detail(self) -> str:
-        """The field and the message, without the place: ``trace[2].type: missing``."""
-        return f"{self.field}: {self.message}" if self.field else self.message
-
-    def __str__(self) -> str:
-        where = self.source if self.line is None else f"{self.source}:{self.line}"
-        return f"{where}: {self.detail}"
-
-
 ReadResult = Trace | TraceError
 
 
@@ -166,15 +147,6 @@ def describe(value: Any) -> str:
     if isinstance(value, dict):
         return "an object"
     return type(value).__name__
-
-
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def loads_strict(text: str) -> Any:
-    """``json.loads`` that refuses NaN/Infinity (not JSON, and Label Studio would refuse them)."""
-    return json.loads(text, parse_constant=_reject_constant)
 
 
 def parse_trace(
@@ -244,45 +216,12 @@ def parse_trace(
     return Trace(tid, task, steps, metadata, extra)
 
 
-#: bytes read from a file at a time: a line-by-line reader over the default 8 KiB makes a system call every few lines
-READ_BUFFER = 1 << 16
-
-
-def open_text(path: str | Path) -> io.TextIOBase:
-    """Open a possibly gzipped text file; undecodable bytes become U+FFFD so a bad line stays one bad line."""
-    p = Path(path)
-    if p.suffix == ".gz":
-        import gzip  # here: most inputs are not compressed, and every run's start-up would pay for it
-
-        raw = gzip.open(p, "rb")
-    else:
-        raw = open(p, "rb", buffering=READ_BUFFER)
-    return io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape", newline="")
-
-
-def iter_jsonl(lines: Iterable[str], source: str) -> Iterator[tuple[int, Any | TraceError]]:
-    """Yield (line number, decoded value or TraceError) for each non-blank line."""
-    for n, text in enumerate(lines, 1):
-        if not text.strip():
-            continue
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            yield n, TraceError(source, n, None, "invalid UTF-8")
-            continue
-        try:
-            yield n, loads_strict(text)
-        except (ValueError, RecursionError) as exc:
-            yield n, TraceError(source, n, None, f"invalid JSON: {exc}")
-
-
 def read_traces(
     path: str | Path,
     *,
     id_key: str = "trace_id",
     text_key: str = "task",
     trace_key: str = "trace",
-    lines: Iterable[str] | None = None,
 ) -> Iterator[ReadResult]:
     """Stream a trace JSONL file to import: one Trace or TraceError per non-blank line.
 
@@ -291,24 +230,17 @@ def read_traces(
     """
     source = str(path)
     seen: dict[str, int] = {}
-    fh = None
-    if lines is None:
-        fh = open_text(path)
-        lines = fh
-    try:
-        for n, value in iter_jsonl(lines, source):
-            if isinstance(value, TraceError):
-                yield value
+    for n, value in iter_lines(path):
+        if isinstance(value, TraceError):
+            yield value
+            continue
+        result = parse_trace(value, source=source, line=n, id_key=id_key, text_key=text_key, trace_key=trace_key,
+                             require_text=True)
+        if isinstance(result, Trace):
+            first = seen.get(result.trace_id)
+            if first is not None:
+                yield TraceError(source, n, id_key, f"duplicate trace_id {result.trace_id!r} (first on line {first})",
+                                 result.trace_id)
                 continue
-            result = parse_trace(value, source=source, line=n, id_key=id_key, text_key=text_key, trace_key=trace_key,
-                                 require_text=True)
-            if isinstance(result, Trace):
-                first = seen.get(result.trace_id)
-                if first is not None:
-                    yield TraceError(source, n, id_key, f"duplicate trace_id {result.trace_id!r} (first on line {first})", result.trace_id)
-                    continue
-                seen[result.trace_id] = n
-            yield result
-    finally:
-        if fh is not None:
-            fh.close()
+            seen[result.trace_id] = n
+        yield result

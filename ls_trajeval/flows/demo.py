@@ -16,6 +16,8 @@ from pathlib import Path
 import platformdirs
 
 from ..core.config import Config
+from ..core.errors import UserError
+from ..core.jsonfiles import TraceError, atomic_output, load_located
 from ..ml.connect import connect_backend
 from ..ml.serve import Backend, BackendError, stop
 from ..studio import client as studio
@@ -51,9 +53,13 @@ def _backend_state(data_dir: Path) -> dict:
     """Generated on the first run, the same on every rerun (the project's backend row and webhook carry them)."""
     path = data_dir / BACKEND_STATE
     if path.exists():
-        return json.loads(path.read_text())
+        state = load_located(path)
+        if isinstance(state, TraceError):
+            raise UserError(f"{state} (delete it to start the demo's ML backend afresh)")
+        return state
     state = {"user": "ls-trajeval-demo", "password": secrets.token_urlsafe(24), "port": 0}
-    path.write_text(json.dumps(state))
+    with atomic_output(path) as fh:
+        fh.write(json.dumps(state))
     path.chmod(0o600)
     return state
 
@@ -81,7 +87,8 @@ def _start_backend(data_dir: Path, server: LocalLabelStudio, client, project_id:
         _forget_backend(client, project_id, f"http://127.0.0.1:{state['port']}")
     if port != state["port"]:
         state["port"] = port
-        (data_dir / BACKEND_STATE).write_text(json.dumps(state))
+        with atomic_output(data_dir / BACKEND_STATE) as fh:  # the file keeps its permissions (0600)
+            fh.write(json.dumps(state))
     backend = Backend(config, port=port, user=state["user"], password=state["password"], studio_url=server.url,
                       api_key=_credentials(server).token, model_dir=str(data_dir / "ml-models"))
     echo(f"starting the ML backend on {backend.url} ...")

@@ -3,18 +3,19 @@ trace of gold labels (``--gold``: the adjudication, else the unanimous labels, e
 predictions (``--predictions``: what a detector or judge said, for ``align``)."""
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from ..analysis.gold import Adjudicator, build_gold, gold_line
 from ..analysis.settings import AnalysisSettings, from_config
 from ..analysis.trace_groups import group_by_trace
 from ..core.config import Config
 from ..core.fields import review_mark
+from ..core.jsonfiles import atomic_output
 from ..core.layouts import layout_of
 from ..core.records import AnnotationRecord, build_record, dumps, parse_record
 from ..core.trace import TraceError
@@ -89,37 +90,6 @@ def _safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9@._-]+", "_", text).strip("._") or "unknown"
 
 
-class _AtomicWriter:
-    """Write beside the target and rename at the end, so a rerun after an interruption gives the same file."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        self.tmp = Path(tmp)
-        self.fh = os.fdopen(fd, "w", encoding="utf-8", newline="\n")
-
-    def write(self, record: dict) -> None:
-        self.fh.write(dumps(record))
-
-    def commit(self) -> None:
-        self.fh.close()
-        os.replace(self.tmp, self.path)
-
-    def abort(self) -> None:
-        self.fh.close()
-        self.tmp.unlink(missing_ok=True)
-
-    def __enter__(self) -> _AtomicWriter:
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        if exc_type is None:
-            self.commit()
-        else:
-            self.abort()
-
-
 def export_project(client, project_id: int, out: str | Path | None = None, config: Config | None = None, *,
                    per_annotator: bool = False, page_size: int = 100) -> ExportSummary:
     """Write the project's annotations to ``out`` (a file), or with ``per_annotator`` one file per annotator in
@@ -129,23 +99,21 @@ def export_project(client, project_id: int, out: str | Path | None = None, confi
     project = studio.get_project(client, project_id)
     config = project_config(project, config)
     out = Path(out or (config.output_path if per_annotator else Path(config.output_path) / "annotations.jsonl"))
-    writers: dict[str, _AtomicWriter] = {}
-    try:
+    paths: dict[str, Path] = {}
+    # every file written beside its target and renamed at the end, all of them or (on an error) none
+    with ExitStack() as files:
+        writers: dict[str, IO[str]] = {}
         for record in _records(client, project, config, page_size, summary):
             key = _safe_name(record["annotator"] or f"user{record['annotator_id']}") if per_annotator else ""
             if key not in writers:
-                writers[key] = _AtomicWriter(out / f"{key}.jsonl" if per_annotator else out)
-            writers[key].write(record)
+                paths[key] = out / f"{key}.jsonl" if per_annotator else out
+                writers[key] = files.enter_context(atomic_output(paths[key], make_folder=True))
+            writers[key].write(dumps(record))
             summary.written += 1
         if not per_annotator and "" not in writers:
-            writers[""] = _AtomicWriter(out)  # an empty project still gives a (empty) file
-        for w in writers.values():
-            w.commit()
-            summary.files.append(str(w.path))
-    except BaseException:
-        for w in writers.values():
-            w.abort()
-        raise
+            paths[""] = out
+            files.enter_context(atomic_output(out, make_folder=True))  # an empty project still gives a (empty) file
+    summary.files.extend(str(p) for p in paths.values())
     return summary
 
 
@@ -216,9 +184,9 @@ def export_gold(client, project_id: int, out: str | Path | None = None, config: 
     found = project_gold(client, project_id, config, method=method, review=review, page_size=page_size)
     gold = found.summary
     out = Path(out or Path(found.config.output_path) / "gold.jsonl")
-    with _AtomicWriter(out) as writer:
+    with atomic_output(out, make_folder=True) as writer:
         for g in found.judged:
-            writer.write(gold_line(g, found.settings))
+            writer.write(dumps(gold_line(g, found.settings)))
             gold.written += 1
             gold.methods[g.method] = gold.methods.get(g.method, 0) + 1
     gold.files.append(str(out))
@@ -234,7 +202,7 @@ def export_predictions(client, project_id: int, out: str | Path | None = None, c
     config = project_config(project, config)
     layout = layout_of(project.get("label_config") or "")
     out = Path(out or Path(config.output_path) / "predictions.jsonl")
-    with _AtomicWriter(out) as writer:
+    with atomic_output(out, make_folder=True) as writer:
         for task in studio.iter_tasks(client, project_id, page_size=page_size):
             summary.tasks += 1
             latest = {}
@@ -245,7 +213,7 @@ def export_predictions(client, project_id: int, out: str | Path | None = None, c
                 record = readable_record(task, p, config, layout=layout, users={}, summary=summary,
                                          annotator=str(version) if version else "prediction", what="prediction")
                 if record is not None:
-                    writer.write(record)
+                    writer.write(dumps(record))
                     summary.written += 1
     summary.files.append(str(out))
     return summary

@@ -20,7 +20,7 @@ from ..core.render import Relations, header_html, link_relations, relations, ren
 from ..core.tasks import task_data
 from ..core.trace import ReadResult, Trace, TraceError, blank_trace_error, read_traces
 from ..studio import client as studio
-from .convert import convert_inputs
+from .convert import FormatError, convert_inputs, detect_format
 from .prelabels import Prelabeler
 from .projects import load_config, project_config
 
@@ -42,10 +42,16 @@ class ImportSummary:
 
 
 def read_inputs(paths: Iterable[str | Path], config: Config) -> Iterator[ReadResult]:
-    """Trace JSONL files in order; a trace id seen in an earlier file counts as a duplicate too."""
+    """Trace JSONL files in order; a trace id seen in an earlier file counts as a duplicate too. A file that is an
+    agent log, not trace JSONL, is one error saying which format it looks like, not one per line."""
     seen: dict[str, str] = {}
     for path in paths:
         for item in read_traces(path, id_key=config.id_key, text_key=config.text_key, trace_key=config.trace_key):
+            if isinstance(item, TraceError) and item.field == config.id_key and item.message == "missing":
+                log = _agent_log(path)
+                if log is not None:
+                    yield log
+                    break
             if isinstance(item, Trace):
                 if item.trace_id in seen:
                     yield TraceError(str(path), None, config.id_key,
@@ -54,6 +60,18 @@ def read_inputs(paths: Iterable[str | Path], config: Config) -> Iterator[ReadRes
                     continue
                 seen[item.trace_id] = str(path)
             yield item
+
+
+def _agent_log(path: str | Path) -> TraceError | None:
+    """The error of a file without trace ids that format detection knows as an agent log (None when it does not)."""
+    try:
+        fmt = detect_format(path).name
+    except FormatError:
+        return None
+    if fmt == "trace_jsonl":
+        return None
+    return TraceError(str(path), None, None, f"not trace JSONL but an agent log in the {fmt} format: import it with "
+                                             f"--format auto (or --format {fmt}), which converts it on the way")
 
 
 #: Label Studio takes at most 250 MB in one request; stay well below it (JSON grows a little on the wire).

@@ -23,6 +23,7 @@ import orjson
 
 from ..core.config import Config
 from ..core.errors import UserError
+from ..core.jsonfiles import atomic_output, dumps_line
 from ..core.trace import Trace, TraceError
 from ..studio import client as studio
 from ..tracing.ledger import Ledger
@@ -95,7 +96,8 @@ def drain_spool(client: Any, project_id: int, config: Config, spool: Spool, *, s
             files = {}
             for tid in ready:
                 path = Path(tmp) / f"{tid}.json"
-                path.write_bytes(orjson.dumps(export_request(spool.spans(tid))))
+                with atomic_output(path, "wb") as fh:
+                    fh.write(orjson.dumps(export_request(spool.spans(tid))))
                 files[tid] = (path, "auto")  # OTel GenAI or OpenInference, told by the attributes
             summary, rejected = import_trace_files(client, project_id, config, files, on_error)
         spool.mark([t for t in ready if t not in rejected], IMPORTED)
@@ -315,7 +317,8 @@ class PhoenixSource:
                                                  for s in spans):
                 continue
             path = directory / f"{tid}.json"
-            path.write_bytes(orjson.dumps(spans))
+            with atomic_output(path, "wb") as fh:
+                fh.write(orjson.dumps(spans))
             out[tid] = path
         return out
 
@@ -346,9 +349,9 @@ class LangfuseSource:
 
     def files(self, trace_ids: list[str], directory: Path) -> dict[str, Path]:
         path = directory / "traces.jsonl"
-        with path.open("wb") as fh:
+        with atomic_output(path, "wb") as fh:
             for tid in trace_ids:
-                fh.write(orjson.dumps(self.langfuse.trace(tid), option=orjson.OPT_APPEND_NEWLINE))
+                fh.write(dumps_line(self.langfuse.trace(tid)))
         # one file for the batch (converted once): a conversion error names its line, the import its trace
         return {tid: path for tid in trace_ids}
 

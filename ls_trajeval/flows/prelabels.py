@@ -23,6 +23,7 @@ from typing import Iterator
 from ..core import records, results
 from ..core.config import Config, TrajectoryScheme
 from ..core.fields import N_STEPS, SUGGESTED, TRANSCRIPT
+from ..core.jsonfiles import read_lines
 from ..core.labels import Span, StepLabel, TraceLabels, resolve_causes, step_number
 from ..core.scoring import summarize
 from ..core.suggestions import beside, merge
@@ -179,7 +180,7 @@ def read_export(path: str | Path, config: Config) -> Iterator[tuple[str, Prelabe
     m = _Mapper(config)
     scheme = m.scheme
     source = str(path)
-    for item in records.read_lines(path):
+    for item in read_lines(path):
         if isinstance(item, TraceError):
             yield item
             continue

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import label_configs
+from .. import label_configs  # type: ignore[attr-defined]  # pyproject installs it here (package-dir); mypy reads the tree
 from ..core.config import Config, ConfigError, load
 from ..core.labelconfig import from_label_config
 

@@ -49,7 +49,7 @@ SAFE_PROJECT = training.PROJECT_UID
 EVENTS_FOR_TASK = {"ANNOTATION_CREATED", "ANNOTATION_UPDATED"}
 EVENTS_DELETED = {"ANNOTATIONS_DELETED", "ANNOTATION_DELETED"}
 #: the error bodies of the HTTP errors Flask raises itself (routing, limits)
-HTTP_ERRORS = {404: "not found", 405: "method not allowed", 413: "request body too large"}
+HTTP_ERRORS: dict[int | None, str] = {404: "not found", 405: "method not allowed", 413: "request body too large"}
 
 
 class BadRequest(Exception):
@@ -265,7 +265,7 @@ def build(config: Config, *, user: str | None = None, password: str | None = Non
                 return _json(503, {"error": "training needs a model dir and Label Studio (LABEL_STUDIO_URL / "
                                             "LABEL_STUDIO_API_KEY)"})
             return _json(200, {"training": uid})
-        if events is None:
+        if events is None or queue is None:  # both set, or neither
             return _json(503, {"error": "write-back is not configured (LABEL_STUDIO_URL / LABEL_STUDIO_API_KEY)"})
         try:
             tickets = events.handle(data)

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib.metadata import entry_points
-from collections.abc import Mapping
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 from ..core.config import Config, ConfigError
 from ..core.trace import Step
@@ -35,7 +35,7 @@ class Finding:
     detector: str
     reason: str
     error_type: str
-    severity: str
+    severity: str | None  # None only for a scheme without severities, which validation refuses
 
 
 class Detector:
@@ -48,7 +48,7 @@ class Detector:
 
     def __init__(self, options: Mapping[str, Any] | None = None, where: str = ""):
         errors = []
-        self.options = {}
+        self.options: dict[str, Any] = {}  # each of the type OPTIONS names for it
         for key, value in (options or {}).items():
             if key not in self.OPTIONS:
                 errors.append(f"{where}.{key}: unknown option (allowed: {', '.join(sorted(self.OPTIONS)) or 'none'})")
@@ -355,7 +355,7 @@ def available() -> dict[str, Callable[..., Any]]:
 class ActiveDetector:
     detector: Any
     error_type: str
-    severity: str
+    severity: str | None  # as Finding's
 
 
 def _pick_severity(scheme, wanted: str) -> str | None:
@@ -407,7 +407,7 @@ def build(config: Config) -> list[ActiveDetector]:
 
 def findings(active: Sequence[ActiveDetector], steps: Sequence[Step], config: Config) -> dict[int, Finding]:
     """At most one finding per step: where detectors agree on a step, the more severe one is kept."""
-    rank = {s.name: s.deduction for s in config.trajectory.severities}
+    rank: dict[str | None, float] = {s.name: s.deduction for s in config.trajectory.severities}
     out: dict[int, Finding] = {}
     steps = Steps(steps)  # worked out once for every detector
     for a in active:

@@ -387,7 +387,9 @@ class LLMJudge:
         self.budget.check()
         try:
             raw = self.client.chat.completions.with_raw_response.create(
-                model=self.settings.model, messages=messages, **extra)  # type: ignore[arg-type]  # plain dicts
+                model=self.settings.model,
+                messages=messages,  # type: ignore[arg-type, unused-ignore]  # plain dicts (openai typed only if installed)
+                **extra)
             completion = raw.parse()
         except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
             raise JudgeFailed(f"{self.settings.base_url} refused the API key (HTTP {exc.status_code}): "

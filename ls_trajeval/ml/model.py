@@ -10,16 +10,16 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..core import results, scoring
 from ..core.config import Config, humanize
 from ..core.fields import Names, n_steps
 from ..core.labelconfig import shows_suggestions
-from ..core.layouts import layout_of
 from ..core.labels import StepLabel, TraceLabels, step_number
+from ..core.layouts import layout_of
 from ..core.trace import Trace, parse_trace
 from . import detectors
 
@@ -49,14 +49,14 @@ class Predictor:
 
     # ------------------------------------------------------------ helpers
     def trace_of(self, task: Mapping) -> Trace | None:
-        data = task.get("data") if isinstance(task.get("data"), Mapping) else {}
+        data = raw if isinstance(raw := task.get("data"), Mapping) else {}
         c = self.config
         parsed = parse_trace(dict(data), source=f"task {task.get('id')}", id_key=c.id_key, text_key=c.text_key,
                              trace_key=c.trace_key)
         return parsed if isinstance(parsed, Trace) else None
 
     def n_steps(self, task: Mapping) -> int:
-        return n_steps(task.get("data") if isinstance(task.get("data"), Mapping) else {})
+        return n_steps(raw if isinstance(raw := task.get("data"), Mapping) else {})
 
     def suggestions(self, trace: Trace, judge: LearnedJudge | None = None) -> TraceLabels:
         """The rule detectors' marks, or with a learned ``judge`` its marks (the detectors' findings among its
@@ -134,14 +134,14 @@ class Predictor:
 
     def live(self, task: Mapping, context: Mapping) -> dict:
         """The current score of the regions in the editor, for the transcript layout's live-score TextArea."""
-        regions = context.get("result") if isinstance(context.get("result"), list) else []
+        regions = result if isinstance(result := context.get("result"), list) else []
         return self.live_score(task, results.decode(regions, self.config, self.n_steps(task)))
 
     def live_score(self, task: Mapping, labels: TraceLabels, pending: Sequence[StepLabel] = ()) -> dict:
         """The live-score TextArea's result for ``labels`` (decoded from the editor, or just suggested) and the
         suggested marks still ``pending``."""
-        data = task.get("data") if isinstance(task.get("data"), Mapping) else {}
-        transcript = data.get("te_transcript") if isinstance(data.get("te_transcript"), list) else []
+        data = raw if isinstance(raw := task.get("data"), Mapping) else {}
+        transcript = te_transcript if isinstance(te_transcript := data.get("te_transcript"), list) else []
         authors = [str(e.get("author", "")) if isinstance(e, Mapping) else "" for e in transcript]
         text, summary = self.live_text(labels, authors, pending)
         # it names the task text: a suggestion naming the marks' object would take on the selected labels
@@ -161,7 +161,7 @@ class TrajevalModel:
                 judge: LearnedJudge | None = None) -> list[dict]:
         p = self.predictor
         layout, suggested = layout_of(label_config), shows_suggestions(label_config, p.config)
-        out = []
+        out: list[dict] = []
         for task in tasks or []:
             if not isinstance(task, Mapping):
                 out.append({"result": [], "score": None, "model_version": p.version})

@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from typing import Callable, Hashable
+from collections.abc import Callable, Hashable
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,6 @@ import logging
 import os
 import pickle
 import re
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -33,6 +32,7 @@ from typing import Any
 
 from ..core import results
 from ..core.config import Config
+from ..core.jsonfiles import atomic_output
 from ..core.trace import Trace, parse_trace
 from . import detectors
 from .learned import Example, LearnedJudge, NotEnoughLabels
@@ -175,16 +175,11 @@ class Judges:
 
 def _write_atomically(path: Path, data: bytes) -> None:
     # beside the target and renamed over it: a reader sees the old judge or the new one, never part of one
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    # (synced to disk before the rename: the model dir outlives a crash of the machine)
+    with atomic_output(path, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
 
 
 class Trainer:

@@ -21,6 +21,7 @@ from pathlib import Path
 import httpx
 
 from ..core.errors import UserError
+from ..core.jsonfiles import TraceError, atomic_output, load_located
 
 STATE_FILE = "ls-trajeval.json"
 
@@ -83,7 +84,10 @@ def ensure_initialized(data_dir: Path, email: str = "admin@example.com", log=Non
     data_dir.mkdir(parents=True, exist_ok=True)
     state = data_dir / STATE_FILE
     if state.exists():
-        return Credentials(**json.loads(state.read_text()))
+        saved = load_located(state)
+        if isinstance(saved, TraceError):
+            raise ServerError(f"{saved} (delete {data_dir} to initialise Label Studio afresh)")
+        return Credentials(**saved)
     creds = Credentials(email, secrets.token_urlsafe(12), secrets.token_hex(20))
     cmd = _label_studio_cmd() + init_args(creds)
     if log:
@@ -93,7 +97,8 @@ def ensure_initialized(data_dir: Path, email: str = "admin@example.com", log=Non
     if proc.returncode != 0:
         tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-15:])
         raise ServerError(f"label-studio init failed (exit {proc.returncode}):\n{tail}")
-    state.write_text(json.dumps(creds.__dict__))
+    with atomic_output(state) as fh:
+        fh.write(json.dumps(creds.__dict__))
     state.chmod(0o600)
     return creds
 

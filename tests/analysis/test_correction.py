@@ -111,7 +111,7 @@ def test_report_corrects_per_group(alignment, tmp_path):
 
 
 @pytest.mark.parametrize("content, message", [
-    ("{", "align.json:1: not JSON"),
+    ("{", "align.json:1: invalid JSON"),
     (json.dumps({"traces": 3}), "per_trace_counts: missing"),
     (json.dumps({"per_trace_counts": {"columns": ["trace_id", "steps", "tp", "fp", "fn", "tn"],
                                       "rows": [["a", 2, 1, 0, -1, 1]]}}), "per_trace_counts.rows[0]"),

@@ -111,7 +111,8 @@ def test_adjudicated_unanimous_single(tmp_path):
         export_line("J", "bob", {}, "success", 100, step_types=["action"] * 2),
         dict(export_line("J", "ref", {1: E}, "partial", 95, step_types=["action"] * 2), project_id=77),
     ]
-    golds = _by_trace(build_gold(_groups(tmp_path, lines).items(), S, adjudicator=Adjudicator(project_ids=frozenset({77}))))
+    golds = _by_trace(build_gold(_groups(tmp_path, lines).items(), S,
+                                 adjudicator=Adjudicator(project_ids=frozenset({77}))))
     assert (golds["U"].method, golds["U"].annotators) == ("unanimous", ["alice@example.com", "bob@example.com"])
     assert golds["S"].method == "single"
     assert golds["J"].method == "adjudicated" and _errors(golds["J"]) == [1]

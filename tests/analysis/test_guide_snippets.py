@@ -179,7 +179,8 @@ def _incorrect_only_export(directory: Path, added_keys: bool = False) -> None:
     T = "incorrect"
     data = {
         "alice": [
-            ("A", {0: (T, "reasoning", "logical_error", "minor"), 2: (T, "action", "wrong_tool", "critical")}, "failure", 89),
+            ("A", {0: (T, "reasoning", "logical_error", "minor"), 2: (T, "action", "wrong_tool", "critical")},
+             "failure", 89),
             ("B", {}, "success", 100),
             ("C", {1: (T, "action", "wrong_tool", "major"), 2: (T, "action", "wrong_arguments", "major"),
                    3: (T, "perception", "missed_element", "critical")}, "partial", 80),
@@ -275,7 +276,8 @@ def test_snippet_score_stats_equal_report(snippet_run):
         m = re.search(rf"^{label}: mean=([\d.]+), median=([\d.]+), n=(\d+)$", printed, re.M)
         assert m, printed
         row = fs.loc[f"overall_success={label}"]
-        assert (f"{row['mean']:.1f}", f"{row['median']:.1f}", int(row["n"])) == (m.group(1), m.group(2), int(m.group(3)))
+        assert ((f"{row['mean']:.1f}", f"{row['median']:.1f}", int(row["n"]))
+                == (m.group(1), m.group(2), int(m.group(3))))
 
 
 def test_snippet_failure_modes_equal_report(snippet_run):

@@ -81,13 +81,18 @@ def test_the_printed_address_lists_the_tasks_and_a_task_there_shows_every_annota
     assert page.get_by_text("Compare All").first.is_visible()
     # Compare All heads each column with Label Studio's own id ("ID 3"); the annotator is the icon's tooltip
     page.get_by_text("Compare All").first.click()
-    page.wait_for_selector(".lsf-entity-tab__userpic_prediction")
-    icons = page.locator(".lsf-entity-tab__userpic_prediction")
-    seen = set()
-    for i in range(icons.count()):
-        icons.nth(i).hover()
-        tip = page.locator("[class*=tooltip]").filter(has_text="@view.test")
-        tip.first.wait_for()
-        seen |= {t for t in tip.all_inner_texts() if t in kept}
+    try:
+        page.wait_for_selector(".lsf-entity-tab__userpic_prediction")
+        icons = page.locator(".lsf-entity-tab__userpic_prediction")
+        seen = set()
+        for i in range(icons.count()):
+            icons.nth(i).hover()
+            tip = page.locator("[class*=tooltip]").filter(has_text="@view.test")
+            tip.first.wait_for()
+            seen |= {t for t in tip.all_inner_texts() if t in kept}
+    finally:
+        # Label Studio keeps Compare All on for every task this browser opens next (localStorage
+        # "annotation-store-viewing-all"), where no annotation is selected: the other tests' pages need it off
+        page.evaluate("() => window.localStorage.setItem('annotation-store-viewing-all', 'false')")
     assert seen == set(kept)
     assert guard.watch.errors == []

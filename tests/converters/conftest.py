@@ -7,11 +7,11 @@ from pathlib import Path
 import click
 import pytest
 
-from ls_trajeval.flows.convert import convert_file, detect_format
 from ls_trajeval.converters.base import ConvertWarning
 from ls_trajeval.converters.registry import get_converter
 from ls_trajeval.converters.support.files import make_sample
 from ls_trajeval.core.trace import Trace, TraceError, parse_trace
+from ls_trajeval.flows.convert import convert_file, detect_format
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "converters"
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"

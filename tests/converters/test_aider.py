@@ -1,6 +1,6 @@
 import pytest
 
-from conftest import FIXTURES, meta, run, types
+from .conftest import FIXTURES, meta, run, types
 
 
 def test_chat_history():
@@ -11,9 +11,15 @@ def test_chat_history():
     assert types(t) == ["system", "message", "message", "action", "observation", "message", "action", "observation"]
     edit = t.steps[3]
     assert edit.content == "edit" and meta(edit)["file"] == "fib.py"
-    assert edit.action_input.startswith("fib.py\n```python\n<<<<<<< SEARCH\n") and edit.action_input.endswith(">>>>>>> REPLACE\n```")
+    assert edit.action_input.startswith("fib.py\n```python\n<<<<<<< SEARCH\n") and edit.action_input.endswith(
+        ">>>>>>> REPLACE\n```"
+    )
     assert t.steps[4].content == "Applied edit to fib.py\nCommit abc123 aider: Added fib"
-    assert (t.steps[6].content, t.steps[6].action_input, t.steps[7].content) == ("/run", "python fib.py", "Traceback: boom")
+    assert (t.steps[6].content, t.steps[6].action_input, t.steps[7].content) == (
+        "/run",
+        "python fib.py",
+        "Traceback: boom",
+    )
     assert t.metadata["started_at"] == "2024-05-01 10:00:00"
 
 
@@ -63,7 +69,10 @@ def test_undecodable_lines_are_reported_and_skipped_heading_included(tmp_path):
     bad_heading = b"# aider chat started at \xff\n"  # line 20: not a heading, an error; session 1 goes on
     p.write_bytes(SESSION.encode() + bad_heading + b"#### more \xfe\n" + SESSION.encode())
     traces, errors, _ = run(p, "aider")
-    assert [(e.line, e.message) for e in errors] == [(20, "invalid UTF-8 (line skipped)"), (21, "invalid UTF-8 (line skipped)")]
+    assert [(e.line, e.message) for e in errors] == [
+        (20, "invalid UTF-8 (line skipped)"),
+        (21, "invalid UTF-8 (line skipped)"),
+    ]
     assert len(traces) == 2 and _steps(traces[0]) == EXPECTED
     assert _steps(traces[1]) == [(k, c, n + 21) for k, c, n in EXPECTED]  # the second session starts at line 22
 

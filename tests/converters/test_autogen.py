@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from conftest import FIXTURES, auto_name, detect, meta, run, types
+from .conftest import FIXTURES, auto_name, detect, meta, run, types
 
 CORE = FIXTURES / "autogen" / "history-wile_e_coyote_1.json"
 
@@ -14,10 +14,14 @@ def test_detected():
 
 def test_a_model_context_is_one_trace_with_the_handoff_call_and_its_result():
     msgs = json.loads(CORE.read_text(encoding="utf-8"))["messages"]
-    calls = [c for m in msgs if m["type"] == "AssistantMessage" and isinstance(m["content"], list) for c in m["content"]]
+    calls = [
+        c for m in msgs if m["type"] == "AssistantMessage" and isinstance(m["content"], list) for c in m["content"]
+    ]
     results = [r for m in msgs if m["type"] == "FunctionExecutionResultMessage" for r in m["content"]]
     users = [m["content"] for m in msgs if m["type"] == "UserMessage"]
-    texts = [(m["source"], m["content"]) for m in msgs if m["type"] == "AssistantMessage" and isinstance(m["content"], str)]
+    texts = [
+        (m["source"], m["content"]) for m in msgs if m["type"] == "AssistantMessage" and isinstance(m["content"], str)
+    ]
     assert (len(calls), len(results), len(users)) == (1, 1, 2)  # SHAPE
     traces, errors, _ = run(CORE)
     assert not errors and len(traces) == 1
@@ -54,12 +58,23 @@ def _team_state(thread):
 def test_a_team_state_is_its_thread_parallel_calls_each_followed_by_its_result(tmp_path):
     thread = [
         _thread_msg("user", "TextMessage", "weather in Oslo and Rome?"),
-        _thread_msg("assistant", "ToolCallRequestEvent", [
-            {"id": "c1", "arguments": "{\"city\": \"Oslo\"}", "name": "weather"},
-            {"id": "c2", "arguments": "{\"city\": \"Rome\"}", "name": "weather"}], {"prompt_tokens": 10, "completion_tokens": 5}),
-        _thread_msg("assistant", "ToolCallExecutionEvent", [
-            {"content": "rain", "name": "weather", "call_id": "c2", "is_error": False},
-            {"content": "timeout", "name": "weather", "call_id": "c1", "is_error": True}]),
+        _thread_msg(
+            "assistant",
+            "ToolCallRequestEvent",
+            [
+                {"id": "c1", "arguments": '{"city": "Oslo"}', "name": "weather"},
+                {"id": "c2", "arguments": '{"city": "Rome"}', "name": "weather"},
+            ],
+            {"prompt_tokens": 10, "completion_tokens": 5},
+        ),
+        _thread_msg(
+            "assistant",
+            "ToolCallExecutionEvent",
+            [
+                {"content": "rain", "name": "weather", "call_id": "c2", "is_error": False},
+                {"content": "timeout", "name": "weather", "call_id": "c1", "is_error": True},
+            ],
+        ),
         _thread_msg("assistant", "TextMessage", "Rome: rain; Oslo: unknown."),
     ]
     p = tmp_path / "team_state.json"

@@ -1,7 +1,7 @@
 import gzip
 import json
 
-from conftest import FIXTURES, run
+from .conftest import FIXTURES, run
 
 
 def test_truncated_jsonl_line_is_located_and_others_convert(tmp_path):
@@ -26,20 +26,35 @@ def test_wrong_field_types_name_the_field(tmp_path):
     rows = [
         {"id": "a", "messages": "not a list"},
         {"id": "b", "messages": [{"role": "assistant", "content": 5}]},
-        {"id": "c", "messages": [{"role": "assistant", "content": None, "tool_calls": [{"id": "x", "function": {"arguments": "{}"}}]}]},
+        {
+            "id": "c",
+            "messages": [
+                {"role": "assistant", "content": None, "tool_calls": [{"id": "x", "function": {"arguments": "{}"}}]}
+            ],
+        },
         {"id": "d", "messages": [{"role": "user", "content": "fine"}]},
     ]
     p.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     traces, errors, _ = run(p, "openai_chat")
     assert [t.trace_id for t in traces] == ["d"]
-    assert [(e.line, e.field) for e in errors] == [(1, "messages"), (2, "messages[0].content"), (3, "messages[0].tool_calls[0].function.name")]
+    assert [(e.line, e.field) for e in errors] == [
+        (1, "messages"),
+        (2, "messages[0].content"),
+        (3, "messages[0].tool_calls[0].function.name"),
+    ]
 
 
 def test_invalid_utf8_line(tmp_path):
     p = tmp_path / "c.jsonl.gz"
     ok = json.dumps({"id": "a", "messages": [{"role": "user", "content": "é"}]}).encode()
     with gzip.open(p, "wb") as fh:
-        fh.write(ok + b"\n" + b'{"id": "b", "messages": [{"role": "user", "content": "\xff\xfe"}]}\n' + ok.replace(b'"a"', b'"c"') + b"\n")
+        fh.write(
+            ok
+            + b"\n"
+            + b'{"id": "b", "messages": [{"role": "user", "content": "\xff\xfe"}]}\n'
+            + ok.replace(b'"a"', b'"c"')
+            + b"\n"
+        )
     traces, errors, _ = run(p, "openai_chat")
     assert [t.trace_id for t in traces] == ["a", "c"] and traces[0].steps[0].content == "é"
     assert errors[0].line == 2 and "invalid UTF-8" in errors[0].message
@@ -47,12 +62,40 @@ def test_invalid_utf8_line(tmp_path):
 
 def test_claude_code_bad_records(tmp_path):
     p = tmp_path / "s.jsonl"
-    p.write_text("\n".join([
-        json.dumps({"type": "user", "uuid": "1", "parentUuid": None, "sessionId": "s", "message": {"role": "user", "content": "hi"}}),
-        "{broken",
-        json.dumps({"type": "assistant", "parentUuid": "1", "sessionId": "s", "message": {"role": "assistant", "content": "no uuid"}}),
-        json.dumps({"type": "assistant", "uuid": "2", "parentUuid": "1", "sessionId": "s", "message": {"role": "assistant", "content": [{"type": "text", "text": "ok"}]}}),
-    ]) + "\n")
+    p.write_text(
+        "\n".join(
+            [
+                json.dumps(
+                    {
+                        "type": "user",
+                        "uuid": "1",
+                        "parentUuid": None,
+                        "sessionId": "s",
+                        "message": {"role": "user", "content": "hi"},
+                    }
+                ),
+                "{broken",
+                json.dumps(
+                    {
+                        "type": "assistant",
+                        "parentUuid": "1",
+                        "sessionId": "s",
+                        "message": {"role": "assistant", "content": "no uuid"},
+                    }
+                ),
+                json.dumps(
+                    {
+                        "type": "assistant",
+                        "uuid": "2",
+                        "parentUuid": "1",
+                        "sessionId": "s",
+                        "message": {"role": "assistant", "content": [{"type": "text", "text": "ok"}]},
+                    }
+                ),
+            ]
+        )
+        + "\n"
+    )
     traces, errors, _ = run(p, "claude_code")
     assert [s.content for s in traces[0].steps] == ["hi", "ok"]
     assert [(e.line, e.field) for e in errors] == [(2, None), (3, "uuid")]
@@ -88,7 +131,18 @@ def test_cli_unknown_file(cli, tmp_path):
 def test_cli_formats(cli):
     r = cli("formats")
     assert r.exit_code == 0
-    for name in ("trace_jsonl", "react", "openai_chat", "openai_responses", "anthropic", "claude_code", "swe_agent", "inspect_ai", "smolagents", "aider"):
+    for name in (
+        "trace_jsonl",
+        "react",
+        "openai_chat",
+        "openai_responses",
+        "anthropic",
+        "claude_code",
+        "swe_agent",
+        "inspect_ai",
+        "smolagents",
+        "aider",
+    ):
         assert name in r.stdout
     assert "shapes:" in r.stdout
 

@@ -7,39 +7,100 @@ import json
 
 import pytest
 
-from conftest import run
+from .conftest import run
 
 
 def _openai(i):
-    return {"id": f"c{i}", "messages": [
-        {"role": "user", "content": "find x"},
-        {"role": "assistant", "content": "looking", "tool_calls": [{"id": "k1", "type": "function", "function": {"name": "search", "arguments": "{\"q\": \"x\"}"}}]},
-        {"role": "tool", "tool_call_id": "k1", "content": "found"},
-        {"role": "assistant", "content": "done"}]}
+    return {
+        "id": f"c{i}",
+        "messages": [
+            {"role": "user", "content": "find x"},
+            {
+                "role": "assistant",
+                "content": "looking",
+                "tool_calls": [
+                    {"id": "k1", "type": "function", "function": {"name": "search", "arguments": '{"q": "x"}'}}
+                ],
+            },
+            {"role": "tool", "tool_call_id": "k1", "content": "found"},
+            {"role": "assistant", "content": "done"},
+        ],
+    }
 
 
 def _anthropic(i):
-    return {"id": f"a{i}", "messages": [
-        {"role": "user", "content": "find x"},
-        {"role": "assistant", "content": [{"type": "text", "text": "looking"}, {"type": "tool_use", "id": "t1", "name": "search", "input": {"q": "x"}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "found"}]},
-        {"role": "assistant", "content": [{"type": "text", "text": "done"}]}]}
+    return {
+        "id": f"a{i}",
+        "messages": [
+            {"role": "user", "content": "find x"},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "looking"},
+                    {"type": "tool_use", "id": "t1", "name": "search", "input": {"q": "x"}},
+                ],
+            },
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "found"}]},
+            {"role": "assistant", "content": [{"type": "text", "text": "done"}]},
+        ],
+    }
 
 
 def _langchain(i):
-    return {"id": f"r{i}", "name": "AgentExecutor", "run_type": "chain", "inputs": {"input": "find x"}, "outputs": {"output": "done"},
-            "child_runs": [
-                {"id": f"r{i}-l", "name": "ChatOpenAI", "run_type": "llm", "inputs": {"messages": [{"role": "user", "content": "find x"}]},
-                 "outputs": {"generations": [{"text": "looking"}]}, "child_runs": []},
-                {"id": f"r{i}-t", "name": "search", "run_type": "tool", "inputs": {"query": "x"}, "outputs": {"output": "found"}, "child_runs": []}]}
+    return {
+        "id": f"r{i}",
+        "name": "AgentExecutor",
+        "run_type": "chain",
+        "inputs": {"input": "find x"},
+        "outputs": {"output": "done"},
+        "child_runs": [
+            {
+                "id": f"r{i}-l",
+                "name": "ChatOpenAI",
+                "run_type": "llm",
+                "inputs": {"messages": [{"role": "user", "content": "find x"}]},
+                "outputs": {"generations": [{"text": "looking"}]},
+                "child_runs": [],
+            },
+            {
+                "id": f"r{i}-t",
+                "name": "search",
+                "run_type": "tool",
+                "inputs": {"query": "x"},
+                "outputs": {"output": "found"},
+                "child_runs": [],
+            },
+        ],
+    }
 
 
 def _langfuse(i):
-    return {"id": f"tr-{i}", "name": "agent", "input": {"query": "find x"}, "output": {"result": "done"}, "observations": [
-        {"id": f"o{i}g", "traceId": f"tr-{i}", "type": "GENERATION", "name": "gpt", "startTime": "2024-01-01T00:00:00Z",
-         "input": [{"role": "user", "content": "find x"}], "output": {"content": "looking"}},
-        {"id": f"o{i}s", "traceId": f"tr-{i}", "type": "SPAN", "name": "search", "startTime": "2024-01-01T00:00:01Z",
-         "input": {"q": "x"}, "output": {"result": "found"}}]}
+    return {
+        "id": f"tr-{i}",
+        "name": "agent",
+        "input": {"query": "find x"},
+        "output": {"result": "done"},
+        "observations": [
+            {
+                "id": f"o{i}g",
+                "traceId": f"tr-{i}",
+                "type": "GENERATION",
+                "name": "gpt",
+                "startTime": "2024-01-01T00:00:00Z",
+                "input": [{"role": "user", "content": "find x"}],
+                "output": {"content": "looking"},
+            },
+            {
+                "id": f"o{i}s",
+                "traceId": f"tr-{i}",
+                "type": "SPAN",
+                "name": "search",
+                "startTime": "2024-01-01T00:00:01Z",
+                "input": {"q": "x"},
+                "output": {"result": "found"},
+            },
+        ],
+    }
 
 
 def _attr(k, v):
@@ -49,14 +110,48 @@ def _attr(k, v):
 def _otel(i):
     tid = f"{i:032x}"
     spans = [
-        {"traceId": tid, "spanId": f"{i:08x}root", "parentSpanId": "", "name": "invoke_agent a", "startTimeUnixNano": "1700000000000000000",
-         "attributes": [_attr("gen_ai.operation.name", "invoke_agent")]},
-        {"traceId": tid, "spanId": f"{i:08x}c", "parentSpanId": f"{i:08x}root", "name": "chat", "startTimeUnixNano": "1700000000000001000",
-         "attributes": [_attr("gen_ai.operation.name", "chat"), _attr("gen_ai.prompt", "find x"), _attr("gen_ai.completion", "looking")]},
-        {"traceId": tid, "spanId": f"{i:08x}t", "parentSpanId": f"{i:08x}root", "name": "execute_tool search", "startTimeUnixNano": "1700000000000002000",
-         "attributes": [_attr("gen_ai.operation.name", "execute_tool"), _attr("gen_ai.tool.name", "search"),
-                        _attr("gen_ai.tool.call.arguments", "{\"q\": \"x\"}"), _attr("gen_ai.tool.call.result", "found")]}]
-    return {"resourceSpans": [{"resource": {"attributes": [_attr("service.name", "t")]}, "scopeSpans": [{"scope": {"name": "t"}, "spans": spans}]}]}
+        {
+            "traceId": tid,
+            "spanId": f"{i:08x}root",
+            "parentSpanId": "",
+            "name": "invoke_agent a",
+            "startTimeUnixNano": "1700000000000000000",
+            "attributes": [_attr("gen_ai.operation.name", "invoke_agent")],
+        },
+        {
+            "traceId": tid,
+            "spanId": f"{i:08x}c",
+            "parentSpanId": f"{i:08x}root",
+            "name": "chat",
+            "startTimeUnixNano": "1700000000000001000",
+            "attributes": [
+                _attr("gen_ai.operation.name", "chat"),
+                _attr("gen_ai.prompt", "find x"),
+                _attr("gen_ai.completion", "looking"),
+            ],
+        },
+        {
+            "traceId": tid,
+            "spanId": f"{i:08x}t",
+            "parentSpanId": f"{i:08x}root",
+            "name": "execute_tool search",
+            "startTimeUnixNano": "1700000000000002000",
+            "attributes": [
+                _attr("gen_ai.operation.name", "execute_tool"),
+                _attr("gen_ai.tool.name", "search"),
+                _attr("gen_ai.tool.call.arguments", '{"q": "x"}'),
+                _attr("gen_ai.tool.call.result", "found"),
+            ],
+        },
+    ]
+    return {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": [_attr("service.name", "t")]},
+                "scopeSpans": [{"scope": {"name": "t"}, "spans": spans}],
+            }
+        ]
+    }
 
 
 def _autogen(i):
@@ -67,19 +162,43 @@ def _autogen(i):
 
 
 def _react(i):
-    return {"id": f"rs-{i}", "task": "find x", "steps": [{"thought": "look", "action": "search(x)", "observation": "found"}]}
+    return {
+        "id": f"rs-{i}",
+        "task": "find x",
+        "steps": [{"thought": "look", "action": "search(x)", "observation": "found"}],
+    }
 
 
 def _atif(i):
-    return {"schema_version": "ATIF-v1.2", "session_id": f"s-{i}", "agent": {"name": "a", "version": "1"}, "steps": [
-        {"step_id": 1, "source": "user", "message": "find x"},
-        {"step_id": 2, "source": "agent", "message": "looking", "tool_calls": [{"tool_call_id": "c1", "function_name": "search", "arguments": {"q": "x"}}],
-         "observation": {"results": [{"source_call_id": "c1", "content": "found"}]}}]}
+    return {
+        "schema_version": "ATIF-v1.2",
+        "session_id": f"s-{i}",
+        "agent": {"name": "a", "version": "1"},
+        "steps": [
+            {"step_id": 1, "source": "user", "message": "find x"},
+            {
+                "step_id": 2,
+                "source": "agent",
+                "message": "looking",
+                "tool_calls": [{"tool_call_id": "c1", "function_name": "search", "arguments": {"q": "x"}}],
+                "observation": {"results": [{"source_call_id": "c1", "content": "found"}]},
+            },
+        ],
+    }
 
 
 def _web(i):
-    return {"task_id": str(i), "intent": "buy x", "trajectory": [
-        {"state": {"url": "https://shop.example/p", "axtree_txt": "page"}, "thought": "click it", "action": "click [12]"}]}
+    return {
+        "task_id": str(i),
+        "intent": "buy x",
+        "trajectory": [
+            {
+                "state": {"url": "https://shop.example/p", "axtree_txt": "page"},
+                "thought": "click it",
+                "action": "click [12]",
+            }
+        ],
+    }
 
 
 def _set(rec, path, value):
@@ -123,7 +242,9 @@ def test_one_bad_record_in_the_middle(tmp_path, fmt, make, path, value):
     clean_p.write_text(json.dumps(good_a) + "\n\n" + json.dumps(good_b) + "\n")
     clean, _, _ = run(clean_p, fmt)
     # the good records convert exactly as they do without the bad one between them
-    assert [t.to_json()["trace"] for t in traces if t.metadata.get("source_line") != 2] == [t.to_json()["trace"] for t in clean]
+    assert [t.to_json()["trace"] for t in traces if t.metadata.get("source_line") != 2] == [
+        t.to_json()["trace"] for t in clean
+    ]
     assert len([t for t in traces if t.metadata.get("source_line") != 2]) == 2
     # the bad record is either converted with its odd value kept as text, or rejected with a located error
     for e in errors:

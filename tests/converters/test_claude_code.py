@@ -3,7 +3,7 @@ from collections import Counter
 
 import pytest
 
-from conftest import FIXTURES, meta, need_real, run, types
+from .conftest import FIXTURES, meta, need_real, run, types
 
 
 def test_representative_session():
@@ -13,7 +13,19 @@ def test_representative_session():
     assert not errors and not warnings and len(traces) == 1
     t = traces[0]
     assert t.trace_id == "test_session"
-    assert types(t) == ["message", "message", "message", "action", "observation", "message", "message", "action", "observation", "message", "message"]
+    assert types(t) == [
+        "message",
+        "message",
+        "message",
+        "action",
+        "observation",
+        "message",
+        "message",
+        "action",
+        "observation",
+        "message",
+        "message",
+    ]
     assert [s.content for s in t.steps if s.type == "action"] == ["Edit", "Bash"]
     assert [meta(s)["tool_call_id"] for s in t.steps[3:5]] == ["tool_001", "tool_001"]
     assert [meta(s)["tool_call_id"] for s in t.steps[7:9]] == ["tool_002", "tool_002"]
@@ -59,7 +71,17 @@ def test_long_session_is_one_trace_with_all_steps(tmp_path):
     prev = None
     for i in range(1400):
         role = "user" if i % 2 == 0 else "assistant"
-        lines.append(json.dumps({"type": role, "uuid": f"u{i}", "parentUuid": prev, "sessionId": "long", "message": {"role": role, "content": [{"type": "text", "text": f"m{i}"}]}}))
+        lines.append(
+            json.dumps(
+                {
+                    "type": role,
+                    "uuid": f"u{i}",
+                    "parentUuid": prev,
+                    "sessionId": "long",
+                    "message": {"role": role, "content": [{"type": "text", "text": f"m{i}"}]},
+                }
+            )
+        )
         prev = f"u{i}"
     p = tmp_path / "long.jsonl"
     p.write_text("\n".join(lines[::-1]) + "\n")  # file order reversed: the chain still decides
@@ -68,7 +90,8 @@ def test_long_session_is_one_trace_with_all_steps(tmp_path):
     assert [s.content for s in traces[0].steps] == [f"m{i}" for i in range(1400)]
 
 
-# ---------------------------------------------------------------- real Claude Code 1.0 and 2.1 sessions (tests/fixtures/converters/claude_code)
+# ---------------------------------------------------------------- real Claude Code 1.0 and 2.1 sessions
+# (tests/fixtures/converters/claude_code)
 
 CC = FIXTURES / "claude_code"
 AAC = CC / "spotter_ae4a77f8" / "subagents" / "agent-aac57f5.jsonl"
@@ -101,12 +124,36 @@ def assert_every_result_follows_its_call(trace):
 REAL_SESSIONS = [
     ("spotter_short.jsonl", 1, "mix phx.server doesnt seem to start"),
     ("spotter_tool_heavy.jsonl", 1, "start phoenix in background"),
-    ("spotter_subagent_main.jsonl", 1, "/handgemacht:create-beads websearch to learn how to fastest setup credo, dialyzer, mix_audit"),
-    ("spotter_ae4a77f8/subagents/agent-aac57f5.jsonl", 1, "Search hex.pm for the latest versions of these Elixir packages"),
-    ("spotter_8463c716/subagents/agent-a7be2f0.jsonl", 1, "I need to understand:\n1. How Spotter.Services.Tmux.list_panes/0 works"),
-    ("spotter_8463c716/subagents/agent-acompact-f46190.jsonl", 1, "Your task is to create a detailed summary of the conversation so far"),
-    ("ccviewer_1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl", 1, "Please analyze this codebase and create a CLAUDE.md file"),
-    ("ccviewer_5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl", 3, "/orchestrator @CLAUDE.md を最新の状態にアップデートしてください"),
+    (
+        "spotter_subagent_main.jsonl",
+        1,
+        "/handgemacht:create-beads websearch to learn how to fastest setup credo, dialyzer, mix_audit",
+    ),
+    (
+        "spotter_ae4a77f8/subagents/agent-aac57f5.jsonl",
+        1,
+        "Search hex.pm for the latest versions of these Elixir packages",
+    ),
+    (
+        "spotter_8463c716/subagents/agent-a7be2f0.jsonl",
+        1,
+        "I need to understand:\n1. How Spotter.Services.Tmux.list_panes/0 works",
+    ),
+    (
+        "spotter_8463c716/subagents/agent-acompact-f46190.jsonl",
+        1,
+        "Your task is to create a detailed summary of the conversation so far",
+    ),
+    (
+        "ccviewer_1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl",
+        1,
+        "Please analyze this codebase and create a CLAUDE.md file",
+    ),
+    (
+        "ccviewer_5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl",
+        3,
+        "/orchestrator @CLAUDE.md を最新の状態にアップデートしてください",
+    ),
 ]
 
 
@@ -149,7 +196,10 @@ def test_inline_sidechains_of_claude_code_1_are_one_trace_per_sub_agent():
     assert main.metadata["sidechain_traces"] == 2
     # SHAPE.md hand counts per tree: main 13 calls, sidechains 2 and 6
     assert [types(t).count("action") for t in (main, *side)] == [13, 2, 6]
-    assert [t.task.split("\n")[0][:30] for t in side] == ["Examine the package.json file(", "Analyze the current project st"]
+    assert [t.task.split("\n")[0][:30] for t in side] == [
+        "Examine the package.json file(",
+        "Analyze the current project st",
+    ]
     assert all(t.metadata["parent_session"] == sid and t.metadata["sidechain"] for t in side)
 
 
@@ -172,7 +222,9 @@ def test_a_task_result_names_its_sub_agents_trace():
     (task_result,) = [s for s in t.steps if "subagent_trace" in meta(s)]
     assert meta(task_result)["subagent_trace"] == f"{ran[0]}/sidechain/{ran[1]}"
     i = t.steps.index(task_result)
-    assert t.steps[i - 1].content == "Task" and meta(t.steps[i - 1])["tool_call_id"] == meta(task_result)["tool_call_id"]
+    assert (
+        t.steps[i - 1].content == "Task" and meta(t.steps[i - 1])["tool_call_id"] == meta(task_result)["tool_call_id"]
+    )
 
 
 def test_a_folder_finds_the_sub_agent_files():
@@ -194,15 +246,25 @@ def _write(path, recs):
 
 def test_only_real_abandoned_branches_are_left_out_and_counted(tmp_path):
     recs, calls, results = source(HEAVY)
-    prompt = next(r for r in recs if r.get("type") == "user" and str(r["message"]["content"]).startswith("scrolling back"))
+    prompt = next(
+        r for r in recs if r.get("type") == "user" and str(r["message"]["content"]).startswith("scrolling back")
+    )
     reply = next(r for r in recs if r.get("parentUuid") == prompt["uuid"])
     read = next(r for r in recs if r.get("type") == "assistant" and r["message"]["content"][0].get("name") == "Read")
     # an edited prompt (the first attempt and the reply it got) and a retried response: siblings written before
     # the kept ones, as Claude Code writes them
     edited = {**prompt, "uuid": "edited-prompt", "message": {**prompt["message"], "content": "EDITED PROMPT"}}
-    edited_reply = {**reply, "uuid": "edited-reply", "parentUuid": "edited-prompt",
-                    "message": {**reply["message"], "id": "msg_edited", "content": [{"type": "text", "text": "EDITED REPLY"}]}}
-    retried = {**read, "uuid": "retried", "message": {**read["message"], "id": "msg_retried", "content": [{"type": "text", "text": "RETRIED"}]}}
+    edited_reply = {
+        **reply,
+        "uuid": "edited-reply",
+        "parentUuid": "edited-prompt",
+        "message": {**reply["message"], "id": "msg_edited", "content": [{"type": "text", "text": "EDITED REPLY"}]},
+    }
+    retried = {
+        **read,
+        "uuid": "retried",
+        "message": {**read["message"], "id": "msg_retried", "content": [{"type": "text", "text": "RETRIED"}]},
+    }
     out = []
     for r in recs:
         if r is prompt:
@@ -213,7 +275,9 @@ def test_only_real_abandoned_branches_are_left_out_and_counted(tmp_path):
     traces, errors, warnings = run(_write(tmp_path / "edited.jsonl", out))
     (t,) = traces
     assert not errors and t.metadata["abandoned_branches"] == 2 and t.metadata["abandoned_records"] == 3
-    assert len(warnings) == 1 and "2 abandoned branch(es)" in warnings[0].message and "3 record(s)" in warnings[0].message
+    assert (
+        len(warnings) == 1 and "2 abandoned branch(es)" in warnings[0].message and "3 record(s)" in warnings[0].message
+    )
     assert not {"EDITED PROMPT", "EDITED REPLY", "RETRIED"} & {s.content for s in t.steps}
     assert sorted(meta(s)["tool_call_id"] for s in t.steps if s.type == "action") == sorted(calls)
     assert len([s for s in t.steps if s.type in ("observation", "error")]) == len(results)
@@ -222,7 +286,10 @@ def test_only_real_abandoned_branches_are_left_out_and_counted(tmp_path):
 
 def test_a_bad_record_costs_only_itself_not_its_session(tmp_path):
     # the case: a file holding two sessions, a record of the first with "message": "error"
-    first, second = need_real("claude_code", "representative_messages.jsonl"), need_real("claude_code", "session_b.jsonl")
+    first, second = (
+        need_real("claude_code", "representative_messages.jsonl"),
+        need_real("claude_code", "session_b.jsonl"),
+    )
     recs = source(first)[0]
     good = sum(1 for r in recs if r["type"] in ("user", "assistant"))
     bad = {**recs[4], "uuid": "bad-record", "message": "error"}
@@ -237,8 +304,13 @@ def test_a_bad_record_costs_only_itself_not_its_session(tmp_path):
 
 def test_a_bad_record_inside_the_parent_chain_keeps_the_records_below_it(tmp_path):
     recs, calls, results = source(HEAVY)
-    i = next(i for i, r in enumerate(recs) if r.get("type") == "assistant" and r["message"]["content"][0]["type"] == "text"
-             and any(c.get("parentUuid") == r["uuid"] for c in recs))
+    i = next(
+        i
+        for i, r in enumerate(recs)
+        if r.get("type") == "assistant"
+        and r["message"]["content"][0]["type"] == "text"
+        and any(c.get("parentUuid") == r["uuid"] for c in recs)
+    )
     recs[i] = {**recs[i], "message": "error"}
     traces, errors, _ = run(_write(tmp_path / "heavy.jsonl", recs))
     assert [(e.line, e.field) for e in errors] == [(i + 1, "message")]

@@ -1,4 +1,6 @@
-"""Cline / Roo Code task folders; expected figures from reading the files (SHAPE: Roo Code's own real-conversation fixtures)."""
+"""Cline / Roo Code task folders; expected figures from reading the files (SHAPE: Roo Code's own real-conversation "
+"fixtures)."""
+
 import json
 import re
 import shutil
@@ -6,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from conftest import FIXTURES, auto_name, meta, run, types
+from .conftest import FIXTURES, auto_name, meta, run, types
 
 DIR = FIXTURES / "cline"
 NATURAL = DIR / "roo_natural-mini-uncondensed"
@@ -36,7 +38,9 @@ def source(folder):
 # SHAPE.md: calls by tool (XML in the assistant text), results = calls - the final attempt_completion
 CASES = {
     NATURAL: Counter({"execute_command": 1, "read_file": 7, "attempt_completion": 1}),
-    SYNTHETIC: Counter({"update_todo_list": 6, "write_to_file": 8, "read_file": 3, "apply_diff": 2, "attempt_completion": 1}),
+    SYNTHETIC: Counter(
+        {"update_todo_list": 6, "write_to_file": 8, "read_file": 3, "apply_diff": 2, "attempt_completion": 1}
+    ),
 }
 
 
@@ -61,7 +65,9 @@ def test_a_task_folder_is_one_trace_with_results_paired_to_their_calls(folder):
     # the extension's <environment_details> is no step's text; each user message keeps it in metadata
     assert not any("<environment_details>" in s.content for s in t.steps)
     envs = [s for s in t.steps if meta(s).get("environment_details")]
-    assert len(envs) == src["users"] and all(meta(s)["environment_details"].startswith("<environment_details>") for s in envs)
+    assert len(envs) == src["users"] and all(
+        meta(s)["environment_details"].startswith("<environment_details>") for s in envs
+    )
     # the UI's reasoning, each before the reply it led to
     ui_thoughts = [s for s in t.steps if meta(s).get("from") == "ui_messages.json"]
     assert [s.content for s in ui_thoughts] == [r for r in src["reasoning"] if r.strip()]
@@ -83,7 +89,9 @@ def test_the_natural_task_error_nudge_interrupted_call_and_feedback():
     assert meta(err)["result_header"] == "[execute_command for 'undefined'] Result:"
     # read_file's arguments are its <args> XML; a header holding a whole sentence still names read_file
     reads = [s for s in t.steps if s.content == "read_file"]
-    assert json.loads(reads[0].action_input)["args"].startswith("<file>\n<path>webview-ui/src/hooks/useAutosaveDraft.ts</path>")
+    assert json.loads(reads[0].action_input)["args"].startswith(
+        "<file>\n<path>webview-ui/src/hooks/useAutosaveDraft.ts</path>"
+    )
     # message 14: the user's feedback rides with the result; message 18: the no-tool nudge is a user message
     fb = next(s for s in t.steps if meta(s).get("message_index") == 14)
     assert fb.type == "observation" and "<feedback>\nLis les fichiers en entier stp\n</feedback>" in fb.content
@@ -98,7 +106,9 @@ def test_text_after_a_call_stays_before_its_result():
     t = run(SYNTHETIC / "api_conversation_history.json")[0][0]
     steps = [s for s in t.steps if meta(s).get("message_index") in (1, 2)]
     assert [s.type for s in steps] == ["thought", "thought", "action", "observation"]
-    assert steps[1].content == "Now let's start with Phase 1, creating the initial files" and meta(steps[1])["after_call"]
+    assert (
+        steps[1].content == "Now let's start with Phase 1, creating the initial files" and meta(steps[1])["after_call"]
+    )
 
 
 @pytest.mark.parametrize("name", ["ui_messages.json", "task_metadata.json"])
@@ -125,13 +135,28 @@ def test_native_tool_blocks_thinking_and_a_bad_message(tmp_path):
     env = api[0]["content"][1]
     history = [
         api[0],
-        {"role": "assistant", "ts": 1, "content": [
-            {"type": "thinking", "thinking": "look first"},
-            {"type": "text", "text": "<thinking>\nlist the files\n</thinking>\nListing."},
-            {"type": "tool_use", "id": "toolu_1", "name": "list_files", "input": {"path": "."}}]},
-        {"role": "user", "ts": 2, "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.ts\nb.ts"}, env]},
+        {
+            "role": "assistant",
+            "ts": 1,
+            "content": [
+                {"type": "thinking", "thinking": "look first"},
+                {"type": "text", "text": "<thinking>\nlist the files\n</thinking>\nListing."},
+                {"type": "tool_use", "id": "toolu_1", "name": "list_files", "input": {"path": "."}},
+            ],
+        },
+        {
+            "role": "user",
+            "ts": 2,
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.ts\nb.ts"}, env],
+        },
         {"role": "user", "content": [{"type": "text", "text": 7}]},
-        {"role": "assistant", "ts": 3, "content": [{"type": "text", "text": "<attempt_completion>\n<result>\nDone.\n</result>\n</attempt_completion>"}]},
+        {
+            "role": "assistant",
+            "ts": 3,
+            "content": [
+                {"type": "text", "text": "<attempt_completion>\n<result>\nDone.\n</result>\n</attempt_completion>"}
+            ],
+        },
     ]
     p = tmp_path / "1759331561817" / "api_conversation_history.json"
     p.parent.mkdir()

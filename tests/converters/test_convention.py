@@ -4,11 +4,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, NOT_LOGS, REAL, run
 from ls_trajeval.converters.registry import all_converters
 from ls_trajeval.converters.support.files import make_sample
 from ls_trajeval.converters.support.steps import convention_problems
 from ls_trajeval.core.trace import Step, Trace
+
+from .conftest import FIXTURES, NOT_LOGS, REAL, run
 
 #: the project's own trace JSONL is passed through as the user wrote it: its steps are theirs, not a converter's
 PASS_THROUGH = {"trace_jsonl"}
@@ -53,9 +54,13 @@ def _trace(*steps: Step, **meta) -> Trace:
 
 
 def test_a_conforming_trace_has_no_problems():
-    t = _trace(Step.of("thought", "plan"),
-               Step.of("action", "search", '{"q": 1}', {"timestamp": "2025-01-01T00:00:00Z", "metadata": {"tool_call_id": "c1"}}),
-               Step.of("observation", "found", None, {"timestamp": 1746000001000000000, "metadata": {"tool_call_id": "c1"}}))
+    t = _trace(
+        Step.of("thought", "plan"),
+        Step.of(
+            "action", "search", '{"q": 1}', {"timestamp": "2025-01-01T00:00:00Z", "metadata": {"tool_call_id": "c1"}}
+        ),
+        Step.of("observation", "found", None, {"timestamp": 1746000001000000000, "metadata": {"tool_call_id": "c1"}}),
+    )
     assert convention_problems(t) == []
 
 

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from conftest import FIXTURES, NOT_LOGS, auto_name, detect, meta, run
+from .conftest import FIXTURES, NOT_LOGS, auto_name, detect, meta, run
 
 DIR = FIXTURES / "crewai"
 FILES = sorted(p for p in DIR.glob("*.md") if p.name not in NOT_LOGS)
@@ -65,14 +65,25 @@ def test_the_orchestration_task_embeds_json_with_quotes_and_lines_starting_with_
 
 def test_json_log_several_tasks_per_kickoff_and_a_bad_entry(tmp_path):
     def e(ts, name, status, out=None):
-        d = {"timestamp": ts, "task_name": name, "task": f"do {name} <now> & \"well\"", "agent": "Researcher\n", "status": status}
+        d = {
+            "timestamp": ts,
+            "task_name": name,
+            "task": f'do {name} <now> & "well"',
+            "agent": "Researcher\n",
+            "status": status,
+        }
         if out is not None:
             d["output"] = out
         return d
-    log = [e("2025-01-01 10:00:00", "research", "started"), e("2025-01-01 10:00:05", "research", "completed", "found"),
-           e("2025-01-01 10:00:06", "write", "started"), e("2025-01-01 10:00:09", "write", "completed", "written"),
-           e("2025-01-01 11:00:00", "research", "started"), {"timestamp": "x", "task_name": "research", "task": "t", "agent": "a", "status": 3},
-           e("2025-01-01 11:00:05", "research", "completed", "again")]
+    log = [
+        e("2025-01-01 10:00:00", "research", "started"),
+        e("2025-01-01 10:00:05", "research", "completed", "found"),
+        e("2025-01-01 10:00:06", "write", "started"),
+        e("2025-01-01 10:00:09", "write", "completed", "written"),
+        e("2025-01-01 11:00:00", "research", "started"),
+        {"timestamp": "x", "task_name": "research", "task": "t", "agent": "a", "status": 3},
+        e("2025-01-01 11:00:05", "research", "completed", "again"),
+    ]
     p = tmp_path / "crew_log.json"
     p.write_text(json.dumps(log), encoding="utf-8")
     assert detect("crewai", p) > 0

@@ -1,9 +1,15 @@
 import json
+from functools import cache
+from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, NOT_LOGS, REAL
+from ls_trajeval.converters.detection import AMBIGUITY_MARGIN
+from ls_trajeval.converters.registry import confidence, get_converter, names
+from ls_trajeval.converters.support.files import make_sample
 from ls_trajeval.flows.convert import FormatError, detect_format
+
+from .conftest import FIXTURES, NOT_LOGS, REAL
 
 EXPECTED = {
     "anthropic.json": "anthropic",
@@ -90,6 +96,51 @@ def test_every_fixture_is_detected():
         detect_format(p)  # raises FormatError when unknown or ambiguous
 
 
+LOGS = sorted(p for d in (FIXTURES, REAL) for p in d.rglob("*") if p.is_file() and p.name not in NOT_LOGS)
+#: (a format, another whose shape it is written in): the other's detector may see its files, less sure than its own
+DIALECTS = {
+    ("anthropic", "openai_chat"): "a messages list with content blocks",
+    ("cline", "anthropic"): "Cline's history is Anthropic messages",
+    ("cline", "openai_chat"): "... and a messages list",
+    ("autogen", "multi_agent"): "AutoGen's thread is agents' messages",
+    ("langsmith", "langchain"): "LangSmith's create lines are runs",
+    ("swe_agent", "openai_chat"): "mini-swe-agent saves chat messages",
+    ("swe_agent", "react"): "the steps form is thought / action / observation",
+}
+
+
+def own_format(p: Path) -> str:
+    """The format a log is of: as listed above, else the folder it lies in (the real logs': theirs)."""
+    rel = p.relative_to(FIXTURES if FIXTURES in p.parents else REAL).as_posix()
+    if rel in EXPECTED:
+        return EXPECTED[rel]
+    top = rel.split("/")[0]
+    return {"who_and_when": "multi_agent", "mini_swe_agent": "swe_agent"}.get(top, top)
+
+
+@cache
+def sample(p: Path):
+    return make_sample(p)
+
+
+def test_every_log_has_a_known_format():
+    assert len(LOGS) > 90 and {own_format(p) for p in LOGS} == set(names())
+
+
+@pytest.mark.parametrize("name", names())
+def test_each_detector_rejects_the_other_formats_logs(name):
+    conv = get_converter(name)
+    for p in LOGS:
+        own = own_format(p)
+        if own == name:
+            continue
+        got = confidence(conv, sample(p))
+        if (own, name) in DIALECTS:
+            assert got <= confidence(get_converter(own), sample(p)) - AMBIGUITY_MARGIN, p
+        else:
+            assert got == 0, p
+
+
 def test_unknown_file_names_formats(tmp_path):
     p = tmp_path / "x.json"
     p.write_text(json.dumps({"hello": "world"}))
@@ -98,7 +149,7 @@ def test_unknown_file_names_formats(tmp_path):
 
 
 def test_ambiguous_file_names_candidates(tmp_path, monkeypatch):
-    import ls_trajeval.flows.convert as conv
+    import ls_trajeval.converters.detection as conv
     from ls_trajeval.converters.registry import get_converter
 
     p = tmp_path / "x.json"

@@ -5,7 +5,7 @@ from collections import Counter
 
 import pytest
 
-from conftest import FIXTURES, auto_name, meta, run, types
+from .conftest import FIXTURES, auto_name, meta, run, types
 
 DIR = FIXTURES / "gemini_cli"
 OLD = DIR / "session-2025-12-01T21-45-5b959dae.json"
@@ -58,7 +58,11 @@ def test_one_tool_list_spanning_three_model_requests_is_ordered_and_grouped_by_t
     # SHAPE: 37b7abef message 4 holds 9 calls at 11:04:00.677 (2), 11:04:13.954 (4), 11:04:26.219 (3)
     msg = json.loads(NEW.read_text(encoding="utf-8"))["messages"][3]
     stamps = [c["timestamp"] for c in msg["toolCalls"]]
-    assert Counter(stamps) == {"2026-01-16T11:04:00.677Z": 2, "2026-01-16T11:04:13.954Z": 4, "2026-01-16T11:04:26.219Z": 3}
+    assert Counter(stamps) == {
+        "2026-01-16T11:04:00.677Z": 2,
+        "2026-01-16T11:04:13.954Z": 4,
+        "2026-01-16T11:04:26.219Z": 3,
+    }
     t = run(NEW)[0][0]
     acts = [s for s in t.steps if s.type == "action" and meta(s)["message_id"] == msg["id"]]
     assert [meta(s)["request_index"] for s in acts] == [0, 0, 1, 1, 1, 1, 2, 2, 2]
@@ -68,14 +72,21 @@ def test_one_tool_list_spanning_three_model_requests_is_ordered_and_grouped_by_t
     multi = [m for m in json.loads(OLD.read_text(encoding="utf-8"))["messages"] if len(m.get("toolCalls") or []) > 1]
     assert len(multi) == 1 and len(multi[0]["toolCalls"]) == 3
     acts = [s for s in old.steps if s.type == "action" and meta(s)["message_id"] == multi[0]["id"]]
-    assert [(s.content, meta(s)["request_index"]) for s in acts] == [("read_file", 0), ("write_file", 1), ("read_file", 2)]
+    assert [(s.content, meta(s)["request_index"]) for s in acts] == [
+        ("read_file", 0),
+        ("write_file", 1),
+        ("read_file", 2),
+    ]
 
 
 def test_thoughts_come_before_the_answer_with_their_subject():
     t = run(OLD)[0][0]
     first = json.loads(OLD.read_text(encoding="utf-8"))["messages"][1]
     assert types(t)[:4] == ["message", "thought", "thought", "message"]
-    assert [t.steps[1].content, meta(t.steps[1])["subject"]] == [first["thoughts"][0]["description"], first["thoughts"][0]["subject"]]
+    assert [t.steps[1].content, meta(t.steps[1])["subject"]] == [
+        first["thoughts"][0]["description"],
+        first["thoughts"][0]["subject"],
+    ]
     assert meta(t.steps[1])["agent"] == "gemini-3-pro-image-preview"
 
 
@@ -127,7 +138,9 @@ def test_a_bad_message_costs_only_itself_and_a_failed_call_is_an_error(tmp_path)
     d["messages"][1]["toolCalls"] = "not a list"
     call = d["messages"][6]["toolCalls"][0]
     call["status"] = "error"
-    call["result"] = [{"functionResponse": {"id": call["id"], "name": call["name"], "response": {"error": "disk full"}}}]
+    call["result"] = [
+        {"functionResponse": {"id": call["id"], "name": call["name"], "response": {"error": "disk full"}}}
+    ]
     p = tmp_path / "session.json"
     p.write_text(json.dumps(d), encoding="utf-8")
     traces, errors, _ = run(p)

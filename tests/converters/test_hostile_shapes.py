@@ -7,7 +7,7 @@ import zipfile
 
 import pytest
 
-from conftest import run
+from .conftest import meta, run
 
 
 def jsonl(tmp_path, name, lines):
@@ -29,29 +29,47 @@ def _stream(mid):
     ]
 
 
-@pytest.mark.parametrize("line, bad, field", [
-    (2, {"type": "content_block_start", "index": {"i": 0}, "content_block": {"type": "text"}}, "index"),  # unhashable
-    (3, {"type": "content_block_delta", "index": 0, "delta": "text"}, "delta"),
-    (3, {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": {"x": 1}}}, "delta.text"),
-    (3, {"type": "content_block_delta", "index": None, "delta": {"type": "input_json_delta", "partial_json": [1]}},
-     "delta.partial_json"),
-    (1, {"type": "message_start", "message": "m"}, "message"),  # 'str' object has no attribute 'items'
-    (1, {"type": "message_start", "message": {"role": "assistant", "usage": "u"}}, "message.usage"),
-    (2, {"type": "content_block_start", "index": 0, "content_block": ["x"]}, "content_block"),
-    (2, {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": {}}}, "content_block.text"),
-    (4, {"type": "message_delta", "delta": 7}, "delta"),
-    (4, {"type": "message_delta", "delta": {}, "usage": "u"}, "usage"),
-])
+@pytest.mark.parametrize(
+    "line, bad, field",
+    [
+        (
+            2,
+            {"type": "content_block_start", "index": {"i": 0}, "content_block": {"type": "text"}},
+            "index",
+        ),  # unhashable
+        (3, {"type": "content_block_delta", "index": 0, "delta": "text"}, "delta"),
+        (
+            3,
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": {"x": 1}}},
+            "delta.text",
+        ),
+        (
+            3,
+            {"type": "content_block_delta", "index": None, "delta": {"type": "input_json_delta", "partial_json": [1]}},
+            "delta.partial_json",
+        ),
+        (1, {"type": "message_start", "message": "m"}, "message"),  # 'str' object has no attribute 'items'
+        (1, {"type": "message_start", "message": {"role": "assistant", "usage": "u"}}, "message.usage"),
+        (2, {"type": "content_block_start", "index": 0, "content_block": ["x"]}, "content_block"),
+        (
+            2,
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": {}}},
+            "content_block.text",
+        ),
+        (4, {"type": "message_delta", "delta": 7}, "delta"),
+        (4, {"type": "message_delta", "delta": {}, "usage": "u"}, "usage"),
+    ],
+)
 def test_anthropic_stream_event_of_the_wrong_shape(tmp_path, line, bad, field):
     first = _stream("m1")
     first[line - 1] = bad
     p = jsonl(tmp_path, "s.jsonl", first + _stream("m2"))
     traces, errors = run(p, "anthropic")[:2]
     located = [(e.line, e.field) for e in errors]
-    if line == 3:  # the message's only text was on that line: what is left of it is empty, refused as well
-        assert located == [(3, field), (1, None)] and errors[1].message.startswith("no text: all 1 step(s)")
-    else:
-        assert located == [(line, field)]
+    assert located == [(line, field)]
+    if line == 3:  # the message's only text was on that line: what is left of it is an empty turn, that says so
+        (m1,) = [t for t in traces if t.trace_id == "m1"]
+        assert [(s.content, meta(s).get("empty_response")) for s in m1.steps] == [("(empty response)", True)]
     assert str(p) in errors[0].source
     assert "m2" in {t.trace_id for t in traces}  # the next stream converts
 
@@ -105,8 +123,8 @@ def test_openai_chat_role_that_is_not_a_string(tmp_path, role):
 
 def test_openai_chat_tool_whose_function_is_a_string(tmp_path):
     rec = {"id": "t", "tools": [{"type": "function", "function": "f"}], "messages": [{"role": "user", "content": "x"}]}
-    traces, errors = run(jsonl(tmp_path, "c.jsonl", [rec, rec]), "openai_chat")[:2]
-    assert len(traces) == 2 and not errors
+    traces, errors = run(jsonl(tmp_path, "c.jsonl", [rec, dict(rec, id="t2")]), "openai_chat")[:2]
+    assert [t.metadata["tools"] for t in traces] == [[None], [None]] and not errors
 
 
 # ---------------------------------------------------------------- openai_responses (Codex rollouts)

@@ -1,7 +1,7 @@
 import json
 import zipfile
 
-from conftest import meta, need_real, run, types
+from .conftest import meta, need_real, run, types
 
 
 def test_tool_call_errors():

@@ -4,8 +4,9 @@ import tempfile
 import pytest
 
 import ls_trajeval.flows.convert as convert
-from conftest import FIXTURES, REAL
 from ls_trajeval.core.trace import Trace, TraceError
+
+from .conftest import FIXTURES, REAL
 
 INPUTS = [FIXTURES, REAL]
 

@@ -5,7 +5,7 @@ from collections import Counter
 
 import pytest
 
-from conftest import FIXTURES, auto_name, detect, meta, run, types
+from .conftest import FIXTURES, auto_name, detect, meta, run, types
 
 DIR = FIXTURES / "langsmith"
 PY = DIR / "langsmith_py_wrap_openai_.json"
@@ -64,31 +64,89 @@ def test_run_ops_tree_from_dotted_order():
     llm_patch = next(p for p in patches if p["name"] == "ChatOpenAI")
     call = llm_patch["outputs"]["generations"][0]["message"]["kwargs"]["tool_calls"][0]
     act = next(s for s in t.steps if s.type == "action")
-    assert (act.content, json.loads(act.action_input), meta(act)["tool_call_id"]) == (call["name"], call["args"], call["id"])
+    assert (act.content, json.loads(act.action_input), meta(act)["tool_call_id"]) == (
+        call["name"],
+        call["args"],
+        call["id"],
+    )
     assert "observation" not in types(t)
     # the 72 streamed token events are not steps
     assert len(next(p for p in posts if p["name"] == "ChatOpenAI")["events"]) > 70 and len(t.steps) == 3
 
 
 def test_tool_runs_pair_and_updates_match_by_id_or_dotted_order(tmp_path):
-    root, llm, tool = "aaaaaaaa-0000-0000-0000-000000000001", "aaaaaaaa-0000-0000-0000-000000000002", "aaaaaaaa-0000-0000-0000-000000000003"
+    root, llm, tool = (
+        "aaaaaaaa-0000-0000-0000-000000000001",
+        "aaaaaaaa-0000-0000-0000-000000000002",
+        "aaaaaaaa-0000-0000-0000-000000000003",
+    )
     d_root = f"20250101T000000000000Z{root}"
     d_llm = f"{d_root}.20250101T000001000000Z{llm}"
     d_tool = f"{d_root}.20250101T000002000000Z{tool}"
     lines = [
-        {"patch": [{"id": tool, "end_time": "2025-01-01T00:00:03Z", "outputs": {"output": "4 <ok> & done"}},
-                   {"id": "nope", "outputs": {}}]},
-        {"post": [
-            {"id": root, "trace_id": root, "dotted_order": d_root, "name": "Agent", "run_type": "chain",
-             "start_time": "2025-01-01T00:00:00Z", "inputs": {"input": "2+2?"}},
-            {"id": llm, "trace_id": root, "dotted_order": d_llm, "name": "ChatOpenAI", "run_type": "llm",
-             "start_time": "2025-01-01T00:00:01Z", "inputs": {"messages": [{"role": "user", "content": "2+2?"}]}},
-            {"id": tool, "trace_id": root, "dotted_order": d_tool, "name": "calc", "run_type": "tool",
-             "start_time": "2025-01-01T00:00:02Z", "inputs": {"input": "2+2"}}]},
-        {"patch": [{"dotted_order": d_llm, "trace_id": root, "outputs": {"choices": [{"message": {
-            "role": "assistant", "content": None,
-            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "calc", "arguments": "{\"x\": \"2+2\"}"}}]}}]}},
-            {"id": root, "end_time": "2025-01-01T00:00:04Z", "outputs": {"output": "4"}}]},
+        {
+            "patch": [
+                {"id": tool, "end_time": "2025-01-01T00:00:03Z", "outputs": {"output": "4 <ok> & done"}},
+                {"id": "nope", "outputs": {}},
+            ]
+        },
+        {
+            "post": [
+                {
+                    "id": root,
+                    "trace_id": root,
+                    "dotted_order": d_root,
+                    "name": "Agent",
+                    "run_type": "chain",
+                    "start_time": "2025-01-01T00:00:00Z",
+                    "inputs": {"input": "2+2?"},
+                },
+                {
+                    "id": llm,
+                    "trace_id": root,
+                    "dotted_order": d_llm,
+                    "name": "ChatOpenAI",
+                    "run_type": "llm",
+                    "start_time": "2025-01-01T00:00:01Z",
+                    "inputs": {"messages": [{"role": "user", "content": "2+2?"}]},
+                },
+                {
+                    "id": tool,
+                    "trace_id": root,
+                    "dotted_order": d_tool,
+                    "name": "calc",
+                    "run_type": "tool",
+                    "start_time": "2025-01-01T00:00:02Z",
+                    "inputs": {"input": "2+2"},
+                },
+            ]
+        },
+        {
+            "patch": [
+                {
+                    "dotted_order": d_llm,
+                    "trace_id": root,
+                    "outputs": {
+                        "choices": [
+                            {
+                                "message": {
+                                    "role": "assistant",
+                                    "content": None,
+                                    "tool_calls": [
+                                        {
+                                            "id": "c1",
+                                            "type": "function",
+                                            "function": {"name": "calc", "arguments": '{"x": "2+2"}'},
+                                        }
+                                    ],
+                                }
+                            }
+                        ]
+                    },
+                },
+                {"id": root, "end_time": "2025-01-01T00:00:04Z", "outputs": {"output": "4"}},
+            ]
+        },
         {"post": [{"id": 5}]},
     ]
     p = tmp_path / "batches.jsonl"

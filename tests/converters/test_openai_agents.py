@@ -5,10 +5,13 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from conftest import FIXTURES, auto_name, meta, run, types
+from .conftest import FIXTURES, auto_name, meta, run, types
 
 DIR = FIXTURES / "openai_agents"
-MUSIC = [DIR / "test_music_composer_handoff_hierarchy.ingest1.json", DIR / "test_music_composer_handoff_hierarchy.ingest2.json"]
+MUSIC = [
+    DIR / "test_music_composer_handoff_hierarchy.ingest1.json",
+    DIR / "test_music_composer_handoff_hierarchy.ingest2.json",
+]
 METRICS = DIR / "test_generate_metrics.ingest1.json"
 CACHE = DIR / "test_cache_read_input_tokens_recorded.ingest1.json"
 WATSONX = DIR / "test_generate_metrics.watsonx_sdk0.0.16.ingest1.json"
@@ -44,9 +47,11 @@ def test_one_trace_per_trace_id_with_spans_and_a_warning_per_header_alone(path):
         if t.trace_id in headers:
             assert t.metadata["workflow_name"] == headers[t.trace_id]["workflow_name"]
         agents = [s["span_data"]["name"] for s in spans[t.trace_id] if s["span_data"]["type"] == "agent"]
-        assert [s.content for s in t.steps if s.type == "system"] and \
-            [json.loads(s.content)["name"] for s in t.steps if s.type == "system"] == \
-            sorted(agents, key=lambda n: next(x["started_at"] for x in spans[t.trace_id] if x["span_data"].get("name") == n))
+        assert [s.content for s in t.steps if s.type == "system"] and [
+            json.loads(s.content)["name"] for s in t.steps if s.type == "system"
+        ] == sorted(
+            agents, key=lambda n: next(x["started_at"] for x in spans[t.trace_id] if x["span_data"].get("name") == n)
+        )
         # every response span is one step holding its id (the trace has nothing else of that model call)
         rids = [s["span_data"]["response_id"] for s in spans[t.trace_id] if s["span_data"]["type"] == "response"]
         assert sorted(meta(s)["response_id"] for s in t.steps if meta(s).get("span_type") == "response") == sorted(rids)
@@ -74,7 +79,14 @@ def test_a_run_split_over_two_bodies_the_function_span_is_a_call_followed_by_its
     assert json.loads(h.action_input) == {"from_agent": "Orchestra Conductor", "to_agent": "Symphony Composer"}
     assert meta(h)["agent"] == "Orchestra Conductor"
     # order by start time, not by export (end) order: the agent span is exported last but comes first
-    assert [meta(s)["span_type"] for s in t.steps] == ["agent", "response", "handoff", "response", "function", "function"]
+    assert [meta(s)["span_type"] for s in t.steps] == [
+        "agent",
+        "response",
+        "handoff",
+        "response",
+        "function",
+        "function",
+    ]
     starts = [s["timestamp"] for s in t.steps]
     assert starts == sorted(starts)
 
@@ -130,24 +142,58 @@ def test_a_generation_span_gives_the_task_and_the_model_answer():
 def test_tool_calls_of_a_generation_pair_with_their_function_spans_and_errors_are_kept(tmp_path):
     """Hand-made from the SDK's span shapes: a generation asking for two tools, one failing, a guardrail."""
     def span(sid, parent, start, data, error=None):
-        return {"object": "trace.span", "id": sid, "trace_id": "trace_x", "parent_id": parent,
-                "started_at": f"2025-01-01T00:00:0{start}.000000+00:00", "ended_at": f"2025-01-01T00:00:0{start}.500000+00:00",
-                "span_data": data, "error": error}
-    gen = {"type": "generation", "model": "gpt-4o",
-           "input": [{"role": "user", "content": "weather <b>Paris</b> & Oslo?"}],
-           "output": [{"role": "assistant", "content": None, "tool_calls": [
-               {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": "{\"city\": \"Paris\"}"}},
-               {"id": "c2", "type": "function", "function": {"name": "weather", "arguments": "{\"city\": \"Oslo\"}"}}]}]}
-    body = {"data": [
-        span("span_f2", "span_a", 3, {"type": "function", "name": "weather", "input": "{\"city\": \"Oslo\"}", "output": None},
-             {"message": "Error running tool", "data": {"error": "timeout"}}),
-        span("span_f1", "span_a", 2, {"type": "function", "name": "weather", "input": "{\"city\": \"Paris\"}", "output": "sunny"}),
-        span("span_g", "span_a", 1, gen),
-        span("span_r", "span_a", 0, {"type": "guardrail", "name": "no_secrets", "triggered": False}),
-        span("span_a", None, 0, {"type": "agent", "name": "Weather", "tools": ["weather"], "handoffs": [], "output_type": "str"}),
-        {"object": "trace", "id": "trace_x", "workflow_name": "wf", "group_id": "g1", "metadata": {"k": "v"}},
-        {"object": "trace.span", "id": 5, "trace_id": "trace_x"},
-    ]}
+        return {
+            "object": "trace.span",
+            "id": sid,
+            "trace_id": "trace_x",
+            "parent_id": parent,
+            "started_at": f"2025-01-01T00:00:0{start}.000000+00:00",
+            "ended_at": f"2025-01-01T00:00:0{start}.500000+00:00",
+            "span_data": data,
+            "error": error,
+        }
+    gen = {
+        "type": "generation",
+        "model": "gpt-4o",
+        "input": [{"role": "user", "content": "weather <b>Paris</b> & Oslo?"}],
+        "output": [
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Paris"}'}},
+                    {"id": "c2", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Oslo"}'}},
+                ],
+            }
+        ],
+    }
+    body = {
+        "data": [
+            span(
+                "span_f2",
+                "span_a",
+                3,
+                {"type": "function", "name": "weather", "input": '{"city": "Oslo"}', "output": None},
+                {"message": "Error running tool", "data": {"error": "timeout"}},
+            ),
+            span(
+                "span_f1",
+                "span_a",
+                2,
+                {"type": "function", "name": "weather", "input": '{"city": "Paris"}', "output": "sunny"},
+            ),
+            span("span_g", "span_a", 1, gen),
+            span("span_r", "span_a", 0, {"type": "guardrail", "name": "no_secrets", "triggered": False}),
+            span(
+                "span_a",
+                None,
+                0,
+                {"type": "agent", "name": "Weather", "tools": ["weather"], "handoffs": [], "output_type": "str"},
+            ),
+            {"object": "trace", "id": "trace_x", "workflow_name": "wf", "group_id": "g1", "metadata": {"k": "v"}},
+            {"object": "trace.span", "id": 5, "trace_id": "trace_x"},
+        ]
+    }
     p = tmp_path / "x.json"
     p.write_text(json.dumps(body), encoding="utf-8")
     traces, errors, _ = run(p)
@@ -156,17 +202,26 @@ def test_tool_calls_of_a_generation_pair_with_their_function_spans_and_errors_ar
     assert t.task == "weather <b>Paris</b> & Oslo?"
     assert t.metadata["group_id"] == "g1" and t.metadata["trace_metadata"] == {"k": "v"}
     assert [(s.type, s.content) for s in t.steps] == [
-        ("system", t.steps[0].content), ("other", t.steps[1].content), ("thought", ""),
-        ("action", "weather"), ("observation", "sunny"), ("action", "weather"), ("error", "Error running tool\n{\n  \"error\": \"timeout\"\n}")]
+        ("system", t.steps[0].content),
+        ("other", t.steps[1].content),
+        ("thought", "(empty response)"),
+        ("action", "weather"),
+        ("observation", "sunny"),
+        ("action", "weather"),
+        ("error", 'Error running tool\n{\n  "error": "timeout"\n}'),
+    ]
     assert meta(t.steps[3])["tool_call_id"] == meta(t.steps[4])["tool_call_id"] == "c1"
     assert meta(t.steps[5])["tool_call_id"] == meta(t.steps[6])["tool_call_id"] == "c2"
-    assert meta(t.steps[1])["triggered"] is False and json.loads(t.steps[1].content) == {"name": "no_secrets", "triggered": False}
+    assert meta(t.steps[1])["triggered"] is False and json.loads(t.steps[1].content) == {
+        "name": "no_secrets",
+        "triggered": False,
+    }
 
 
 def test_not_claimed_without_trace_items(tmp_path):
     p = tmp_path / "x.json"
     p.write_text(json.dumps({"data": [{"object": "list", "id": "x"}]}), encoding="utf-8")
-    from conftest import detect
+    from .conftest import detect
     assert detect("openai_agents", p) == 0
 
 

@@ -1,4 +1,4 @@
-from conftest import FIXTURES, SCARY, meta, run, types
+from .conftest import FIXTURES, SCARY, meta, run, types
 
 
 def test_parallel_calls_reordered_and_paired():
@@ -22,7 +22,12 @@ def test_legacy_function_call_parts_and_empty_content():
     assert types(t) == ["message", "action", "observation", "message"]
     assert t.steps[0].content.startswith("Look at this\n") and "image_url" in t.steps[0].content
     assert t.steps[1].content == "search" and t.steps[1].action_input == "not json at all"
-    assert t.steps[2].content == "" and t.steps[3].content == ""
+    # the tool's empty result stays empty; the model's empty reply says so
+    assert (t.steps[2].content, t.steps[3].content, meta(t.steps[3])["empty_response"]) == (
+        "",
+        "(empty response)",
+        True,
+    )
 
 
 def test_fallback_id_is_stable():

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from conftest import FIXTURES, SCARY, meta, run, types
+from .conftest import FIXTURES, SCARY, meta, run, types
 
 
 def test_response_object():
@@ -36,7 +36,8 @@ def test_codex_rollout():
     assert meta(t.steps[0])["source_line"] == 2
 
 
-# ---------------------------------------------------------------- real Codex rollouts (tests/fixtures/converters/openai_responses)
+# ---------------------------------------------------------------- real Codex rollouts
+# (tests/fixtures/converters/openai_responses)
 
 CODEX = FIXTURES / "openai_responses"
 EXEC = CODEX / "rollout-2026-01-02T18-39-45-019b7f94-51b4-7593-922e-ba12b5b73b52.jsonl"
@@ -51,10 +52,19 @@ def rollout(path):
     lines = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
     items = [r["payload"] for r in lines if r["type"] == "response_item"]
     said = ["".join(c["text"] for c in p["content"]) for p in items if p["type"] == "message" and p["role"] == "user"]
-    events = [r["payload"]["message"] for r in lines if r["type"] == "event_msg" and r["payload"]["type"] == "user_message"]
+    events = [
+        r["payload"]["message"] for r in lines if r["type"] == "event_msg" and r["payload"]["type"] == "user_message"
+    ]
     calls = {p["call_id"]: p["name"] for p in items if p["type"] == "function_call"}
     outputs = [p["call_id"] for p in items if p["type"] == "function_call_output"]
-    return lines, [s for s in said if not s.startswith(INJECTED)], [s for s in said if s.startswith(INJECTED)], events, calls, outputs
+    return (
+        lines,
+        [s for s in said if not s.startswith(INJECTED)],
+        [s for s in said if s.startswith(INJECTED)],
+        events,
+        calls,
+        outputs,
+    )
 
 
 @pytest.mark.parametrize("path", [EXEC, DESKTOP, SAMPLE], ids=lambda p: p.name[:30])
@@ -72,10 +82,14 @@ def test_codex_rollout_calls_results_and_the_users_prompt(path):
     users = [s.content for s in t.steps if s.type == "message" and meta(s).get("role") == "user"]
     assert users == (prompts or events)
     first = (prompts or events)[0]
-    assert t.task == (first.split("## My request for Codex:")[1].strip() if "## My request for Codex:" in first else first)
+    assert t.task == (
+        first.split("## My request for Codex:")[1].strip() if "## My request for Codex:" in first else first
+    )
     assert [s.content for s in t.steps if s.type == "system" and meta(s).get("injected")] == injected
     assert "other" not in types(t)  # ghost_snapshot is bookkeeping (counted), no step
-    assert t.metadata.get("ghost_snapshots", 0) == sum(1 for r in lines if r["type"] == "response_item" and r["payload"]["type"] == "ghost_snapshot")
+    assert t.metadata.get("ghost_snapshots", 0) == sum(
+        1 for r in lines if r["type"] == "response_item" and r["payload"]["type"] == "ghost_snapshot"
+    )
     assert not t.task.startswith(INJECTED) and "<environment_context>" not in t.task
 
 
@@ -90,7 +104,9 @@ def test_codex_tasks_read_from_the_files():
 
 def test_a_prompt_event_written_before_its_item_is_one_step(tmp_path):
     lines = EXEC.read_text(encoding="utf-8").splitlines(keepends=True)
-    assert json.loads(lines[3])["payload"]["role"] == "user" and json.loads(lines[4])["payload"]["type"] == "user_message"
+    assert (
+        json.loads(lines[3])["payload"]["role"] == "user" and json.loads(lines[4])["payload"]["type"] == "user_message"
+    )
     lines[3], lines[4] = lines[4], lines[3]
     p = tmp_path / "swapped.jsonl"
     p.write_text("".join(lines), encoding="utf-8")
@@ -102,11 +118,27 @@ def test_a_prompt_event_written_before_its_item_is_one_step(tmp_path):
 def test_a_web_search_call_is_an_action_with_its_query(tmp_path):
     # no public rollout holds one: the item (as the Responses API documents it) is added to a real rollout
     lines = EXEC.read_text(encoding="utf-8").splitlines(keepends=True)
-    search = {"timestamp": "2026-01-02T16:40:00.000Z", "type": "response_item",
-              "payload": {"type": "web_search_call", "status": "completed", "action": {"type": "search", "query": "codemie <b>&</b>"}}}
-    page = {**search, "payload": {"type": "web_search_call", "status": "completed", "action": {"type": "open_page", "url": "https://x.test/a?b=1&c"}}}
+    search = {
+        "timestamp": "2026-01-02T16:40:00.000Z",
+        "type": "response_item",
+        "payload": {
+            "type": "web_search_call",
+            "status": "completed",
+            "action": {"type": "search", "query": "codemie <b>&</b>"},
+        },
+    }
+    page = {
+        **search,
+        "payload": {
+            "type": "web_search_call",
+            "status": "completed",
+            "action": {"type": "open_page", "url": "https://x.test/a?b=1&c"},
+        },
+    }
     p = tmp_path / "search.jsonl"
-    p.write_text("".join(lines[:6]) + json.dumps(search) + "\n" + json.dumps(page) + "\n" + "".join(lines[6:]), encoding="utf-8")
+    p.write_text(
+        "".join(lines[:6]) + json.dumps(search) + "\n" + json.dumps(page) + "\n" + "".join(lines[6:]), encoding="utf-8"
+    )
     (t,), errors, _ = run(p)
     found = [s for s in t.steps if s.content == "web_search"]
     assert not errors and [s.type for s in found] == ["action", "action"] and "other" not in types(t)

@@ -5,7 +5,7 @@ from collections import Counter
 
 import pytest
 
-from conftest import FIXTURES, auto_name, meta, run, types
+from .conftest import FIXTURES, auto_name, meta, run, types
 
 DIR = FIXTURES / "openhands"
 BOOKKEEPING = {"change_agent_state", "agent_state_changed", "null", "recall"}
@@ -26,7 +26,9 @@ def check_events(t, events):
     tool_actions = [e for e in events if "action" in e and e.get("tool_call_metadata")]
     actions = [s for s in t.steps if s.type == "action"]
     assert [meta(s)["event_id"] for s in actions] == [e["id"] for e in tool_actions]
-    answered = {o["cause"]: o for o in events if o.get("observation") not in (None, *BOOKKEEPING) and o.get("cause") is not None}
+    answered = {
+        o["cause"]: o for o in events if o.get("observation") not in (None, *BOOKKEEPING) and o.get("cause") is not None
+    }
     for e, s in zip(tool_actions, actions):
         name, args = model_call(e)
         assert s.content == name and json.loads(s.action_input) == args
@@ -43,11 +45,19 @@ def check_events(t, events):
     return tool_actions, answered
 
 
-@pytest.mark.parametrize("name,calls,results,task", [
-    # SHAPE: 4 calls (2 run, 2 edit) + a final agent message; 3 calls (2 read, 1 run) + finish
-    ("trajs_basic_gui_mode.json", 4, 4, "I want to create a VueJS app that allows me to:\n* See all the items on my todo list"),
-    ("trajs_wrong_initial_state.json", 4, 3, "Please rename game_2048.py to 2048.py"),
-])
+@pytest.mark.parametrize(
+    "name,calls,results,task",
+    [
+        # SHAPE: 4 calls (2 run, 2 edit) + a final agent message; 3 calls (2 read, 1 run) + finish
+        (
+            "trajs_basic_gui_mode.json",
+            4,
+            4,
+            "I want to create a VueJS app that allows me to:\n* See all the items on my todo list",
+        ),
+        ("trajs_wrong_initial_state.json", 4, 3, "Please rename game_2048.py to 2048.py"),
+    ],
+)
 def test_a_trajectory_export_is_one_trace(name, calls, results, task):
     events = json.loads((DIR / name).read_text(encoding="utf-8"))
     traces, errors, _ = run(DIR / name)
@@ -68,7 +78,9 @@ def test_the_final_message_and_finish():
     assert [types(t)[-2:], t.steps[-1].content] == [["thought", "action"], "finish"]
     # a command without output shows OpenHands' line for it, not an empty step
     mv = next(i for i, s in enumerate(t.steps) if s.content == "execute_bash" and "mv " in s.action_input)
-    assert t.steps[mv + 1].content == "Command `mv /workspace/game_2048.py /workspace/2048.py` executed with exit code 0."
+    assert (
+        t.steps[mv + 1].content == "Command `mv /workspace/game_2048.py /workspace/2048.py` executed with exit code 0."
+    )
     assert meta(t.steps[mv + 1])["exit_code"] == 0
 
 
@@ -76,22 +88,54 @@ def test_evaluation_output_one_trace_per_instance():
     lines = [json.loads(ln) for ln in (DIR / "multi_swe_bench_output.jsonl").read_text(encoding="utf-8").splitlines()]
     traces, errors, _ = run(DIR / "multi_swe_bench_output.jsonl")
     assert not errors
-    assert [t.trace_id for t in traces] == [r["instance_id"] for r in lines] == ["ponylang__ponyc-4595", "ponylang__ponyc-4593", "ponylang__ponyc-4588"]
+    assert (
+        [t.trace_id for t in traces]
+        == [r["instance_id"] for r in lines]
+        == ["ponylang__ponyc-4595", "ponylang__ponyc-4593", "ponylang__ponyc-4588"]
+    )
     # SHAPE: calls (finish included where there is one) / paired results / cause-less errors
-    expected = {"ponylang__ponyc-4595": (23, 22, 0), "ponylang__ponyc-4593": (33, 32, 1), "ponylang__ponyc-4588": (49, 49, 1)}
+    expected = {
+        "ponylang__ponyc-4595": (23, 22, 0),
+        "ponylang__ponyc-4593": (33, 32, 1),
+        "ponylang__ponyc-4588": (49, 49, 1),
+    }
     for r, t in zip(lines, traces):
         calls, paired, refused = expected[r["instance_id"]]
         tool_actions, answered = check_events(t, r["history"])
         assert len(tool_actions) == types(t).count("action") == calls and len(answered) == paired
         unpaired = [s for s in t.steps if meta(s).get("unpaired")]
-        assert len(unpaired) == refused and all(s.type == "error" and s.content.startswith("Parameter 'command' is expected") for s in unpaired)
+        assert len(unpaired) == refused and all(
+            s.type == "error" and s.content.startswith("Parameter 'command' is expected") for s in unpaired
+        )
         assert t.task == r["instruction"] and t.steps[0].type == "system" and t.steps[1].content == r["instruction"]
-        assert t.metadata["git_patch"] == r["test_result"]["git_patch"] and t.metadata["model"] == "openai/openrouter-llama-4-maverick"
+        assert (
+            t.metadata["git_patch"] == r["test_result"]["git_patch"]
+            and t.metadata["model"] == "openai/openrouter-llama-4-maverick"
+        )
         assert t.metadata["events_not_steps"] == {"recall": 2}
         thinks = [i for i, s in enumerate(t.steps) if s.type == "action" and s.content == "think"]
         assert all(t.steps[i - 1].type != "thought" for i in thinks)  # the think call carries the thought itself
     assert [t.steps[-1].content for t in traces[:2]] == ["finish", "finish"]
     assert traces[2].metadata["error"].startswith("RuntimeError: Agent reached maximum iteration")
+
+
+def test_a_command_that_exited_non_zero_is_an_error():
+    lines = [json.loads(ln) for ln in (DIR / "multi_swe_bench_output.jsonl").read_text(encoding="utf-8").splitlines()]
+    traces, _, _ = run(DIR / "multi_swe_bench_output.jsonl")
+    for r, t in zip(lines, traces):
+        # the command observations of the source and their exit codes, in order
+        codes = [(o["extras"].get("metadata") or {}).get("exit_code") for o in r["history"]
+                 if o.get("observation") == "run" and o.get("cause") is not None]
+        runs = [s for s in t.steps if meta(s).get("tool_name") == "execute_bash" and meta(s).get("cause") is not None]
+        assert [meta(s)["exit_code"] for s in runs] == codes
+        assert [s.type for s in runs] == ["observation" if c == 0 else "error" for c in codes]
+    assert sum(s.type == "error" and meta(s).get("exit_code") == 127 for t in traces for s in t.steps) == 3  # not found
+
+
+def test_a_command_left_running_is_no_error():
+    (t,), _, _ = run(DIR / "trajs_basic_gui_mode.json")
+    (server,) = [s for s in t.steps if meta(s).get("exit_code") == -1]  # OpenHands' "no exit code yet"
+    assert server.type == "observation" and server.content.startswith("Serving HTTP on 0.0.0.0 port 8000")
 
 
 def test_resolver_output_pairs_the_2024_entries_by_position():

@@ -6,9 +6,10 @@ import re
 
 import pytest
 
-from conftest import FIXTURES, auto_name, detect, meta, roundtrip, run, types
 from ls_trajeval.converters import registry
 from ls_trajeval.converters.support.files import make_sample
+
+from .conftest import FIXTURES, auto_name, detect, meta, roundtrip, run, types
 
 D = FIXTURES / "potato"
 SPEAKER = re.compile(r"^(.*?) \((.*)\)$")
@@ -46,6 +47,8 @@ def test_claude_code_session_keeps_every_turn_with_its_text():
             assert s.content == m.group(2)
             args = json.loads(turn["text"][len(m.group(2)) + 1:-1])
             assert json.loads(s.action_input) == args
+        elif turn["speaker"] == "Agent" and not turn["text"].strip():  # the model said nothing: a turn that says so
+            assert (s.content, meta(s)["empty_response"]) == ("(empty response)", True)
         else:
             assert s.content == turn["text"]
         assert meta(s)["speaker"] == turn["speaker"]
@@ -73,7 +76,9 @@ def test_swe_agent_output_keeps_the_user_turn_and_the_agent_turns():
     assert t.task == rec["task_description"]
 
 
-@pytest.mark.parametrize("name", ["representative_messages.claude_code.potato.jsonl", "session_b.claude_code.potato.jsonl"])
+@pytest.mark.parametrize(
+    "name", ["representative_messages.claude_code.potato.jsonl", "session_b.claude_code.potato.jsonl"]
+)
 def test_one_turn_files_give_their_one_user_message(name):
     rec = _record(name)
     (t,), errors, _ = run(D / name, "potato")
@@ -138,14 +143,30 @@ def test_speaker_vocabulary(tmp_path):
 
 def test_structured_turns_pair_each_call_with_its_output(tmp_path):
     # hand-made after Potato's coding-agent example shape (its own files are GPL-3.0)
-    rec = {"id": "s1", "task_description": "Fix login", "model": "m", "structured_turns": [
-        {"role": "user", "content": "Fix login", "tool_calls": []},
-        {"role": "assistant", "content": "Reading the file.", "tool_calls": [
-            {"tool": "Read", "input": {"file_path": "a.py"}, "output": "x = 1", "output_type": "code", "language": "python"},
-            {"tool": "Bash", "input": {"command": "pytest"}, "output": "1 failed", "output_type": "error"}]},
-        {"role": "assistant", "content": "", "tool_calls": [{"tool": "Edit", "input": {"old": "1", "new": "2"}}]},
-        {"role": "assistant", "content": "Fixed.", "tool_calls": []},
-    ]}
+    rec = {
+        "id": "s1",
+        "task_description": "Fix login",
+        "model": "m",
+        "structured_turns": [
+            {"role": "user", "content": "Fix login", "tool_calls": []},
+            {
+                "role": "assistant",
+                "content": "Reading the file.",
+                "tool_calls": [
+                    {
+                        "tool": "Read",
+                        "input": {"file_path": "a.py"},
+                        "output": "x = 1",
+                        "output_type": "code",
+                        "language": "python",
+                    },
+                    {"tool": "Bash", "input": {"command": "pytest"}, "output": "1 failed", "output_type": "error"},
+                ],
+            },
+            {"role": "assistant", "content": "", "tool_calls": [{"tool": "Edit", "input": {"old": "1", "new": "2"}}]},
+            {"role": "assistant", "content": "Fixed.", "tool_calls": []},
+        ],
+    }
     p = _write(tmp_path, rec, "s.jsonl")
     p.write_text(json.dumps(rec) + "\n", encoding="utf-8")
     assert auto_name(p) == "potato"
@@ -163,15 +184,34 @@ def test_structured_turns_pair_each_call_with_its_output(tmp_path):
 def test_steps_of_agents(tmp_path):
     # hand-made after Potato's multi-agent example shape (its own files are GPL-3.0)
     recs = [
-        {"id": "m1", "task": "Book a refundable flight", "steps": [
-            {"agent": "Planner", "content": "Plan: search, then book."},
-            {"agent": "Agent", "content": "I'll check the weather.", "tool_calls": [{"name": "get_weather", "args": {"city": "NYC"}}]},
-            {"agent": "Tool", "content": "22C, sunny"},
-            {"agent": "Verifier", "content": "Done."}]},
-        {"id": "m2", "task": "Research", "steps": [
-            {"agent": "Researcher", "thought": "Find studies.", "action": "search_academic('remote work')", "result": "12 studies"},
-            {"agent": "Writer", "content": "Summary."},
-            {"agent": "Writer", "odd": 1}]},
+        {
+            "id": "m1",
+            "task": "Book a refundable flight",
+            "steps": [
+                {"agent": "Planner", "content": "Plan: search, then book."},
+                {
+                    "agent": "Agent",
+                    "content": "I'll check the weather.",
+                    "tool_calls": [{"name": "get_weather", "args": {"city": "NYC"}}],
+                },
+                {"agent": "Tool", "content": "22C, sunny"},
+                {"agent": "Verifier", "content": "Done."},
+            ],
+        },
+        {
+            "id": "m2",
+            "task": "Research",
+            "steps": [
+                {
+                    "agent": "Researcher",
+                    "thought": "Find studies.",
+                    "action": "search_academic('remote work')",
+                    "result": "12 studies",
+                },
+                {"agent": "Writer", "content": "Summary."},
+                {"agent": "Writer", "odd": 1},
+            ],
+        },
     ]
     p = _write(tmp_path, recs)
     assert auto_name(p) == "potato"

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from conftest import FIXTURES, auto_name, detect, meta, run, types
+from .conftest import FIXTURES, auto_name, detect, meta, run, types
 
 V1 = FIXTURES / "pydantic_ai" / "pydantic_ai_v1_message_history.json"
 
@@ -77,16 +77,37 @@ def test_the_tricky_cases_of_shape_md():
 
 def test_parallel_calls_each_followed_by_its_return_and_one_message_per_jsonl_line(tmp_path):
     msgs = [
-        {"kind": "request", "parts": [{"part_kind": "system-prompt", "content": "Be <b>terse</b>"},
-                                      {"part_kind": "user-prompt", "content": "a & b?"}]},
-        {"kind": "response", "model_name": "m", "parts": [
-            {"part_kind": "thinking", "content": "two lookups"},
-            {"part_kind": "text", "content": "looking"},
-            {"part_kind": "tool-call", "tool_name": "look", "args": {"q": "a"}, "tool_call_id": "c1"},
-            {"part_kind": "tool-call", "tool_name": "look", "args": "{\"q\": \"b\"}", "tool_call_id": "c2"}]},
-        {"kind": "request", "instructions": "new rules", "parts": [
-            {"part_kind": "tool-return", "tool_name": "look", "content": {"hit": "B"}, "tool_call_id": "c2"},
-            {"part_kind": "tool-return", "tool_name": "look", "content": "denied", "tool_call_id": "c1", "outcome": "denied"}]},
+        {
+            "kind": "request",
+            "parts": [
+                {"part_kind": "system-prompt", "content": "Be <b>terse</b>"},
+                {"part_kind": "user-prompt", "content": "a & b?"},
+            ],
+        },
+        {
+            "kind": "response",
+            "model_name": "m",
+            "parts": [
+                {"part_kind": "thinking", "content": "two lookups"},
+                {"part_kind": "text", "content": "looking"},
+                {"part_kind": "tool-call", "tool_name": "look", "args": {"q": "a"}, "tool_call_id": "c1"},
+                {"part_kind": "tool-call", "tool_name": "look", "args": '{"q": "b"}', "tool_call_id": "c2"},
+            ],
+        },
+        {
+            "kind": "request",
+            "instructions": "new rules",
+            "parts": [
+                {"part_kind": "tool-return", "tool_name": "look", "content": {"hit": "B"}, "tool_call_id": "c2"},
+                {
+                    "part_kind": "tool-return",
+                    "tool_name": "look",
+                    "content": "denied",
+                    "tool_call_id": "c1",
+                    "outcome": "denied",
+                },
+            ],
+        },
         {"kind": "response", "parts": [{"part_kind": "text", "content": "done"}]},
     ]
     p = tmp_path / "h.jsonl"

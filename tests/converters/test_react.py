@@ -1,4 +1,4 @@
-from conftest import FIXTURES, SCARY, meta, run, types
+from .conftest import FIXTURES, SCARY, meta, run, types
 
 
 def test_text_file():

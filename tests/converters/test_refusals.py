@@ -3,12 +3,13 @@ closest formats; a converter that finds no text in a record has failed (a locate
 record holds); a forced --format that does not fit a file warns and rejects the traces it emptied."""
 import json
 
-from conftest import FIXTURES, run
-from ls_trajeval.core.trace import Trace, TraceError
-from ls_trajeval.converters.base import ConvertWarning
-from ls_trajeval.flows.convert import convert_file, detect_format, FormatError
-
 import pytest
+
+from ls_trajeval.converters.base import ConvertWarning
+from ls_trajeval.core.trace import Trace, TraceError
+from ls_trajeval.flows.convert import FormatError, convert_file, detect_format
+
+from .conftest import FIXTURES, meta, run
 
 OPENHANDS = FIXTURES / "openhands" / "resolver_output.jsonl"
 
@@ -34,8 +35,11 @@ def test_unknown_json_names_its_keys_and_the_closest_formats(tmp_path):
 def test_unknown_jsonl_names_its_first_record(tmp_path):
     p = tmp_path / "x.jsonl"
     p.write_text('{"alpha": 1, "beta": [1, 2]}\n{"alpha": 2}\n')
-    with pytest.raises(FormatError, match=r"the file holds JSONL whose first record is an object with keys "
-                                          r"alpha \(number\), beta \(list of 2 numbers\); no format reads more than one"):
+    with pytest.raises(
+        FormatError,
+        match=r"the file holds JSONL whose first record is an object with keys "
+        r"alpha \(number\), beta \(list of 2 numbers\); no format reads more than one",
+    ):
         detect_format(p)
 
 
@@ -46,22 +50,41 @@ def test_unknown_text_names_its_beginning(tmp_path):
         detect_format(p)
 
 
-def test_a_record_whose_steps_are_all_empty_is_rejected(tmp_path):
+def test_an_empty_reply_is_a_step_that_says_so_and_a_record_of_nothing_is_rejected(tmp_path):
     p = tmp_path / "chat.jsonl"
-    p.write_text(json.dumps({"messages": [{"role": "user", "content": ""}, {"role": "assistant", "content": "  "}]}) + "\n"
-                 + json.dumps({"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": ""}]}) + "\n")
+    p.write_text(
+        json.dumps({"messages": [{"role": "user", "content": ""}, {"role": "assistant", "content": "  "}]})
+        + "\n"
+        + json.dumps({"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": ""}]})
+        + "\n"
+        + json.dumps({"messages": [{"role": "user", "content": ""}, {"role": "tool", "content": ""}]})
+        + "\n"
+    )
     traces, errors, _ = run(p, "openai_chat")
-    assert [len(t.steps) for t in traces] == [2]  # one empty step beside text is kept
-    (e,) = errors
-    assert (e.line, e.message.split(";")[0]) == (1, "no text: all 2 step(s) made of it are empty, nothing to annotate")
-    assert "the record is an object with keys messages (list of 2, the first an object with keys role, content)" in e.message
+    # the model's empty replies are data to judge: kept, saying so; the user's empty message stays as it is
+    assert [[(s.content, meta(s).get("empty_response")) for s in t.steps] for t in traces] == [
+        [("", None), ("(empty response)", True)], [("hi", None), ("(empty response)", True)]]
+    (e,) = errors  # nothing the agent did, and no text at all
+    assert (e.line, e.message.split(";")[0]) == (3, "no text: all 2 step(s) made of it are empty, nothing to annotate")
+    assert (
+        "the record is an object with keys messages (list of 2, the first an object with keys role, content)"
+        in e.message
+    )
 
 
 def test_forced_react_on_records_of_agent_steps_says_what_is_there(tmp_path):
     # five {agent, content} steps per record, after Potato's multi-agent examples (hand-made: those are GPL-3.0)
-    recs = [{"id": f"r{k}", "task": "t", "steps": [{"agent": a, "content": f"{a} says {k}"}
-                                                    for a in ("Planner", "Researcher", "Planner", "Booking", "Verifier")]}
-            for k in range(2)]
+    recs = [
+        {
+            "id": f"r{k}",
+            "task": "t",
+            "steps": [
+                {"agent": a, "content": f"{a} says {k}"}
+                for a in ("Planner", "Researcher", "Planner", "Booking", "Verifier")
+            ],
+        }
+        for k in range(2)
+    ]
     p = tmp_path / "agents.json"
     p.write_text(json.dumps(recs))
     traces, errors, warnings = _items(p, "react")
@@ -71,7 +94,9 @@ def test_forced_react_on_records_of_agent_steps_says_what_is_there(tmp_path):
                                  "id (string), task (string), steps (list of 5, the first an object with keys agent, "
                                  "content); looks like potato")
     (w,) = warnings
-    assert w.message.startswith("--format react does not recognise this file: 2 record(s) refused (it looks like potato;")
+    assert w.message.startswith(
+        "--format react does not recognise this file: 2 record(s) refused (it looks like potato;"
+    )
     assert len(run(p, "potato")[0]) == 2
 
 

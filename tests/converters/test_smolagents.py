@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from conftest import FIXTURES, SCARY, auto_name, meta, run, types
+from .conftest import FIXTURES, SCARY, auto_name, meta, run, types
 
 
 def test_memory_steps():
@@ -12,7 +12,19 @@ def test_memory_steps():
     assert not errors and len(traces) == 1
     t = traces[0]
     assert t.task == "How many r in strawberry? " + SCARY
-    assert types(t) == ["message", "thought", "thought", "code", "observation", "action", "error", "thought", "action", "observation", "message"]
+    assert types(t) == [
+        "message",
+        "thought",
+        "thought",
+        "code",
+        "observation",
+        "action",
+        "error",
+        "thought",
+        "action",
+        "observation",
+        "message",
+    ]
     assert meta(t.steps[1])["planning"]
     assert t.steps[3].content == "print('strawberry'.count('r'))" and meta(t.steps[4])["tool_call_id"] == "call_1"
     assert t.steps[5].content == "web_search" and t.steps[6].content == "Search failed: <timeout>"
@@ -60,7 +72,11 @@ def test_gaia_benchmark_output_one_trace_per_question(name):
     assert len(traces) == len(recs) == 12
     for t, r in zip(traces, recs):
         assert t.task == r["question"]  # the question, not the harness's augmented_question
-        assert t.steps[0].type == "system" and t.steps[1].type == "message" and t.steps[1].content.startswith("It is paramount")
+        assert (
+            t.steps[0].type == "system"
+            and t.steps[1].type == "message"
+            and t.steps[1].content.startswith("It is paramount")
+        )
         code = [s for s in t.steps if s.type == "code"]
         assert len(code) == r["calls"] and not [s for s in t.steps if s.type == "action"]
         assert {meta(s)["tool_name"] for s in code} == {"python_interpreter"}
@@ -84,11 +100,16 @@ def test_gaia_benchmark_output_one_trace_per_question(name):
 
 def test_gaia_step_contents_as_printed():
     # Read by hand from the text run's first record: ActionStep(... ToolCall(name='python_interpreter',
-    # arguments='graveyard_page = navigational_web_search(query="Ben & Jerry\'s flavor graveyard site")\nprint(graveyard_page)',
+    # arguments='graveyard_page = navigational_web_search(query="Ben & Jerry\'s flavor graveyard site")\n
+    # print(graveyard_page)',
     # id='call_2') ... step_number=0, error=None, duration=..., llm_output="..." ...)
     t = run(SMOL / "code_o1_27-01_text.jsonl")[0][0]
     code = next(s for s in t.steps if s.type == "code")
-    assert code.content == 'graveyard_page = navigational_web_search(query="Ben & Jerry\'s flavor graveyard site")\nprint(graveyard_page)'
+    assert (
+        code.content
+        == 'graveyard_page = navigational_web_search(query="Ben & Jerry\'s flavor graveyard site")\n'
+        "print(graveyard_page)"
+    )
     assert meta(code)["tool_call_id"] == "call_2" and meta(code)["step_number"] == 0
     assert meta(code)["timing"]["start_time"] == 1738013058.7473888
     # the vision run's failed steps: AgentExecutionError('…') becomes an error step of that type
@@ -102,11 +123,17 @@ def test_gaia_step_contents_as_printed():
 
 def test_a_printed_step_that_cannot_be_read_is_kept_with_a_warning(tmp_path):
     p = tmp_path / "answers.jsonl"
-    rec = {"question": "q?", "prediction": "a", "agent_error": float("nan"),
-           "intermediate_steps": ["TaskStep(task='q?', task_images=None)",
-                                  "ActionStep(tool_calls=[ToolCall(name='web_search', arguments={'query': 'x'}, id='call_1')], "
-                                  "step_number=0, error=None, llm_output='look', observations='found <b>', action_output=None)",
-                                  "ActionStep(tool_calls=[ToolCall(name='web_search', arguments={'query': 'x"]}
+    rec = {
+        "question": "q?",
+        "prediction": "a",
+        "agent_error": float("nan"),
+        "intermediate_steps": [
+            "TaskStep(task='q?', task_images=None)",
+            "ActionStep(tool_calls=[ToolCall(name='web_search', arguments={'query': 'x'}, id='call_1')], "
+            "step_number=0, error=None, llm_output='look', observations='found <b>', action_output=None)",
+            "ActionStep(tool_calls=[ToolCall(name='web_search', arguments={'query': 'x",
+        ],
+    }
     p.write_text(json.dumps(rec) + "\n")  # json.dumps writes the nan as a bare NaN
     traces, errors, warnings = run(p)
     assert not errors and len(warnings) == 1 and "1 printed step" in warnings[0].message
@@ -150,7 +177,10 @@ def test_benchmark_messages_name_each_call_by_its_tool():
         assert len(results) == responses
         for r in results:  # right after its call
             i = t.steps.index(r)
-            assert t.steps[i - 1].type in ("action", "code") and meta(t.steps[i - 1])["tool_call_id"] == meta(r)["tool_call_id"]
+            assert (
+                t.steps[i - 1].type in ("action", "code")
+                and meta(t.steps[i - 1])["tool_call_id"] == meta(r)["tool_call_id"]
+            )
     first = traces[0]
     search = next(s for s in first.steps if s.content == "web_search")
     assert search.action_input == '{\n  "query": "letters in strawberry <b>&</b>"\n}'
@@ -176,11 +206,33 @@ def test_a_tool_call_message_that_cannot_be_read_stays_as_written(tmp_path):
 def test_a_question_the_agent_failed_on_is_one_located_error(tmp_path):
     # smolagents_benchmark/run.py writes intermediate_steps = [] when the agent raised
     p = tmp_path / "answers.jsonl"
-    ok = {"model_id": "m", "agent_action_type": "code", "question": "q1", "answer": "a", "intermediate_steps": [
-        {"role": "user", "content": [{"type": "text", "text": "New task:\nq1"}]},
-        {"role": "tool-call", "content": [{"type": "text", "text": "Calling tools:\n[{'id': 'c1', 'type': 'function', 'function': {'name': 'final_answer', 'arguments': {'answer': 'a'}}}]"}]},
-        {"role": "tool-response", "content": [{"type": "text", "text": "Observation:\na"}]}]}
-    failed = {"model_id": "m", "agent_action_type": "code", "question": "q2", "answer": "Error: boom", "intermediate_steps": []}
+    ok = {
+        "model_id": "m",
+        "agent_action_type": "code",
+        "question": "q1",
+        "answer": "a",
+        "intermediate_steps": [
+            {"role": "user", "content": [{"type": "text", "text": "New task:\nq1"}]},
+            {
+                "role": "tool-call",
+                "content": [
+                    {
+                        "type": "text",
+                        "text": "Calling tools:\n[{'id': 'c1', 'type': 'function', "
+                        "'function': {'name': 'final_answer', 'arguments': {'answer': 'a'}}}]",
+                    }
+                ],
+            },
+            {"role": "tool-response", "content": [{"type": "text", "text": "Observation:\na"}]},
+        ],
+    }
+    failed = {
+        "model_id": "m",
+        "agent_action_type": "code",
+        "question": "q2",
+        "answer": "Error: boom",
+        "intermediate_steps": [],
+    }
     p.write_text(json.dumps(failed) + "\n" + json.dumps(ok) + "\n")
     assert auto_name(p) == "smolagents"
     traces, errors, _ = run(p)

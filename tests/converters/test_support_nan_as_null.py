@@ -1,14 +1,17 @@
 """support.files: NaN and Infinity (written by Python's json.dumps for a float nan) read as null where a
 format asks for it, refused everywhere else."""
-from ls_trajeval.converters.support.files import documents, loads
-
 import pytest
+
+from ls_trajeval.converters.support.files import documents, loads
 
 
 def test_loads_refuses_nan_unless_asked():
     with pytest.raises(ValueError):
         loads(b'{"agent_error": NaN}')
-    assert loads(b'{"agent_error": NaN, "x": [Infinity, -Infinity, 1.5]}', nan_as_null=True) == {"agent_error": None, "x": [None, None, 1.5]}
+    assert loads(b'{"agent_error": NaN, "x": [Infinity, -Infinity, 1.5]}', nan_as_null=True) == {
+        "agent_error": None,
+        "x": [None, None, 1.5],
+    }
     with pytest.raises(ValueError):  # a real syntax error is still one
         loads(b'{"agent_error": NaN,}', nan_as_null=True)
 

@@ -1,9 +1,8 @@
 """A file's or a record's shape in words, and the formats nearest to it (the words of refusals)."""
 import json
 import zipfile
-from pathlib import Path
 
-from ls_trajeval.converters.registry import closest, closest_text, looks_like
+from ls_trajeval.converters.detection import closest, closest_text, looks_like
 from ls_trajeval.converters.support.files import make_sample, sample_shape, shape_keys, value_shape
 from ls_trajeval.core.trace import Step, all_blank, blank_steps, is_blank
 
@@ -77,7 +76,11 @@ def test_looks_like_names_only_formats_sure_of_the_record(tmp_path):
 
 def test_blank_steps():
     assert is_blank(Step.of("message", "")) and is_blank(Step.of("message", " \n\t"))
-    assert is_blank(Step.of("action", "", "")) and is_blank(Step.of("action", "", "  ")) and is_blank(Step.of("action", "", {}))
+    assert (
+        is_blank(Step.of("action", "", ""))
+        and is_blank(Step.of("action", "", "  "))
+        and is_blank(Step.of("action", "", {}))
+    )
     assert not is_blank(Step.of("action", "", "ls")) and not is_blank(Step.of("action", "", {"q": 1}))
     assert not is_blank(Step.of("observation", "0"))
     steps = [Step.of("message", ""), Step.of("observation", "x"), Step.of("thought", " ")]

@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from conftest import FIXTURES, assert_paired, auto_name, meta, need_real, run, types
+from .conftest import FIXTURES, assert_paired, auto_name, meta, need_real, run, types
 
 
 def test_trajectory_file():
@@ -32,7 +32,9 @@ def test_function_calling_history():
     assert actions[0].action_input == '{\n  "file_name": "missing_colon.py"\n}'
     for i, s in enumerate(t.steps):
         if s.type == "action":
-            assert t.steps[i + 1].type == "observation" and meta(t.steps[i + 1])["tool_call_id"] == meta(s)["tool_call_id"]
+            assert (
+                t.steps[i + 1].type == "observation" and meta(t.steps[i + 1])["tool_call_id"] == meta(s)["tool_call_id"]
+            )
     assert t.metadata["variant"] == "history"
 
 
@@ -92,7 +94,9 @@ def test_mini_swe_agent_bare_message_list():
     assert [t.steps[i].content for i in actions] == ["bash"] * 10
     assert [t.steps[i].action_input for i in actions] == [c[0] for c in commands]
     assert [t.steps[i + 1].content for i in actions] == outputs  # each output right after its command
-    assert [t.steps[i - 1].content for i in actions] == [m["content"][:m["content"].index("```bash")].rstrip() for _, m in replies]
+    assert [t.steps[i - 1].content for i in actions] == [
+        m["content"][: m["content"].index("```bash")].rstrip() for _, m in replies
+    ]
     codes = [RC.match(o) for o in outputs]
     assert [meta(t.steps[i + 1]).get("returncode") for i in actions] == [int(c.group(1)) if c else None for c in codes]
     assert sum(1 for c in codes if c and c.group(1) != "0") == 2 and codes[-1] is None  # the last output is the diff
@@ -124,7 +128,10 @@ def test_mini_swe_agent_tool_calling_runs(name):
             assert nxt.type == "observation" and nxt.content == outputs[cid]["content"]
             assert meta(nxt)["returncode"] == outputs[cid]["extra"]["returncode"]
         else:  # the call the run submitted on: mini-swe-agent writes no tool message, its exit message answers it
-            assert nxt.content == exit_msg["content"] and meta(nxt)["exit_status"] == exit_msg["extra"]["exit_status"] == "Submitted"
+            assert (
+                nxt.content == exit_msg["content"]
+                and meta(nxt)["exit_status"] == exit_msg["extra"]["exit_status"] == "Submitted"
+            )
     thoughts = [m.get("reasoning_content") or m.get("content") for m in msgs if m["role"] == "assistant"]
     assert types(t).count("thought") == sum(1 for th in thoughts if th)
     issue = msgs[1]["content"].split("\n", 2)[2]
@@ -136,13 +143,25 @@ def test_mini_swe_agent_tool_calling_runs(name):
 
 def test_mini_swe_agent_reply_with_two_blocks_runs_nothing(tmp_path):
     p = tmp_path / "run.traj.json"
-    p.write_text(json.dumps([
-        {"role": "system", "content": "sys"},
-        {"role": "user", "content": "Please solve this issue: fix <it> & more\n\nYou can execute bash commands and edit files."},
-        {"role": "assistant", "content": "THOUGHT: two\n\n```bash\nls\n```\n\n```bash\npwd\n```"},
-        {"role": "user", "content": "Please always provide EXACTLY ONE action in triple backticks, found 2 actions."},
-        {"role": "assistant", "content": "THOUGHT: one\n\n```bash\nls\n```"},
-        {"role": "user", "content": "<returncode>2</returncode>\n<output>\nno\n</output>"}]))
+    p.write_text(
+        json.dumps(
+            [
+                {"role": "system", "content": "sys"},
+                {
+                    "role": "user",
+                    "content": "Please solve this issue: fix <it> & more\n\n"
+                    "You can execute bash commands and edit files.",
+                },
+                {"role": "assistant", "content": "THOUGHT: two\n\n```bash\nls\n```\n\n```bash\npwd\n```"},
+                {
+                    "role": "user",
+                    "content": "Please always provide EXACTLY ONE action in triple backticks, found 2 actions.",
+                },
+                {"role": "assistant", "content": "THOUGHT: one\n\n```bash\nls\n```"},
+                {"role": "user", "content": "<returncode>2</returncode>\n<output>\nno\n</output>"},
+            ]
+        )
+    )
     traces, errors, _ = run(p)
     assert not errors
     t = traces[0]

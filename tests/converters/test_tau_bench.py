@@ -3,8 +3,9 @@ import json
 
 import pytest
 
-from conftest import FIXTURES, auto_name, meta, run, types
 from ls_trajeval.converters import tau_bench
+
+from .conftest import FIXTURES, auto_name, meta, run, types
 
 DIR = FIXTURES / "tau_bench"
 V1 = DIR / "gpt-4o-airline.first10.json"
@@ -13,8 +14,18 @@ IRON = DIR / "ironshell_ironforge_v3_deepseek.json"
 TELECOM = DIR / "e2e_telecom_baseline.json"
 
 # SHAPE.md, gpt-4o-airline.first10.json: task_id -> (reward, calls, assistant texts, user messages, "Error" results)
-V1_TABLE = {0: (0.0, 8, 7, 8, 1), 1: (0.0, 0, 5, 6, 0), 2: (0.0, 7, 4, 5, 0), 3: (0.0, 20, 11, 11, 5), 4: (0.0, 6, 6, 7, 0),
-            5: (0.0, 6, 7, 7, 0), 6: (1.0, 6, 5, 6, 0), 7: (0.0, 5, 8, 8, 0), 8: (0.0, 0, 8, 9, 0), 9: (0.0, 0, 25, 26, 0)}
+V1_TABLE = {
+    0: (0.0, 8, 7, 8, 1),
+    1: (0.0, 0, 5, 6, 0),
+    2: (0.0, 7, 4, 5, 0),
+    3: (0.0, 20, 11, 11, 5),
+    4: (0.0, 6, 6, 7, 0),
+    5: (0.0, 6, 7, 7, 0),
+    6: (1.0, 6, 5, 6, 0),
+    7: (0.0, 5, 8, 8, 0),
+    8: (0.0, 0, 8, 9, 0),
+    9: (0.0, 0, 25, 26, 0),
+}
 
 
 def call_result_pairs(messages, result_id):
@@ -43,7 +54,9 @@ def test_tau_bench_records_one_trace_each_with_reused_ids_paired_by_position():
         reward, calls, texts, users, failed = V1_TABLE[r["task_id"]]
         traj = r["traj"]
         assert t.metadata["reward"] == r["reward"] == reward and t.metadata["task_id"] == r["task_id"]
-        assert t.metadata["info"]["task"]["instruction"] == r["info"]["task"]["instruction"]  # the simulator's, kept aside
+        assert (
+            t.metadata["info"]["task"]["instruction"] == r["info"]["task"]["instruction"]
+        )  # the simulator's, kept aside
         assert t.task == next(m["content"] for m in traj if m["role"] == "user") != r["info"]["task"]["instruction"]
         assert types(t)[0] == "system" and types(t).count("system") == 1
         assert types(t).count("action") == calls and types(t).count("observation") + types(t).count("error") == calls
@@ -56,7 +69,9 @@ def test_tau_bench_records_one_trace_each_with_reused_ids_paired_by_position():
     ids = [meta(s)["tool_call_id"] for s in t0.steps if s.type == "action"]
     assert len(ids) - len(set(ids)) == 2
     traj = records[0]["traj"]
-    k = next(k for k, m in enumerate(traj) if any(tc["function"]["name"] == "calculate" for tc in m.get("tool_calls") or []))
+    k = next(
+        k for k, m in enumerate(traj) if any(tc["function"]["name"] == "calculate" for tc in m.get("tool_calls") or [])
+    )
     assert traj[k + 1]["role"] == "tool" and traj[k + 1]["tool_call_id"] == traj[k]["tool_calls"][0]["id"] in ids
     assert ("calculate", traj[k + 1]["content"]) in converted_pairs(t0)
     err = next(s for s in t0.steps if s.type == "error")
@@ -71,10 +86,31 @@ def test_a_run_that_failed_before_its_first_turn_is_one_located_error():
 
 # SHAPE.md, ironshell: simulation id -> (task_id, reward, calls, assistant texts, user messages, task start)
 IRON_TABLE = {
-    "1f41a7af-b5db-461b-a316-79dbdc00f638": ("14", 0.0, 11, 11, 6, "Hi! I’d like to check the balances on my gift cards"),
+    "1f41a7af-b5db-461b-a316-79dbdc00f638": (
+        "14",
+        0.0,
+        11,
+        11,
+        6,
+        "Hi! I’d like to check the balances on my gift cards",
+    ),
     "2904b9d6-e4be-41b8-94a1-cb1a4ce2ea21": ("23", 0.0, 13, 13, 6, "Hi! I have a couple of things I’d like help with."),
-    "e6e76f8e-2146-49be-ac96-18ba1c80d2b9": ("33", 1.0, 9, 17, 9, "Hi! I’d like to make some changes to my upcoming reservation"),
-    "6e5db61f-2adc-4997-9191-9394b8fe7daf": ("35", 0.0, 15, 15, 10, "Hi, I need to cancel my upcoming flight from JFK to MCO"),
+    "e6e76f8e-2146-49be-ac96-18ba1c80d2b9": (
+        "33",
+        1.0,
+        9,
+        17,
+        9,
+        "Hi! I’d like to make some changes to my upcoming reservation",
+    ),
+    "6e5db61f-2adc-4997-9191-9394b8fe7daf": (
+        "35",
+        0.0,
+        15,
+        15,
+        10,
+        "Hi, I need to cancel my upcoming flight from JFK to MCO",
+    ),
 }
 
 
@@ -89,7 +125,10 @@ def test_tau2_simulations_one_trace_each():
         assert sum(1 for s in t.steps if s.type == "message" and meta(s)["role"] == "assistant") == texts
         assert sum(1 for s in t.steps if s.type == "message" and meta(s)["role"] == "user") == users
         assert converted_pairs(t) == call_result_pairs(sim["messages"], lambda m: m["id"])
-        assert t.metadata["task_definition"]["user_scenario"] == next(x for x in doc["tasks"] if x["id"] == task_id)["user_scenario"]
+        assert (
+            t.metadata["task_definition"]["user_scenario"]
+            == next(x for x in doc["tasks"] if x["id"] == task_id)["user_scenario"]
+        )
         assert t.metadata["info"]["agent_info"]["llm"] == doc["info"]["agent_info"]["llm"]
         assert "policy" not in t.metadata["info"]["environment_info"]  # the same long text for every simulation
 
@@ -99,7 +138,11 @@ def test_tau2_telecom_the_user_calls_tools_too():
     traces, errors, _ = run(TELECOM)
     assert not errors and len(traces) == 1
     t = traces[0]
-    assert t.trace_id == "85e11d5b-441e-455e-b6d9-02597a3a875e" and t.metadata["reward"] == 1.0 and "trial" not in t.metadata  # null: left out
+    assert (
+        t.trace_id == "85e11d5b-441e-455e-b6d9-02597a3a875e"
+        and t.metadata["reward"] == 1.0
+        and "trial" not in t.metadata
+    )  # null: left out
     assert t.task.startswith("Hello! My mobile data is not working properly. It either stops working or is ver")
     actions = [s for s in t.steps if s.type == "action"]
     # SHAPE: 17 calls, 8 by the agent and 9 by the simulated user, 17 results all paired by id
@@ -108,7 +151,9 @@ def test_tau2_telecom_the_user_calls_tools_too():
     assert converted_pairs(t) == call_result_pairs(sim["messages"], lambda m: m["id"])
     for i, s in enumerate(t.steps):
         if s.type == "action":
-            assert t.steps[i + 1].type == "observation" and meta(t.steps[i + 1])["tool_call_id"] == meta(s)["tool_call_id"]
+            assert (
+                t.steps[i + 1].type == "observation" and meta(t.steps[i + 1])["tool_call_id"] == meta(s)["tool_call_id"]
+            )
     # parallel calls: the agent's at turn 20, the user's at turn 42, each call before its own result
     at42 = [(s.type, s.content) for s in t.steps if meta(s).get("turn_idx") in (42, 43, 44)]
     assert [k for k, _ in at42] == ["message", "action", "observation", "action", "observation"]

@@ -1,4 +1,4 @@
-from conftest import FIXTURES, SCARY, run, types
+from .conftest import FIXTURES, SCARY, run, types
 
 
 def test_pass_through():
@@ -11,7 +11,11 @@ def test_pass_through():
 
 def test_duplicates_and_invalid_rejected(tmp_path):
     p = tmp_path / "t.jsonl"
-    p.write_text('{"trace_id": "a", "trace": [{"type": "x", "content": "y"}]}\n{"trace_id": "a", "trace": [{"type": "x", "content": "y"}]}\n{"trace_id": "b", "trace": [{"type": "x"}]}\n')
+    p.write_text(
+        '{"trace_id": "a", "trace": [{"type": "x", "content": "y"}]}\n'
+        '{"trace_id": "a", "trace": [{"type": "x", "content": "y"}]}\n'
+        '{"trace_id": "b", "trace": [{"type": "x"}]}\n'
+    )
     traces, errors, _ = run(p, "trace_jsonl")
     assert len(traces) == 1
     assert [(e.line, e.field) for e in errors] == [(2, "trace_id"), (3, "trace[0].content")]

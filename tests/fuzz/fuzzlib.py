@@ -18,9 +18,10 @@ import math
 import os
 import tempfile
 import zipfile
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 
@@ -197,7 +198,9 @@ def _dumps_dup(value, ch, depth) -> str:
     if isinstance(value, dict):
         items = [f"{json.dumps(k)}: {_dumps_dup(v, ch, depth + 1)}" for k, v in value.items()]
         if items and ch.chance(2):
-            items.append(items[ch.int(0, len(items) - 1)].split(":", 1)[0] + ": " + _dumps_dup(scalar(ch), ch, depth + 1))
+            items.append(
+                items[ch.int(0, len(items) - 1)].split(":", 1)[0] + ": " + _dumps_dup(scalar(ch), ch, depth + 1)
+            )
         return "{" + ", ".join(items) + "}"
     if isinstance(value, list):
         return "[" + ", ".join(_dumps_dup(v, ch, depth + 1) for v in value) + "]"
@@ -397,7 +400,7 @@ def check_detect(suffix: str, data: bytes) -> None:
         detect_format(path)
     except FormatError as exc:
         assert str(exc)
-    for item in convert_file(path):  # the CLI's own path, its catch-all included, must not raise either
+    for _ in convert_file(path):  # the CLI's own path, its catch-all included, must not raise either
         pass
 
 
@@ -469,10 +472,10 @@ def check_config(data: bytes) -> None:
 
 @lru_cache(maxsize=1)
 def _decoder_setup():
-    from ls_trajeval.core import config as cfg
-    from ls_trajeval import label_configs
-
     from studio.uishapes import TRACES, ui_result  # the UI's own result shapes
+
+    from ls_trajeval import label_configs
+    from ls_trajeval.core import config as cfg
     from ls_trajeval.core.tasks import task_data
     from ls_trajeval.core.trace import parse_trace
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
-
 from fuzz import fuzzlib
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from ls_trajeval.converters.base import ConvertWarning
 from ls_trajeval.converters.registry import all_converters
 from ls_trajeval.core.trace import Trace, TraceError, read_traces
@@ -105,7 +106,8 @@ def test_trace_reader_on_the_giants(hostile_file):
     assert len(traces["many"].steps) == 100_000
     assert "invalid JSON" in by_line[3].message  # nested 10^5 deep
     assert "NaN is not valid JSON" in by_line[5].message and "Infinity" in by_line[6].message
-    assert by_line[9].message == "invalid UTF-8"
+    bad = b'{"trace_id": "bad-utf8", "task": "'
+    assert by_line[9].message == f"invalid UTF-8 at byte {len(bad)}"  # the \xff right after it
     assert all(str(hostile_file) in str(e) for e in by_line.values())
     assert "dup2" in traces  # JSON's last duplicate key wins, as in every JSON parser
 
@@ -139,8 +141,8 @@ def test_decoder_region_spanning_10_to_the_400_steps():
 
 # Found by the long run (config_loader input #92344): math.isfinite raised OverflowError on such an int.
 def test_config_number_of_400_digits_is_a_located_error(tmp_path):
-    from ls_trajeval.core import config as cfg
     from ls_trajeval import label_configs
+    from ls_trajeval.core import config as cfg
 
     text = label_configs.path("trajectory_eval").read_text(encoding="utf-8")
     p = tmp_path / "c.yaml"

@@ -47,8 +47,8 @@ class Backend:
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
             [*self.program, "ml", "serve", "--config", self.config, "--port", str(self.port),
-             "--workers", str(self.workers), "--model-dir", str(self.model_dir)], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-            cwd=self.cwd)
+             "--workers", str(self.workers), "--model-dir", str(self.model_dir)],
+            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=self.cwd)
         log.close()
         if wait_for(self._ready, timeout, interval=0.3):
             return self

@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 
 from ls_trajeval import label_configs
-from ls_trajeval.core import config as cfg, labelconfig
-from ls_trajeval.studio import client as studio
+from ls_trajeval.core import config as cfg
+from ls_trajeval.core import labelconfig
+from ls_trajeval.core.tasks import task_data
+from ls_trajeval.core.trace import parse_trace
 from ls_trajeval.flows.importer import import_traces
 from ls_trajeval.ml.app import MAX_BODY, build
 from ls_trajeval.ml.auth import basic_auth_header
-from ls_trajeval.core.tasks import task_data
-from ls_trajeval.core.trace import parse_trace
+from ls_trajeval.studio import client as studio
 
 from .conftest import PASSWORD, USER
 from .samples import FLAGGED_STEPS, PREDICTED_SCORE, TRACES, marks
@@ -24,7 +25,8 @@ from .samples import FLAGGED_STEPS, PREDICTED_SCORE, TRACES, marks
 CONFIG = cfg.load(label_configs.path("trajectory_eval"))
 AUTH = basic_auth_header(USER, PASSWORD)
 #: what Label Studio may send that is not the right credentials
-WRONG = {"missing": {}, "wrong password": basic_auth_header(USER, "guess"), "wrong user": basic_auth_header("x", PASSWORD),
+WRONG = {"missing": {}, "wrong password": basic_auth_header(USER, "guess"),
+         "wrong user": basic_auth_header("x", PASSWORD),
          "not basic": {"Authorization": f"Bearer {PASSWORD}"}, "not base64": {"Authorization": "Basic !!!"}}
 ROUTES = ["/setup", "/predict", "/webhook", "/versions"]
 #: every detector of the shipped config, in the order it names them (label_configs/trajectory_eval.yaml)
@@ -105,7 +107,8 @@ def test_setup_answers_from_the_config_and_refuses_unsafe_values(client):
     body = {"project": "3.1717171717", "schema": labelconfig.generate(CONFIG, "transcript"), "hostname": "http://ls",
             "access_token": "a-token", "extra_params": {}}
     assert client.post("/setup", json=body, headers=AUTH).json == {"model_version": version}
-    assert client.post("/setup", json={**body, "model_version": version}, headers=AUTH).json == {"model_version": version}
+    assert (client.post("/setup", json={**body, "model_version": version}, headers=AUTH).json
+            == {"model_version": version})
     for bad in ("../../etc", "..", "a/b", "/etc/passwd", "x" * 200, 5, ["v1"]):
         r = client.post("/setup", json={**body, "model_version": bad}, headers=AUTH)
         assert (r.status_code, r.json) == (400, {"error": "invalid model_version"}), bad

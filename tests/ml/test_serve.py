@@ -2,15 +2,16 @@
 only in the environment, never on the command line (visible in ps)."""
 import pytest
 
-from ls_trajeval.core import config as cfg
 from ls_trajeval import label_configs
+from ls_trajeval.core import config as cfg
 from ls_trajeval.ml.serve import Backend, BackendError
 
 CONFIG = cfg.load(label_configs.path("trajectory_eval"))
 
 
 def test_secrets_go_to_the_environment_not_the_command_line():
-    b = Backend(CONFIG, port=9911, user="u", password="pw-secret", studio_url="http://127.0.0.1:1", api_key="tok-secret")
+    b = Backend(CONFIG, port=9911, user="u", password="pw-secret", studio_url="http://127.0.0.1:1",
+                api_key="tok-secret")
     b.check()
     cmd, env = " ".join(b.command()), b.environment()
     assert "pw-secret" not in cmd and "tok-secret" not in cmd and "127.0.0.1:9911" in cmd

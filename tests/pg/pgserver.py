@@ -55,7 +55,7 @@ class Postgres:
             raise PostgresError(f"{Path(str(cmd[0])).name} failed ({proc.returncode}): {proc.stdout}{proc.stderr}")
         return proc.stdout
 
-    def start(self) -> "Postgres":
+    def start(self) -> Postgres:
         """Create the cluster (or reuse the one ``root`` already holds) and start it."""
         self.root.mkdir(parents=True, exist_ok=True)
         if self._as:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 WORDS = ("the function returns a wrong value because the discount is applied twice so the test fails "
          "and we need to check the file before editing it again <b>&amp;</b> \"quoted\" 東京 ünïcødé").split()

@@ -23,7 +23,7 @@ ARCHITECTURE = ROOT / "docs" / "architecture.md"
 PACKAGE_DIRS = {"ls_trajeval": "ls_trajeval", "ls_trajeval.converters": "converters",
                 "ls_trajeval.label_configs": "label_configs"}
 #: how the table names the third-party libraries it allows, as they are imported
-LIBRARY_NAMES = {"PyYAML": "yaml", "Jinja2": "jinja2"}
+LIBRARY_NAMES = {"PyYAML": "yaml", "Jinja2": "jinja2", "orjson": "orjson"}
 #: standard-library modules that do I/O with the outside (network, processes): the core may import none of them,
 #: whatever "the standard library" in its row
 STDLIB_IO = {"urllib", "http", "socket", "subprocess", "asyncio", "ssl", "smtplib", "ftplib"}
@@ -213,7 +213,7 @@ def test_the_table_is_read_as_written(rules):
                           "ls_trajeval.analysis", "ls_trajeval.ml", "ls_trajeval.cli", "ls_trajeval.converters",
                           "ls_trajeval.label_configs"}
     core = rules["ls_trajeval.core"]
-    assert core.libraries == {"yaml", "jinja2"} and core.stdlib and set(core.packages) == {"ls_trajeval.core"}
+    assert core.libraries == {"yaml", "jinja2", "orjson"} and core.stdlib and set(core.packages) == {"ls_trajeval.core"}
     assert set(rules["ls_trajeval.ml"].packages) == {"ls_trajeval.core", "ls_trajeval.studio"}
     assert rules["ls_trajeval.flows"].packages["ls_trajeval.ml"] == set()  # from any module of flows
     assert "ls_trajeval.flows" not in rules["ls_trajeval.ml"].packages
@@ -295,7 +295,7 @@ def plant(path: Path, code: str) -> None:
     ("core/labels.py", "def _f():\n    import subprocess\n",
      "ls_trajeval.core.labels imports subprocess (an I/O module of the standard library)"),
     ("core/labels.py", "import tqdm\n", "ls_trajeval.core.labels imports tqdm (ls_trajeval.core may use only "
-                                        "['jinja2', 'yaml'])"),
+                                        "['jinja2', 'orjson', 'yaml'])"),
     ("analysis/codes.py", "from ..flows import export\n",
      "ls_trajeval.analysis.codes imports ls_trajeval.flows (ls_trajeval.analysis may not import ls_trajeval.flows)"),
     # the ML backend is driven by flows, never the other way

@@ -129,6 +129,19 @@ def test_a_duplicate_across_files_is_rejected_with_both_places(tmp_path):
         f"{b}: trace_id: duplicate trace_id 'same' (first in {a})"]
 
 
+def test_an_agent_log_imported_without_format_is_one_error_naming_its_format(tmp_path, fixtures_dir):
+    log = fixtures_dir / "converters" / "openai_chat.jsonl"  # three OpenAI chat records: no trace_id on any line
+    good = write(tmp_path / "good.jsonl", [trace("a")])
+    items = list(read_inputs([str(log), good], CONFIG))
+    assert [str(x) for x in items if not hasattr(x, "steps")] == [
+        f"{log}: not trace JSONL but an agent log in the openai_chat format: import it with --format auto "
+        "(or --format openai_chat), which converts it on the way"]
+    assert [x.trace_id for x in items if hasattr(x, "steps")] == ["a"]  # the next file imports as usual
+    # trace JSONL whose lines miss their id keeps its line-by-line errors
+    plain = write(tmp_path / "plain.jsonl", [{"task": "t", "trace": [{"type": "thought", "content": "x"}]}, trace("b")])
+    assert [str(x) for x in read_inputs([plain], CONFIG) if not hasattr(x, "steps")] == [f"{plain}:1: trace_id: missing"]
+
+
 def test_progress_bar_steps_aside_for_rejections(tmp_path, capsys):
     fake = FakeStudio(label_config="<View/>")
     path = write(tmp_path / "in.jsonl", ["{bad", trace("a"), trace("b")])

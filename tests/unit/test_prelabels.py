@@ -79,7 +79,8 @@ def test_previous_export_lines_become_predictions(tmp_path):
         (None, None), ("wrong_arguments", "minor"), ("logical_error", "major")]
     assert pre.labels.whole_trace == {"overall_success": "partial"}
     assert any("unmapped type 'nope'" in x for x in pre.problems)
-    assert str(bad1).endswith(":2: invalid JSON: Expecting property name enclosed in double quotes: line 1 column 2 (char 1)")
+    assert str(bad1).endswith(
+        ":2: invalid JSON: Expecting property name enclosed in double quotes: line 1 column 2 (char 1)")
     assert ":3: scheme: not a trajectory_eval export line" in str(bad2)
 
 

@@ -85,7 +85,8 @@ def test_an_unmarked_step_is_the_default_label_given():
 def test_trace_metadata_and_scalar_fields_travel_with_the_record(tmp_path):
     trace = {**TRACE, "metadata": {"agent": "planner-v2", "model": "m-7b", "run": 3}}
     task = {"id": 9, "project": 2, "data": task_data(parse_trace(trace), CONFIG)}
-    rec, _ = build_record(task, {**annotation(), "lead_time": 41.5}, CONFIG, layout="paged", users={3: {"email": "c@x"}})
+    rec, _ = build_record(task, {**annotation(), "lead_time": 41.5}, CONFIG, layout="paged",
+                          users={3: {"email": "c@x"}})
     assert rec["metadata"] == {"agent": "planner-v2", "model": "m-7b", "run": 3}
     path = tmp_path / "a.jsonl"
     path.write_text(dumps(rec), encoding="utf-8")

@@ -32,10 +32,13 @@ def test_every_bad_line_is_reported_with_line_and_field_and_the_rest_is_read(tmp
         "",
         json.dumps({"trace_id": 10, "task": None, "trace": [{"type": "a", "content": "x"}]}),
         # steps without any text: nothing to annotate
-        json.dumps({"trace_id": "t11", "trace": [{"type": "a", "content": ""}, {"type": "action", "content": " ", "action_input": ""}]}),
-        json.dumps({"trace_id": "t12", "trace": [{"type": "a", "content": ""}, {"type": "action", "content": "", "action_input": "ls"}]}),
+        json.dumps({"trace_id": "t11", "trace": [{"type": "a", "content": ""},
+                                                 {"type": "action", "content": " ", "action_input": ""}]}),
+        json.dumps({"trace_id": "t12", "trace": [{"type": "a", "content": ""},
+                                                 {"type": "action", "content": "", "action_input": "ls"}]}),
     ]
     out = list(read_traces(write(tmp_path, lines)))
+    bad_byte = lines[9].index(b"\xff")  # where line 10 stops being UTF-8
     good = [x for x in out if isinstance(x, Trace)]
     bad = [str(x).split("t.jsonl:", 1)[1] for x in out if isinstance(x, TraceError)]
     assert [t.trace_id for t in good] == ["t1", "10", "t12"]
@@ -48,7 +51,7 @@ def test_every_bad_line_is_reported_with_line_and_field_and_the_rest_is_read(tmp
         "7: trace[0].content: expected a string, got a number",
         "8: trace: expected a list of steps, got a string",
         "9: trace_id: duplicate trace_id 't1' (first on line 1)",
-        "10: invalid UTF-8",
+        f"10: invalid UTF-8 at byte {bad_byte}",
         "11: invalid JSON: NaN is not valid JSON",
         "12: expected a JSON object, got a list",
         "15: trace: all 2 step(s) are empty (no content, no action_input): nothing to annotate",

@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 from jinja2 import Environment, PackageLoader
 
+from ...core.jsonfiles import atomic_output
 from .. import breakdown, causes
 from .aggregation import ReportData
 from .plots import plot_error_positions, plot_final_scores, plot_heatmap, plot_running_scores
@@ -106,11 +107,13 @@ def write_report(d: ReportData, out_dir: str | Path, *, top: int = 10, curve_x: 
     have_parquet = importlib.util.find_spec("pyarrow") is not None
     for name, df in tables.items():
         p = out / f"{name}.csv"
-        df.to_csv(p, index=False)
+        with atomic_output(p) as fh:
+            df.to_csv(fh, index=False)
         files.append(p)
         if have_parquet:
             q = out / f"{name}.parquet"
-            df.to_parquet(q, index=False)
+            with atomic_output(q, "wb") as fh:
+                df.to_parquet(fh, index=False)
             files.append(q)
     images = {}
     if plots:
@@ -122,7 +125,8 @@ def write_report(d: ReportData, out_dir: str | Path, *, top: int = 10, curve_x: 
         }
         for key, (title, data) in pngs.items():
             p = out / f"{key}.png"
-            p.write_bytes(data)
+            with atomic_output(p, "wb") as fh:
+                fh.write(data)
             files.append(p)
             images[key] = {"title": title, "uri": "data:image/png;base64," + base64.b64encode(data).decode("ascii")}
     env = Environment(loader=PackageLoader("ls_trajeval", "templates"), autoescape=True)
@@ -136,7 +140,8 @@ def write_report(d: ReportData, out_dir: str | Path, *, top: int = 10, curve_x: 
         input_errors=[str(e) for e in d.errors_input[:200]], n_input_errors=len(d.errors_input),
     )
     p = out / "report.html"
-    p.write_text(html, encoding="utf-8")
+    with atomic_output(p) as fh:
+        fh.write(html)
     files.append(p)
     return ReportOutput(out, files, tables, d)
 

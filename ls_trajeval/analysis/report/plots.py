@@ -39,7 +39,7 @@ def plot_final_scores(d: ReportData) -> bytes:
         groups = [(o, t.loc[t["outcome"] == o, "final_score"].to_numpy()) for o in d.outcome_order]
         groups = [(o, g) for o, g in groups if len(g)]
         lo, hi = float(t["final_score"].min()), float(t["final_score"].max())
-        bins = np.linspace(lo, hi if hi > lo else lo + 1, 21)
+        bins = np.linspace(lo, hi if hi > lo else lo + 1, 21).tolist()
         ax.hist([g for _, g in groups], bins=bins, stacked=True, label=[str(o) for o, _ in groups], edgecolor="black")
         ax.legend(title=d.outcome_key)
     else:

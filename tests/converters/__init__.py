@@ -1,0 +1,1 @@
+"""Every converter on real and hostile input: detection, the step convention, refusals, worker processes."""

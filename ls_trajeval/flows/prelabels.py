@@ -224,7 +224,8 @@ def as_prediction(labels: TraceLabels, model_version: str, config: Config, layou
         "model_version": model_version,
         "score": summarize(labels.steps, config.trajectory).final,
         "result": results.encode(labels, config, layout, task_data.get(TRANSCRIPT), origin="prediction",
-                                 confirm_review=False, suggested=suggested),
+                                 confirm_review=False, suggested=suggested,
+                                 texts=results.step_texts(task_data, config)),
     }
 
 

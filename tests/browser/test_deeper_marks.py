@@ -1,0 +1,148 @@
+"""Deeper marks in the workbench, on a 200-step trace with hostile and multi-byte text: words selected inside step
+#151 mark the error on that span, the mark is linked to an earlier mark (Alt+R, a click on the cause) and given a
+correction; the export holds exactly that span (offsets and text, counted by hand in the step's own content), the
+link, the roles, ``root_cause_step`` and the correction. The actions are counted as the workbench's test counts
+them: a span mark against a whole-step mark, and the link."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ls_trajeval import label_configs
+from ls_trajeval.core import config as cfg
+
+from .test_annotate import SHOTS, export
+from .test_workbench import Counted, see_step, step_values
+
+pytestmark = pytest.mark.browser
+
+CONFIG = cfg.load(label_configs.path("trajectory_eval"))
+NASTY = "<script>alert('x')</script> & \"q\" {{idx}} $task ]]> — 東京"
+N_STEPS, SPAN_STEP, CAUSE_STEP = 200, 150, 120  # "#151" is index 150, its cause "#121"
+#: the words the annotator selects in #151: after an emoji and the hostile text (so UTF-16 units and code points
+#: differ there), holding a non-BMP emoji and combining accents themselves
+WORDS = "skips the 🧪 re\u0301sume\u0301 check"
+CORRECTION = "run the tests before <b>trusting</b> the résumé 🧪 check"
+SETTINGS = {"Select region after creating it": True, "Keep label selected after creating a region": True}
+
+
+def content(i: int) -> str:
+    if i == SPAN_STEP:
+        return f"thought {i}: 😀 the agent trusts {NASTY} and {WORDS} 東京 then moves on"
+    return f"step {i} 🚀 reads pricing.py {NASTY if i % 7 == 0 else ''} e\u0301 東京".strip()
+
+
+def long_trace(tid: str) -> dict:
+    steps = [{"type": ("thought", "action", "observation")[i % 3], "content": content(i)} for i in range(N_STEPS)]
+    for i in range(1, N_STEPS, 3):
+        steps[i]["action_input"] = {"cmd": f"pytest -q tests/test_{i}.py {NASTY}"}
+    return {"trace_id": tid, "task": f"Fix the discount bug {NASTY}", "trace": steps}
+
+
+@pytest.fixture(scope="module")
+def deep_project(projects, ls_env):
+    return projects.make(CONFIG, "transcript", [long_trace("deep-marks")], "deeper marks")
+
+
+def select_words(a, step: int, words: str, hand: Counted | None = None):
+    """Drag over ``words`` inside the step's card, as a person selects them (one action when counted)."""
+    box = a.page.evaluate("""([step, needle]) => {
+        const root = document.querySelector(`[data-testid='phrase:${step}']`);
+        const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+        for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+            const i = n.data.indexOf(needle);
+            if (i < 0) continue;
+            const r = document.createRange();
+            r.setStart(n, i); r.setEnd(n, i + needle.length);
+            const rects = r.getClientRects(), f = rects[0], l = rects[rects.length - 1];
+            return {x0: f.left + 1, y0: f.top + f.height / 2, x1: l.right - 1, y1: l.top + l.height / 2};
+        }
+        return null; }""", [step, words])
+    assert box, f"{words!r} not shown in step {step}"
+    m = a.page.mouse
+    m.move(box["x0"], box["y0"])
+    m.down()
+    m.move(box["x1"], box["y1"], steps=5)
+    m.up()
+    if hand is not None:
+        hand.log.append("drag over the words")
+        hand.clicks += 1
+
+
+def selected_region(a) -> list | None:
+    return a.page.evaluate("() => { const n = Htx.annotationStore.selected.highlightedNode;"
+                           " return n ? [Number(n.start), n.startOffset, n.endOffset] : null; }")
+
+
+def test_span_link_correction_on_step_151(guard, deep_project, tmp_path):
+    a = guard
+    pid, tasks = deep_project
+    a.open(pid, tasks["deep-marks"])
+    a.editor_settings(SETTINGS)  # once per browser, as docs/annotating.md advises
+
+    # the cause: a whole-step mark, counted as the baseline
+    see_step(a, CAUSE_STEP)
+    whole = Counted(a.page)
+    whole.click(a.mark_button(CAUSE_STEP), "the step's button")  # the error label is preselected
+    whole.click(a.details.locator(".lsf-label", has_text="Critical"), "the severity")
+    whole.click(a.details.locator(".te-types label", has_text="Incorrect Assumption"), "the type's name")
+    assert step_values(a, CAUSE_STEP) == {"mark": ["incorrect"], "severity": ["critical"],
+                                          "type": ["incorrect_assumption"]}
+
+    # #151: the words, not the whole step
+    see_step(a, SPAN_STEP)
+    span = Counted(a.page)
+    select_words(a, SPAN_STEP, WORDS, span)
+    a.page.wait_for_function(f"() => {{ const n = Htx.annotationStore.selected.highlightedNode;"
+                             f" return n && Number(n.start) === {SPAN_STEP}; }}")
+    span.click(a.details.locator(".lsf-label", has_text="Major"), "the severity")
+    span.click(a.details.locator(".te-types label", has_text="Wrong Arguments"), "the type's name")
+    assert step_values(a, SPAN_STEP) == {"mark": ["incorrect"], "severity": ["major"], "type": ["wrong_arguments"]}
+    assert span.actions <= whole.actions + 1, (span.log, whole.log)
+    print(f"whole-step mark: {whole.actions} actions {whole.log}; span mark: {span.actions} actions {span.log}")
+
+    # the link: Alt+R on the selected mark, then a click on the cause's mark
+    assert selected_region(a)[0] == SPAN_STEP
+    a.phrase(CAUSE_STEP).scroll_into_view_if_needed()  # reading back up to the cause is not an action
+    link = Counted(a.page)
+    link.press("Alt+r")
+    link.click(a.phrase(CAUSE_STEP).locator(".htx-highlight").first, "the cause's mark")
+    a.page.wait_for_function("() => Htx.annotationStore.selected.relationStore.relations.length === 1")
+    assert link.actions <= 2, link.log
+
+    # the correction, in the box under the mark in the Regions list
+    see_step(a, SPAN_STEP)
+    a.phrase(SPAN_STEP).locator(".htx-highlight").first.click()
+    a.page.wait_for_function(f"() => {{ const n = Htx.annotationStore.selected.highlightedNode;"
+                             f" return n && Number(n.start) === {SPAN_STEP}; }}")
+    box = a.page.locator(".lsf-tree-treenode-selected [data-testid='textarea-region-input']").nth(1)
+    box.click()
+    a.page.keyboard.type(CORRECTION)
+    a.page.keyboard.press("Enter")
+    a.page.locator(".lsf-tree-treenode-selected").get_by_text(CORRECTION[:20]).first.wait_for()
+    a.screenshot(SHOTS / "workbench-span-link.png", full_page=False)
+
+    a.choose("I reviewed every step")
+    a.choose("failure")
+    saved = a.submit()
+    # what the UI saved (written out literally in tests/studio/uishapes.py)
+    shapes = [r for r in saved["result"] if r.get("type") == "relation" or
+              (r.get("value") or {}).get("start") == str(SPAN_STEP)]
+    print(json.dumps(shapes, ensure_ascii=False))
+
+    record = export(pid, tmp_path)["deep-marks"]
+    steps = record["error_localization"]
+    text = content(SPAN_STEP)
+    start = text.index(WORDS)  # code points, counted in the step's own content
+    assert steps[SPAN_STEP]["evidence"] == [{"start": start, "end": start + len(WORDS), "text": WORDS}]
+    assert text[start:start + len(WORDS)] == WORDS
+    assert steps[SPAN_STEP]["caused_by"] == [CAUSE_STEP]
+    assert steps[SPAN_STEP]["role"] == "propagated"
+    assert steps[SPAN_STEP]["correction"] == CORRECTION
+    assert (steps[SPAN_STEP]["error_type"], steps[SPAN_STEP]["severity"]) == ("wrong_arguments", "major")
+    assert steps[CAUSE_STEP]["role"] == "origin" and steps[CAUSE_STEP]["evidence"] == []
+    assert steps[CAUSE_STEP]["caused_by"] == [] and steps[CAUSE_STEP]["correction"] is None
+    assert record["root_cause_step"] == CAUSE_STEP
+    assert [s["step_index"] for s in steps if s["correctness"] != "correct"] == [CAUSE_STEP, SPAN_STEP]
+    assert not a.pwned()

@@ -116,8 +116,7 @@ def test_span_link_correction_on_step_151(guard, deep_project, tmp_path):
     a.phrase(SPAN_STEP).locator(".htx-highlight").first.click()
     a.page.wait_for_function(f"() => {{ const n = Htx.annotationStore.selected.highlightedNode;"
                              f" return n && Number(n.start) === {SPAN_STEP}; }}")
-    box = a.page.locator(".lsf-tree-treenode-selected [data-testid='textarea-region-input']").nth(1)
-    box.click()
+    a.selected_correction().click()
     a.page.keyboard.type(CORRECTION)
     a.page.keyboard.press("Enter")
     a.page.locator(".lsf-tree-treenode-selected").get_by_text(CORRECTION[:20]).first.wait_for()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from studio.uishapes import DEEP_TRACE, NASTY
 
 from ls_trajeval import label_configs
 from ls_trajeval.core import config as cfg
@@ -18,7 +19,6 @@ from .test_workbench import Counted, see_step, step_values
 pytestmark = pytest.mark.browser
 
 CONFIG = cfg.load(label_configs.path("trajectory_eval"))
-NASTY = "<script>alert('x')</script> & \"q\" {{idx}} $task ]]> — 東京"
 N_STEPS, SPAN_STEP, CAUSE_STEP = 200, 150, 120  # "#151" is index 150, its cause "#121"
 #: the words the annotator selects in #151: after an emoji and the hostile text (so UTF-16 units and code points
 #: differ there), holding a non-BMP emoji and combining accents themselves
@@ -145,3 +145,34 @@ def test_span_link_correction_on_step_151(guard, deep_project, tmp_path):
     assert record["root_cause_step"] == CAUSE_STEP
     assert [s["step_index"] for s in steps if s["correctness"] != "correct"] == [CAUSE_STEP, SPAN_STEP]
     assert not a.pwned()
+
+
+def test_paged_caused_by_and_correction(guard, projects, ls_env, tmp_path):
+    """The paged layout: a "caused by step #" box and a correction box under each wrong step's details."""
+    a = guard
+    t = {**DEEP_TRACE, "trace_id": "deep-paged"}
+    pid, tasks = projects.make(CONFIG, "paged", [t], "deeper marks paged")
+    a.open(pid, tasks["deep-paged"])
+    a.page_to(2)
+    a.set_correctness("incorrect")
+    a.choose_type("Hallucinated Element")
+    a.choose_severity("Minor")
+    a.page_to(3)
+    a.set_correctness("incorrect")
+    a.choose_type("Incorrect Assumption")
+    a.choose_severity("Major")
+    # a one-row TextArea is an input (Enter adds), a taller one a textarea (Shift+Enter adds; Enter breaks the line)
+    for box, key, text in ((".te-caused-by input", "Enter", "#3"), (".te-correction textarea", "Shift+Enter",
+                                                                   CORRECTION)):
+        area = a.details.locator(box)
+        area.fill(text)
+        area.press(key)  # a TextArea keeps text only once it is added
+        a.details.get_by_text(text[:20]).first.wait_for()
+    a.screenshot(SHOTS / "paged-caused-by.png", full_page=False)
+    a.choose("I reviewed every step")
+    a.choose("failure")
+    saved = a.submit()
+    print(json.dumps([r for r in saved["result"] if r["type"] == "textarea"], ensure_ascii=False))
+    steps = export(pid, tmp_path)["deep-paged"]["error_localization"]
+    assert [(s["step_index"], s["caused_by"], s["role"], s["correction"]) for s in steps
+            if s["correctness"] == "incorrect"] == [(2, [], "origin", None), (3, [2], "propagated", CORRECTION)]

@@ -29,9 +29,9 @@ from __future__ import annotations
 import itertools
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from .config import Config, ErrorType
 from .fields import TRANSCRIPT, Names
@@ -438,7 +438,7 @@ def _relations(relations: Sequence[Mapping], regions: Mapping[str, dict], n_step
     points at the cause ("right": ``to_id``; "left": ``from_id``; "bi": the mark that starts earlier)."""
     out: dict[int, set[int]] = {}
     for rel in relations:
-        a, b = regions.get(rel.get("from_id")), regions.get(rel.get("to_id"))
+        a, b = regions.get(str(rel.get("from_id"))), regions.get(str(rel.get("to_id")))
         if a is None or b is None or not a.get("mark") or not b.get("mark"):
             warnings.append(f"relation {rel.get('from_id')!r} -> {rel.get('to_id')!r}: links a region that is not "
                             "a mark; dropped")

@@ -16,9 +16,9 @@ corrections come along with its labels.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 from ..core import records, results
 from ..core.config import Config, TrajectoryScheme

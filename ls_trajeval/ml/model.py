@@ -10,16 +10,16 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..core import results, scoring
 from ..core.config import Config, humanize
 from ..core.fields import Names, n_steps
 from ..core.labelconfig import shows_suggestions
-from ..core.layouts import layout_of
 from ..core.labels import StepLabel, TraceLabels, step_number
+from ..core.layouts import layout_of
 from ..core.trace import Trace, parse_trace
 from . import detectors
 

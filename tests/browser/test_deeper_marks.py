@@ -8,10 +8,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from commandline import invoke
 from studio.uishapes import DEEP_TRACE, NASTY
 
 from ls_trajeval import label_configs
 from ls_trajeval.core import config as cfg
+from ls_trajeval.studio import client as studio
 
 from .test_annotate import SHOTS, export
 from .test_workbench import Counted, see_step, step_values
@@ -176,3 +178,103 @@ def test_paged_caused_by_and_correction(guard, projects, ls_env, tmp_path):
     steps = export(pid, tmp_path)["deep-paged"]["error_localization"]
     assert [(s["step_index"], s["caused_by"], s["role"], s["correction"]) for s in steps
             if s["correctness"] == "incorrect"] == [(2, [], "origin", None), (3, [2], "propagated", CORRECTION)]
+
+
+def drag_between(a, start: tuple[int, str], end: tuple[int, str]):
+    """Drag from the first character of ``start``'s words to the last of ``end``'s, each in its step."""
+    points = a.page.evaluate("""([[s1, w1], [s2, w2]]) => {
+        const rect = (step, needle, last) => {
+            const root = document.querySelector(`[data-testid='phrase:${step}']`);
+            const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+            for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+                const i = n.data.indexOf(needle);
+                if (i < 0) continue;
+                const r = document.createRange();
+                r.setStart(n, i); r.setEnd(n, i + needle.length);
+                const rects = r.getClientRects(), f = rects[0], l = rects[rects.length - 1];
+                return last ? {x: l.right - 1, y: l.top + l.height / 2} : {x: f.left + 1, y: f.top + f.height / 2};
+            }
+            return null;
+        };
+        return [rect(s1, w1, false), rect(s2, w2, true)]; }""", [list(start), list(end)])
+    assert all(points), (start, end)
+    m = a.page.mouse
+    m.move(points[0]["x"], points[0]["y"])
+    m.down()
+    m.move(points[1]["x"], points[1]["y"], steps=8)
+    m.up()
+
+
+def wait_selected(a, step: int):
+    a.page.wait_for_function(f"() => {{ const n = Htx.annotationStore.selected.highlightedNode;"
+                             f" return n && Number(n.start) === {step}; }}")
+
+
+def labelled(a, step: int, severity: str, etype: str):
+    """The selected mark's severity (unless the new mark took it on from the one selected before) and type."""
+    if step_values(a, step).get("severity") != [severity.split(" ")[0].lower()]:
+        a.details.locator(".lsf-label", has_text=severity).click()
+    a.details.locator(".te-types label", has_text=etype).click()
+
+
+def link(a, effect, cause):
+    """Select the effect's mark, Alt+R, click the cause's mark."""
+    effect.click()
+    a.page.keyboard.press("Alt+r")
+    before = a.page.evaluate("() => Htx.annotationStore.selected.relationStore.relations.length")
+    cause.click()
+    a.page.wait_for_function(f"() => Htx.annotationStore.selected.relationStore.relations.length > {before}")
+
+
+def test_the_round_trips_shapes_are_the_browsers(guard, projects, ls_env, tmp_path):
+    """The marks tests/studio/test_deep_marks.py posts through the API, made here by hand: the browser saves the same
+    offsets and texts as uishapes writes, and the export says the same."""
+    from studio.test_deep_marks import check
+    from studio.uishapes import DEEP_CORRECTION, DEEP_WORDS, ui_deep
+
+    a = guard
+    t = {**DEEP_TRACE, "trace_id": "deep-ui"}
+    pid, tasks = projects.make(CONFIG, "transcript", [t], "deeper marks by hand")
+    a.open(pid, tasks["deep-ui"])
+    a.editor_settings(SETTINGS)
+    a.mark_button(2).click()
+    wait_selected(a, 2)
+    labelled(a, 2, "Minor", "Hallucinated Element")
+    for words in DEEP_WORDS[3]:
+        select_words(a, 3, words)
+        a.phrase(3).locator(".htx-highlight", has_text=words).first.wait_for()
+        wait_selected(a, 3)
+        labelled(a, 3, "Major", "Incorrect Assumption")
+    drag_between(a, (4, "pricing.py"), (5, DEEP_WORDS[5]))
+    wait_selected(a, 4)
+    labelled(a, 4, "Critical", "Premature Termination")
+    m2, m45 = a.phrase(2).locator(".htx-highlight").first, a.phrase(5).locator(".htx-highlight").first
+    m3a, m3b = (a.phrase(3).locator(".htx-highlight", has_text=w).first for w in DEEP_WORDS[3])
+    link(a, m3a, m2)
+    link(a, m2, m3b)  # a cause after its effect: the export drops it, with a warning
+    link(a, m45, m3a)
+    m3a.click()
+    wait_selected(a, 3)
+    a.selected_correction().click()
+    a.page.keyboard.type(DEEP_CORRECTION)
+    a.page.keyboard.press("Enter")
+    a.page.locator(".lsf-tree-treenode-selected").get_by_text(DEEP_CORRECTION[:20]).first.wait_for()
+    a.choose("I reviewed every step")
+    a.choose("failure")
+    saved = a.submit()["result"]
+    (task,) = studio.iter_tasks(projects.client, pid)
+    written = ui_deep("transcript", task["data"]["te_transcript"])
+
+    def places(result):
+        return sorted((r["from_name"], v["start"], v["end"], v["startOffset"], v["endOffset"],
+                       v["text"] if r["type"] != "textarea" else None)
+                      for r in result if "start" in (v := r.get("value") or {}))
+    print(json.dumps([r for r in saved if (r.get("value") or {}).get("end") == "5"], ensure_ascii=False))
+    assert places(saved) == places(written)
+    assert sorted(r["direction"] for r in saved if r.get("type") == "relation") == ["right"] * 3
+
+    out = tmp_path / "deep-ui.jsonl"
+    r = invoke("export", "--project", pid, "-o", out)
+    assert r.exit_code == 0, r.output
+    (record,) = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
+    check(record, r.stderr, "transcript")

@@ -228,13 +228,15 @@ def units(text: str) -> int:
 
 
 def ui_deep(layout: str, transcript: list[dict]) -> list[dict]:
-    """What the labeling UI saves (read in tests/browser/test_deeper_marks.py) for deeper marks on DEEP_TRACE:
+    """What the labeling UI saves for deeper marks on DEEP_TRACE (tests/browser/test_deeper_marks.py makes them by hand
+    and compares the browser's offsets and texts with these):
 
     - transcript: step 2 marked whole (minor, hallucinated_element); two spans selected in step 3 (major,
       incorrect_assumption), the first with a correction; a selection from "pricing.py" in step 4's arguments to
       "Done 🎉" in step 5 (critical, premature_termination); relations as Alt+R saves them (``direction`` "right":
       from the selected mark to the clicked cause): step 3 → step 2, step 2 → step 3 (a cause after the effect:
-      dropped), and the cross-step mark linked to step 3's first span the other way round (``direction`` "left");
+      dropped), and the cross-step mark linked to step 3's first span the other way round (``direction`` "left", as
+      the Relations panel's direction switch saves it; the browser test makes that link with Alt+R instead);
     - paged: the same steps wrong (4 and 5 each), "caused by step #" boxes as people type them (``#3``, ``4``, a
       word that is not a step number) and the correction; no spans (the paged cards cannot hold them).
     Offsets are UTF-16 code units into the card's text (``text`` as Label Studio saves it: the selection, trimmed)."""

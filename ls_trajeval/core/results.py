@@ -172,7 +172,7 @@ class _Reading:
     steps: list[StepLabel]
     whole: dict[str, str | None]
     warnings: list[str]
-    #: step -> ids of the results its label was read from (transcript: its region's id; paged: its own results')
+    #: step -> ids of the results its label was read from (transcript: its regions', one per span; paged: its own)
     ids: dict[int, frozenset[str]] = field(default_factory=dict)
     #: step -> where its region lies, ``(first step, last step, startOffset, endOffset)`` (transcript)
     spans: dict[int, tuple] = field(default_factory=dict)
@@ -382,7 +382,7 @@ def _read(result: list[Mapping], config: Config, n_steps: int, *, prediction: bo
                                 caused_by=tuple(caused), correction=d.get("correction") or extra.get("correction"))
         if idx in region_of:
             region = regions[region_of[idx]]
-            reading.ids[idx] = frozenset({region_of[idx]})
+            reading.ids[idx] = frozenset(covering[idx])
             reading.spans[idx] = region.get("span", (None,) * 4)
             reading.origins[idx] = frozenset(region["origins"])
         elif idx in paged_ids or idx in paged_origins:

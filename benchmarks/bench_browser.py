@@ -12,10 +12,17 @@ Label Studio answers the annotation POST. Each is measured in two ways of openin
 task's own URL, ``?task=ID``, as the Data Manager opens it, with the annotation tabs) and "stream" (the
 label stream, ``?labeling=1``, what "Label All Tasks" opens). Prints medians and the ratios ours / naive and
 ours / anchor of the open time per mode and size.
+
+``--real`` measures instead the time to the first usable step on the longest real traces in the fixtures (OpenHands,
+149 steps; a Codex rollout, 465 kB), before issue 32's rendering (tests/fixtures/before_readable: the configs and task
+fields as they were) and after it (the renderer now), both layouts, both ways of opening, interleaved in one run:
+medians and the ratio after / before (the rendering may not make opening slower than 1.2x).
 """
 from __future__ import annotations
 
 import argparse
+import json
+import lzma
 import re
 import shutil
 import statistics
@@ -30,8 +37,11 @@ sys.path.insert(0, str(ROOT))
 from ls_trajeval import label_configs  # noqa: E402
 from ls_trajeval.core import config as cfg  # noqa: E402
 from ls_trajeval.core import trace  # noqa: E402
+from ls_trajeval.core.fields import META_TRACE_ID  # noqa: E402
+from ls_trajeval.core.labelconfig import generate  # noqa: E402
 from ls_trajeval.core.layouts import PAGED_MAX_STEPS  # noqa: E402
 from ls_trajeval.core.tasks import task_data  # noqa: E402
+from ls_trajeval.flows.convert import convert_inputs  # noqa: E402
 from ls_trajeval.flows.importer import import_traces  # noqa: E402
 from ls_trajeval.studio import client as studio  # noqa: E402
 from ls_trajeval.studio.localserver import LocalLabelStudio  # noqa: E402
@@ -83,7 +93,7 @@ BEFORE = ROOT / "tests" / "fixtures" / "transcript_before_workbench.xml"
 
 
 def measure(a: Annotator, layout: str, pid: int, tid: int, timeout_s: float, stream: bool = False,
-            next_tid: int | None = None) -> tuple[float, float, float, float]:
+            next_tid: int | None = None, on_ready=None) -> tuple[float, float, float, float]:
     """One task: open (quick view, or the label stream when ``stream``), mark the outcome, submit.
 
     In the stream, Label Studio then loads the queue's next task in the page: "next" is the time from the
@@ -98,6 +108,8 @@ def measure(a: Annotator, layout: str, pid: int, tid: int, timeout_s: float, str
     page.on("requestfinished", hook)
     t0 = time.monotonic()
     t_open = a.open(pid, None if stream else tid, ready=READY[layout])
+    if on_ready is not None:
+        on_ready()
     page.remove_listener("requestfinished", hook)
     t_build = t0 + t_open - got[-1] if got else float("nan")
     if layout != "naive":
@@ -121,6 +133,92 @@ def measure(a: Annotator, layout: str, pid: int, tid: int, timeout_s: float, str
     return t_open, t_build, t_submit, t_next
 
 
+FIXTURES = ROOT / "tests" / "fixtures"
+#: the longest real traces in the fixtures: by steps (OpenHands) and by size (a Codex rollout)
+LONGEST = {
+    "ponylang__ponyc-4588": FIXTURES / "converters" / "openhands" / "multi_swe_bench_output.jsonl",
+    "019e1695-0522-7c83-8b39-0dd379793f80": FIXTURES / "converters" / "openai_responses"
+    / "rollout-2026-05-11T13-28-45-019e1695-0522-7c83-8b39-0dd379793f80.jsonl",
+}
+BEFORE_READABLE = FIXTURES / "before_readable"
+
+
+def real_tasks(c: cfg.Config, version: str, layout: str, copies: int) -> dict[str, list[dict]]:
+    """``copies`` tasks of each longest real trace (distinct ids, so the label stream serves each once), with the
+    task fields as built ``before`` issue 32 (frozen) or ``after`` it (now)."""
+    frozen = json.loads(lzma.open(BEFORE_READABLE / "fields.json.xz", "rt", encoding="utf-8").read())
+    traces = {t.trace_id: t for t in convert_inputs(sorted(set(LONGEST.values())), "auto", jobs=1)
+              if isinstance(t, trace.Trace) and t.trace_id in LONGEST}
+    out = {}
+    for tid, t in traces.items():
+        if version == "after":
+            data = task_data(t, c, layout)
+        else:
+            data = {**t.to_json(c.id_key, c.text_key, c.trace_key), **frozen[tid]}
+            if layout == "transcript":
+                data.pop("te_pages")
+        out[tid] = [{"data": {**data, c.id_key: f"{tid}#{k}"}, "meta": {META_TRACE_ID: f"{tid}#{k}"}}
+                    for k in range(copies)]
+    return out
+
+
+def bench_real(a: Annotator, client, c: cfg.Config, modes: list[str], repeats: int, timeout_s: float) -> None:
+    """Before / after issue 32 on the longest real traces: time to the first usable step, interleaved; and the
+    page's main-thread CPU time until then (Chrome's ``ThreadTime``), which a loaded machine inflates far less."""
+    cdp = a.page.context.new_cdp_session(a.page)
+    cdp.send("Performance.enable")
+
+    def cpu() -> float:
+        return next(m["value"] for m in cdp.send("Performance.getMetrics")["metrics"] if m["name"] == "ThreadTime")
+
+    results: dict[tuple, list[tuple[float, float]]] = {}
+    for mode in modes:
+        for layout in ("transcript", "paged"):
+            made = {}
+            for version in ("before", "after"):
+                xml = (BEFORE_READABLE / f"{layout}.xml").read_text(encoding="utf-8") if version == "before" \
+                    else generate(c, layout)
+                pid = studio.create_project(client, c, layout, f"bench real {version} {layout} {mode}")["id"]
+                studio.set_label_config(client, pid, xml)
+                copies = real_tasks(c, version, layout, repeats)
+                # in the stream the queue is served in id order: one trace after the other, each ``repeats`` times
+                for tasks in copies.values():
+                    studio.import_batch(client, pid, tasks)
+                ids = studio.task_ids_by_trace(client, pid)
+                made[version] = (pid, [(tid, ids[t["meta"][META_TRACE_ID]]) for tid, ts in copies.items() for t in ts])
+            for k in range(len(made["after"][1])):
+                for version in ("before", "after"):
+                    pid, order = made[version]
+                    tid, task_id = order[k]
+                    following = order[k + 1][1] if k + 1 < len(order) else None
+                    a.page.goto("about:blank")  # the CPU count starts with the navigation to the task
+                    spent = [cpu()]
+                    try:
+                        r = measure(a, layout, pid, task_id, timeout_s, stream=mode == "stream", next_tid=following,
+                                    on_ready=lambda spent=spent: spent.append(cpu()))
+                        used = spent[1] - spent[0]
+                    except Exception as exc:  # noqa: BLE001 - a timeout is a result here
+                        why = str(exc).splitlines()[0][:100]
+                        print(f"{version} {layout} {tid}: failed ({type(exc).__name__}: {why})")
+                        r, used = (float("nan"),) * 4, float("nan")
+                    results.setdefault((mode, layout, tid, version), []).append((r[0], used))
+                    print(f"{mode:6} {layout:10} {version:6} {tid[:24]:24} open {r[0]:6.2f} s, cpu {used:5.2f} s",
+                          flush=True)
+    print("\ntime to the first usable step and the page's CPU time until then (s), medians; after / before (issue 32's"
+          " rendering; at most 1.2)")
+    for (mode, layout, tid, version), vals in sorted(results.items()):
+        if version != "after":
+            continue
+        row = []
+        for i, what in enumerate(("open", "cpu")):
+            before = [v[i] for v in results[(mode, layout, tid, "before")] if v[i] == v[i]]
+            after = [v[i] for v in vals if v[i] == v[i]]
+            if before and after:
+                b, x = statistics.median(before), statistics.median(after)
+                row.append(f"{what} before {b:6.2f} after {x:6.2f} ratio {x / b:5.2f}")
+        print(f"{mode:6} {layout:10} {tid[:36]:36} " + " | ".join(row) + f"  (n={len(vals)})")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="10,200,1000")
@@ -131,6 +229,8 @@ def main(argv=None) -> int:
                     help="before: the transcript layout's config before the workbench")
     ap.add_argument("--naive-max", type=int, default=200,
                     help="largest trace for the naive Repeater (at 1000 steps it takes minutes to open)")
+    ap.add_argument("--real", action="store_true",
+                    help="before / after issue 32's rendering on the longest real traces (not the synthetic sizes)")
     ap.add_argument("--modes", default="quick,stream",
                     help="quick: the task's own URL (?task=ID, with the annotation tabs); stream: the label stream"
                          " (?labeling=1, what 'Label All Tasks' opens)")
@@ -150,6 +250,11 @@ def main(argv=None) -> int:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         a = Annotator(browser.new_context(viewport={"width": 1400, "height": 1000}).new_page(), server.url)
         a.login(server.credentials.email, server.credentials.password)
+        if args.real:
+            bench_real(a, client, c, modes, args.repeats, args.timeout)
+            browser.close()
+            shutil.rmtree(tmp, ignore_errors=True)
+            return 0
         for layout, mode in [(x, m) for m in modes for x in args.layouts.split(",")]:
             # one project per layout and mode: the stream serves a project's unlabeled tasks in order
             if layout in ("naive", "before"):

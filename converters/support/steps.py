@@ -21,6 +21,20 @@ A step's top level holds only these keys:
     "timestamp" that is neither text nor a number, goes to metadata.
 ``metadata``
     optional: an object, never empty, without null values, holding everything else about the step.
+``actor``
+    optional: who produced the step, ``{"kind": K, "name": N}``. ``kind`` is one of ``user`` (a person),
+    ``simulated_user`` (a model playing the user: tau-bench, tau2-bench; its tool calls are its own, not the
+    agent's), ``agent`` (the agent under evaluation), ``subagent`` (an agent it started or handed over to),
+    ``tool`` (a tool or the environment answering a call) and ``system`` (the harness: system prompts,
+    injected context); ``name``, optional, the agent's, model's or tool's own name ("Researcher", "Bash").
+    Set it where the source says who spoke; without it the labeling UI infers the actor from the type and
+    ``metadata.role`` / ``agent`` / ``tool_name`` (:mod:`ls_trajeval.core.render`).
+``render``
+    optional, a hint for how the labeling UI shows the step; it never changes ``content``:
+    ``{"as": "text" | "code" | "terminal" | "diff", "language": "python", "path": "src/app.py", "folded": true}``,
+    every key optional: ``as`` how the body reads (shell output as terminal, a patch as diff), ``language``
+    of the code, ``path`` the file the step reads or writes, ``folded`` to start the card folded (injected
+    context, boilerplate). Without it the UI decides from the step itself.
 
 Inside a step's ``metadata``:
 
@@ -29,6 +43,7 @@ Inside a step's ``metadata``:
 - ``tool_name`` on a result: the tool that produced it. ``unpaired: true`` on a result whose call
   the trace does not hold.
 - ``role`` (the source's role: user, assistant, ...) and ``agent`` (the agent or model that spoke).
+- ``subagent_trace`` on a call that starts a sub-agent, or on its result: the sub-agent's trace id.
 - the source's own ids for the record a step came from, under the source's name for them
   (``span_id``, ``run_id``, ``observation_id``, ``message_id``, ``item_id``, ``uuid``, ``step_id``),
   and its place in the tree as ``depth``; ``message_index`` is the position in a message list.
@@ -39,7 +54,8 @@ A trace's ``metadata`` starts with its provenance, written by :func:`finish` fro
 :class:`~.files.Origin` and nowhere else: ``source_format`` (the converter's name), ``source_file``
 (the path as given; ``archive!member`` inside an archive), ``source_line`` (the JSONL line of the
 record the trace came from) and ``source_record`` (its index in a JSON list), the last two only where
-they apply. The format's own trace-level facts follow. No null values.
+they apply. The format's own trace-level facts follow; a sub-agent's trace names its parent's trace id as
+``parent_trace``. No null values.
 
 The trace id is the source's own id where it has one, else :func:`stable_id` of the file name and the
 record's position, so converting the same file again gives the same ids (re-import is idempotent).
@@ -62,7 +78,7 @@ from .errors import BadRecord
 from .files import Origin
 
 #: the keys a step may have at its top level (see the module docstring)
-STEP_KEYS = frozenset({"type", "content", "action_input", "timestamp", "metadata"})
+STEP_KEYS = frozenset({"type", "content", "action_input", "timestamp", "metadata", "actor", "render"})
 
 
 # ---------------------------------------------------------------- text

@@ -12,10 +12,19 @@ from typing import Any
 TRANSCRIPT = "te_transcript"
 #: the paged layout's rendered cards, one per step
 PAGES = "te_pages"
+#: under the task's request: the trace's facts, its parent's and sub-agents' traces (linked to their tasks once
+#: imported) and the workbench's per-task style (HTML for a ``HyperText``; Label Studio refuses to import a task
+#: without it into a project whose config shows it: write ``""`` where there is nothing)
+HEADER = "te_header"
 N_STEPS = "n_steps"
+#: what the score header says of the running score: whether an ML backend keeps it current
+SCORE_STATUS = "te_score_status"
+#: ``SCORE_STATUS`` until an ML backend writes a score, and after it writes one
+SCORE_NOT_KEPT = "not kept current: no ML backend has scored this task; the export scores your marks"
+SCORE_KEPT = "written by the ML backend at the last save"
 #: the score fields the ML backend writes back (Data Manager columns); import seeds them
 SCORE_FIELDS = ("running_score", "n_errors", "first_error_step", "worst_severity", "score_mean", "te_scores",
-                "te_curve")
+                "te_curve", SCORE_STATUS)
 #: a review project's summary of what its annotators dispute (``ls-trajeval adjudicate``): Data Manager columns,
 #: ``disputedness`` sorts most disputed first
 DISPUTE_FIELDS = ("disputedness", "n_annotators", "disputed_steps", "correctness_disputes", "error_type_disputes",
@@ -35,7 +44,7 @@ SUGGESTED = "te_suggested"
 ACCEPTANCE, ACCEPTANCE_DETAIL = "acceptance", "te_acceptance"
 ACCEPTANCE_FIELDS = (ACCEPTANCE, ACCEPTANCE_DETAIL)
 #: every task-data key ls-trajeval writes
-TASK_FIELDS = (TRANSCRIPT, PAGES, N_STEPS, *SCORE_FIELDS, *DISPUTE_FIELDS, *SUGGESTION_FIELDS, SUGGESTED,
+TASK_FIELDS = (TRANSCRIPT, PAGES, HEADER, N_STEPS, *SCORE_FIELDS, *DISPUTE_FIELDS, *SUGGESTION_FIELDS, SUGGESTED,
                *ACCEPTANCE_FIELDS)
 #: the fields that hold numbers: the Data Manager's tabs type them so (it types every data column as text)
 NUMBER_FIELDS = (N_STEPS, "running_score", "n_errors", "first_error_step", "score_mean", "disputedness",
@@ -60,7 +69,7 @@ def initial_scores(config, n_steps: int) -> dict:
     last annotation goes. ``te_curve`` is the score after each step (the paged layout shows it on each step)."""
     initial = config.trajectory.running_score.initial
     return {"running_score": initial, "n_errors": 0, "first_error_step": None, "worst_severity": "",
-            "score_mean": initial, "te_scores": {}, "te_curve": [initial] * n_steps}
+            "score_mean": initial, "te_scores": {}, "te_curve": [initial] * n_steps, SCORE_STATUS: SCORE_NOT_KEPT}
 
 
 def first_error_column(step_index: int | None) -> int | None:
@@ -79,8 +88,9 @@ def n_steps(data: Mapping[str, Any]) -> int:
     return len(transcript) if isinstance(transcript, list) else 0
 
 
-#: the label config's objects: the task text, the transcript, a paged step
-OBJECT_NAMES = ("te_task", "te_trace", "te_step", SUGGESTED)
+#: the label config's objects: the task text, the transcript, a paged step, the header under the task, the
+#: suggestions beside a blank trace
+OBJECT_NAMES = ("te_task", "te_trace", "te_step", HEADER, SUGGESTED)
 
 
 @dataclass(frozen=True)

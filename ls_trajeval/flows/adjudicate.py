@@ -26,6 +26,7 @@ from ..core.config import Config
 from ..core.errors import UserError
 from ..core.fields import (
     DISPUTE_FIELDS,
+    HEADER,
     META_SOURCE,
     META_TRACE_ID,
     NUMBER_FIELDS,
@@ -190,7 +191,8 @@ def adjudicate(client, project_id: int, *, create_title: str | None = None, into
         if tid in held:
             _update(client, held[tid], t, config, layout, summary)
             continue
-        data = {**(t.task.get("data") or {}), **initial_scores(config, n_steps(t.task.get("data") or {})),
+        # HEADER: a task imported before the header existed has none, and Label Studio refuses a task without it
+        data = {HEADER: "", **(t.task.get("data") or {}), **initial_scores(config, n_steps(t.task.get("data") or {})),
                 **t.dispute.summary()}
         new.append({"data": data, "meta": {META_TRACE_ID: tid, META_SOURCE: {"project": project_id,
                                                                             "task": t.task["id"]}},

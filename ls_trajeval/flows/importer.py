@@ -13,9 +13,10 @@ from tqdm import tqdm
 
 from ..converters.base import ConvertWarning
 from ..core.config import Config
-from ..core.fields import META_TRACE_ID, NUMBER_FIELDS
+from ..core.fields import HEADER, META_TRACE_ID, NUMBER_FIELDS
 from ..core.labelconfig import shows_suggestions
 from ..core.layouts import PAGED_MAX_STEPS, layout_of
+from ..core.render import Relations, header_html, link_relations, relations, render_trace
 from ..core.tasks import task_data
 from ..core.trace import ReadResult, Trace, TraceError, blank_trace_error, read_traces
 from ..studio import client as studio
@@ -33,6 +34,7 @@ class ImportSummary:
     long_traces: int = 0  # longer than the paged layout handles well
     paged: bool = False
     max_steps: int = 0
+    linked: int = 0  # tasks whose parent's or sub-agents' tasks were linked after the import
 
     @property
     def ok(self) -> bool:
@@ -90,6 +92,7 @@ def import_traces(client, project_id: int, items: Iterable[ReadResult], config: 
     # an empty project (the usual first import) needs no listing at all
     existing = studio.existing_trace_ids(client, project_id, config.id_key) if project.get("task_number") else set()
     this_run: dict[str, str] = {}
+    related: list[tuple[Relations, Trace]] = []  # parents and sub-agents among the imported traces, linked at the end
     bar = tqdm(desc="importing", unit=" traces", disable=not progress, leave=False)
 
     def valid() -> Iterator[tuple[dict, int]]:
@@ -118,6 +121,9 @@ def import_traces(client, project_id: int, items: Iterable[ReadResult], config: 
             if n > PAGED_MAX_STEPS:
                 summary.long_traces += 1
             task: dict = {"data": task_data(item, config, layout), "meta": {META_TRACE_ID: item.trace_id}}
+            rel = relations(item)
+            if rel:
+                related.append((rel, item))
             if prelabel is not None:
                 predictions = prelabel(item, task["data"])
                 if predictions:
@@ -166,7 +172,26 @@ def import_traces(client, project_id: int, items: Iterable[ReadResult], config: 
     if summary.imported:  # the tasks' columns exist now
         studio.number_columns(client, project_id, NUMBER_FIELDS)
     summary.paged = paged
+    if related:
+        summary.linked = link_subagents(client, project_id, related, config)
     return summary
+
+
+def link_subagents(client, project_id: int, related: list[tuple[Relations, Trace]], config: Config) -> int:
+    """Give the imported traces that have a parent or sub-agents a header linking those traces' tasks in the
+    project (``te_header``); returns how many tasks were updated. A related trace the project does not hold stays
+    named without a link, and a parent imported earlier keeps the header it had."""
+    ids = studio.task_ids_by_trace(client, project_id)
+    traces = {rel.trace_id: t for rel, t in related}
+    updated = 0
+    for trace_id, links in link_relations([rel for rel, _ in related], ids).items():
+        task_id = ids.get(trace_id)
+        if task_id is None or not any(link["task_id"] is not None for link in links):
+            continue  # refused by Label Studio, or nothing to link: the task keeps what import gave it
+        t = traces[trace_id]
+        studio.update_task_data(client, task_id, {HEADER: header_html(t, render_trace(t, config), links)})
+        updated += 1
+    return updated
 
 
 @dataclass

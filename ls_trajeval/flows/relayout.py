@@ -5,7 +5,9 @@ layout first asks Label Studio whether it accepts the new label config (it refus
 project's annotations cannot be read with: layouts name their controls differently), then renders
 the cards of every task that lacks them (or holds them in an earlier shape), then replaces the
 config: no annotator meets a paged task without its pages. Switching back to the transcript layout
-only replaces the config (the cards stay in the tasks, unused).
+only replaces the config (the cards stay in the tasks, unused). Either way a task imported before the task header
+and the score's status existed gets them (an empty ``te_header``, ``te_score_status``), or the config would show
+"undefined" there.
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from tqdm import tqdm
 
 from ..core import labelconfig
 from ..core.config import Config
-from ..core.fields import PAGES
+from ..core.fields import HEADER, PAGES, SCORE_NOT_KEPT, SCORE_STATUS
 from ..core.tasks import has_pages, pages
 from ..core.trace import Trace, parse_trace
 from ..studio import client as studio
@@ -27,6 +29,8 @@ class RelayoutSummary:
     layout: str
     config_changed: bool = False
     pages_added: int = 0
+    #: tasks given the header and score status fields they were imported without
+    fields_added: int = 0
     errors: list[str] = field(default_factory=list)
 
 
@@ -42,19 +46,24 @@ def set_layout(client, project_id: int, layout: str, config: Config | None = Non
     unchanged = (project.get("label_config") or "").strip() == xml.strip()
     if not unchanged:  # before any task is touched: a refused switch changes nothing
         studio.validate_label_config(client, project_id, xml)
-    if layout == "paged":
+    if not unchanged or layout == "paged":
         tasks = studio.iter_tasks(client, project_id, with_annotations=False, include="id,data", page_size=500)
-        for task in tqdm(tasks, desc="rendering pages", unit=" tasks", disable=not progress, leave=False):
+        for task in tqdm(tasks, desc="updating tasks", unit=" tasks", disable=not progress, leave=False):
             data = task.get("data") or {}
-            if has_pages(data):
-                continue
-            parsed = parse_trace(data, source=f"task {task['id']}", id_key=cfg.id_key, text_key=cfg.text_key,
-                                 trace_key=cfg.trace_key)
-            if not isinstance(parsed, Trace):
-                summary.errors.append(f"task {task['id']}: its trace cannot be read, so it has no pages: {parsed}")
-                continue
-            studio.update_task_data(client, task["id"], {PAGES: pages(parsed, cfg)}, data)
-            summary.pages_added += 1
+            # the old cards' text does not match a header's style: an empty header, as for a task of another tool
+            missing = {HEADER: "", SCORE_STATUS: SCORE_NOT_KEPT}
+            add: dict[str, object] = {k: v for k, v in missing.items() if k not in data}
+            if layout == "paged" and not has_pages(data):
+                parsed = parse_trace(data, source=f"task {task['id']}", id_key=cfg.id_key, text_key=cfg.text_key,
+                                     trace_key=cfg.trace_key)
+                if isinstance(parsed, Trace):
+                    add[PAGES] = pages(parsed, cfg)
+                else:
+                    summary.errors.append(f"task {task['id']}: its trace cannot be read, so it has no pages: {parsed}")
+            if add:
+                studio.update_task_data(client, task["id"], add, data)
+                summary.pages_added += PAGES in add
+                summary.fields_added += bool(add.keys() & missing.keys())
     if not unchanged:
         studio.set_label_config(client, project_id, xml)
         summary.config_changed = True

@@ -12,7 +12,7 @@ from statistics import fmean
 
 from ..core import results, scoring
 from ..core.config import Config
-from ..core.fields import first_error_column
+from ..core.fields import SCORE_KEPT, SCORE_STATUS, first_error_column
 from ..core.fields import initial_scores as initial_fields
 from ..core.fields import n_steps as _n_steps
 from ..studio import client as studio
@@ -41,7 +41,7 @@ def task_fields(config: Config, data: Mapping, annotations: Iterable[Mapping]) -
     anns = sorted(_live(annotations), key=_order)
     n = _n_steps(data)
     if not anns:
-        return initial_fields(config, n)
+        return {**initial_fields(config, n), SCORE_STATUS: SCORE_KEPT}
     summaries = {}
     for a in anns:
         labels = results.decode(a.get("result") or [], config, n)
@@ -55,6 +55,7 @@ def task_fields(config: Config, data: Mapping, annotations: Iterable[Mapping]) -
         "score_mean": round(fmean(s.final for s in summaries.values()), 4),
         "te_scores": {k: s.final for k, s in summaries.items()},
         "te_curve": list(latest.curve),
+        SCORE_STATUS: SCORE_KEPT,
     }
 
 

@@ -312,6 +312,16 @@ def existing_trace_ids(client: LabelStudio, project_id: int, id_key: str, page_s
     return out
 
 
+def task_ids_by_trace(client: LabelStudio, project_id: int, page_size: int = 5000) -> dict[str, int]:
+    """Task ids of a project's tasks by trace id (from task ``meta``: a few bytes a task)."""
+    out = {}
+    for task in iter_tasks(client, project_id, page_size=page_size, with_annotations=False, include="id,meta"):
+        value = (task.get("meta") or {}).get(META_TRACE_ID)
+        if value is not None:
+            out[str(value)] = task["id"]
+    return out
+
+
 def first_tasks(client: LabelStudio, project_id: int, ordering: list[str], n: int,
                 include: str | None = None) -> list[dict]:
     """The project's first ``n`` tasks in the Data Manager's ``ordering`` (``["-tasks:data.KEY"]``), without

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from ls_trajeval.core import config as cfg
 from ls_trajeval import label_configs
-from ls_trajeval.core import tasks
+from ls_trajeval.core import config as cfg
+from ls_trajeval.core import render
 
 from .test_annotate import SHOTS
 
 pytestmark = pytest.mark.browser
 
 CONFIG = cfg.load(label_configs.path("coding_agent"))
-LONG = "\n".join(f"line {i}: PASSED" for i in range(tasks.FOLD_AFTER + 20))
+LONG = "\n".join(f"line {i}: PASSED" for i in range(render.FOLD_AFTER + 20))
 TRACE = {"trace_id": "display-1", "task": "Make the failing test pass", "trace": [
     {"type": "thought", "content": "Plan:\n  1. read the file\n    2. patch it"},
     {"type": "action", "content": "read_file", "action_input": {"path": "src/pricing.py"}},
@@ -39,8 +39,9 @@ def test_paged_cards_render_code_diffs_terminal_paths_and_folds(guard, shown):
     assert card.locator(".te-step-label").inner_text() == CONFIG.step_style("thought").label
     assert "  1. read the file\n    2. patch it" in card.locator("pre").inner_text()
     a.page_to(1)
-    assert card.locator(".te-block-title").all_inner_texts() == ["tool", "input"]
-    assert '"path": "src/pricing.py"' in card.locator("pre.te-code").nth(1).inner_text()
+    # the tool after the actor, its file in the header: no JSON
+    assert card.locator(".te-step-tool").inner_text() == "→ read_file"
+    assert card.locator(".te-step-path").inner_text().endswith("src/pricing.py") and "{" not in card.inner_text()
     a.page_to(2)
     assert card.locator(".te-step-path").inner_text().endswith("src/pricing.py")
     assert card.locator("pre.te-terminal").count() == 1
@@ -54,7 +55,7 @@ def test_paged_cards_render_code_diffs_terminal_paths_and_folds(guard, shown):
     a.page_to(4)
     fold = card.locator("details")
     assert fold.locator("summary").inner_text() == "show 21 more lines"
-    assert f"line {tasks.FOLD_AFTER + 19}: PASSED" in fold.text_content()
+    assert f"line {render.FOLD_AFTER + 19}: PASSED" in fold.text_content()
     assert fold.evaluate("el => el.open") is False
     fold.locator("summary").click()
     assert fold.evaluate("el => el.open") is True
@@ -68,7 +69,7 @@ def test_transcript_keeps_line_breaks_and_indentation(guard, shown):
     pid, ids = shown["transcript"]
     a.open(pid, ids["display-1"])
     text = a.phrase(0).locator("[class*='dialoguetext']").inner_text()
-    assert text == "#1\nPlan:\n  1. read the file\n    2. patch it"
+    assert text == "#1 · agent\nPlan:\n  1. read the file\n    2. patch it"
     assert a.phrase(3).get_by_text("+    return x * 3").count() == 1
     # the dialogue layout's meaningless "00:00:00 - 00:00:00" times are hidden
     assert not a.phrase(0).locator("[class*='time--']").is_visible()

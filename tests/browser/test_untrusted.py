@@ -73,7 +73,18 @@ def hostile_config() -> cfg.Config:
 def hostile_trace() -> dict:
     steps = [{"type": "thought" if i % 3 == 0 else "observation", "content": p} for i, p in enumerate(PAYLOADS)]
     steps.insert(1, {"type": "action", "content": ALL, "action_input": {"q": ALL, "p": PAYLOADS}})
-    return {"trace_id": "xss-1", "task": ALL, "trace": steps, "metadata": {"agent": ALL, "tags": PAYLOADS}}
+    # what the renderer reads besides the content: an edit's strings, a JSON result's text, who acted, the hint, the
+    # sub-agent's trace, the parent's
+    steps += [
+        {"type": "action", "content": PAYLOADS[0], "action_input": json.dumps(
+            {"file_path": PAYLOADS[3], "old_string": "\n".join(PAYLOADS[:13]), "new_string": "\n".join(PAYLOADS[13:])}),
+         "actor": {"kind": "subagent", "name": PAYLOADS[1]}, "metadata": {"tool_call_id": "x1"}},
+        {"type": "observation", "content": json.dumps({"output": ALL, "metadata": {"exit_code": PAYLOADS[5]}}),
+         "render": {"as": "diff", "path": PAYLOADS[2], "language": PAYLOADS[4], "folded": True},
+         "metadata": {"tool_call_id": "x1", "subagent_trace": PAYLOADS[6]}},
+    ]
+    return {"trace_id": "xss-1", "task": ALL, "trace": steps,
+            "metadata": {"agent": ALL, "tags": PAYLOADS, "source_format": PAYLOADS[7], "parent_trace": PAYLOADS[8]}}
 
 
 @pytest.fixture(scope="module")
@@ -167,9 +178,11 @@ def test_paged_shows_every_payload_literally_and_runs_none(guard, hostile, tmp_p
     steps = hostile_trace()["trace"]
     for i, step in enumerate(steps):
         a.page_to(i)
-        card = a.main.locator(".te-step").inner_text()
-        assert step["content"] in card, f"step {i} not literal"
+        card = a.main.locator(".te-step").text_content()  # a folded card's text too
+        shown = json.loads(step["content"])["output"] if step["content"].startswith('{"output"') else step["content"]
+        assert shown in card, f"step {i} not literal"
         assert_nothing_ran(a)
+    assert all(p in a.main.locator(".te-head").inner_text() for p in PAYLOADS[6:9])  # trace ids, source format
     a.page_to(3)
     a.set_correctness("incorrect")
     assert seen(a.details.locator("textarea").get_attribute("placeholder")) == ALL

@@ -148,8 +148,8 @@ def test_a_refused_batch_is_split_and_only_the_bad_traces_are_reported(pg_label_
 def test_label_studio_400_splits_down_to_the_invalid_tasks(pg_client, pg_label_studio):
     """Label Studio's own validation (400) on a mixed batch: the valid tasks go in, each invalid one is reported."""
     pid = studio.create_project(pg_client, CONFIG, "transcript", "faults: 400")["id"]
-    good = [{"data": {"trace_id": f"ok-{i}", "task": "t", "te_transcript": [], "te_pages": [], "n_steps": 0,
-                      "running_score": 100}, "meta": {META_TRACE_ID: f"ok-{i}"}} for i in range(30)]
+    good = [{"data": {"trace_id": f"ok-{i}", "task": "t", "te_transcript": [], "te_pages": [], "te_header": "",
+                      "n_steps": 0, "running_score": 100}, "meta": {META_TRACE_ID: f"ok-{i}"}} for i in range(30)]
     invalid = [{"data": 5, "meta": {META_TRACE_ID: "bad-int"}},
                {"data": {"no_fields": True}, "meta": {META_TRACE_ID: "bad-missing"}}]
     batch = good[:10] + invalid[:1] + good[10:25] + invalid[1:] + good[25:]

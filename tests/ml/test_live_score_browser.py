@@ -10,6 +10,7 @@ from waiting import wait_for
 
 from ls_trajeval import label_configs
 from ls_trajeval.core import config as cfg
+from ls_trajeval.core.fields import SCORE_KEPT, SCORE_NOT_KEPT
 from ls_trajeval.core.trace import parse_trace
 from ls_trajeval.flows.importer import import_traces
 from ls_trajeval.ml.connect import connect_backend
@@ -108,7 +109,9 @@ def test_paged_header_and_step_scores_follow_each_save_without_reopening(label_s
             out += [h for h in headers() if h.startswith("Score after this step")]
         return out
 
-    assert f"Running score: {start:g}" in headers() and f"Score after this step: {start:g} (as saved)" in headers()
+    # the header says whether a backend keeps the score current: not until it has written one
+    assert f"Running score: {start:g} ({SCORE_NOT_KEPT})" in headers()
+    assert f"Score after this step: {start:g} (as saved)" in headers()
     a.page_to(1)
     a.set_correctness("incorrect")
     a.choose_type("Missed Element")
@@ -117,14 +120,14 @@ def test_paged_header_and_step_scores_follow_each_save_without_reopening(label_s
     a.choose("failure")
     a.submit()
     major = start + weight["major"]
-    assert shows(f"Running score: {major:g}") is not None, headers()
+    assert shows(f"Running score: {major:g} ({SCORE_KEPT})") is not None, headers()
     assert step_scores() == [f"Score after this step: {v:g} (as saved)" for v in (start, major, major, major)]
     a.page_to(1)
     a.screenshot(SHOTS / "paged-step-score.png", full_page=False)
     a.choose_severity("Critical")  # another severity for the same step, saved with Update
     a.submit("Update")
     critical = start + weight["critical"]
-    assert shows(f"Running score: {critical:g}") is not None, headers()
+    assert shows(f"Running score: {critical:g} ({SCORE_KEPT})") is not None, headers()
     assert step_scores() == [f"Score after this step: {v:g} (as saved)" for v in (start, critical, critical, critical)]
     assert a.page.evaluate("window.__te_same_page === true")  # the same page all along: nothing was reopened
     ctx.close()

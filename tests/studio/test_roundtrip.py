@@ -18,6 +18,7 @@ from commandline import invoke
 from ls_trajeval import label_configs
 from ls_trajeval.core import config as cfg
 from ls_trajeval.core import labelconfig
+from ls_trajeval.core.fields import SCORE_NOT_KEPT
 from ls_trajeval.core.layouts import layout_of
 from ls_trajeval.core.tasks import task_data
 from ls_trajeval.core.trace import parse_trace
@@ -212,7 +213,8 @@ def test_task_listing_pages_by_id_and_misses_nothing(ls_client):
     c = cfg.load(label_configs.path("trajectory_eval"))
     pid = studio.create_project(ls_client, c, "transcript", "paging")["id"]
     ls_client.projects.import_tasks(id=pid, request=[{"data": {"trace_id": f"p{i}", "task": "t", "te_transcript": [],
-                                                               "te_pages": []}, "meta": {"k": i}} for i in range(9)])
+                                                               "te_pages": [], "te_header": ""}, "meta": {"k": i}}
+                                                     for i in range(9)])
     ids = [t["id"] for t in studio.iter_tasks(ls_client, pid, page_size=3)]
     assert len(ids) == 9 and ids == sorted(ids)
     assert [t["meta"]["k"] for t in studio.iter_tasks(ls_client, pid, page_size=4, with_annotations=False,
@@ -255,3 +257,19 @@ def test_switching_a_transcript_project_to_paged_renders_its_pages(ls_client, tr
     refused = invoke("layout", "transcript", "--project", pid, "--quiet")
     assert refused.exit_code == 2 and "checking the new label config" in refused.stderr, refused.output
     assert studio.get_project(ls_client, pid)["label_config"] == before
+
+
+def test_switching_a_project_made_before_the_task_header_gives_its_tasks_the_new_fields(ls_client):
+    """A project made with the config before issue 32 (no task header, no score status): after `layout`, its tasks
+    hold an empty header and the status, so the new config shows neither "undefined"."""
+    before = Path(__file__).resolve().parents[1] / "fixtures" / "before_readable" / "transcript.xml"
+    c = cfg.load(label_configs.path("trajectory_eval"))
+    pid = studio.create_project(ls_client, c, "transcript", "before the header")["id"]
+    studio.set_label_config(ls_client, pid, before.read_text(encoding="utf-8"))
+    old = task_data(parse_trace(TRACES[0]), c)
+    del old["te_header"], old["te_score_status"]
+    studio.import_batch(ls_client, pid, [{"data": old}])
+    assert invoke("layout", "paged", "--project", pid, "--quiet").exit_code == 0
+    data = next(studio.iter_tasks(ls_client, pid))["data"]
+    assert (data["te_header"], data["te_score_status"]) == ("", SCORE_NOT_KEPT) and len(data["te_pages"]) == len(
+        TRACES[0]["trace"])

@@ -71,9 +71,11 @@ def test_skips_what_the_project_holds_and_locates_every_rejection(tmp_path):
     assert [t["meta"][META_TRACE_ID] for t in new] == ["t-0", "t-2"]
     assert {k: new[0]["data"][k] for k in SCORE_FIELDS} == {
         "running_score": 100, "n_errors": 0, "first_error_step": None, "worst_severity": "", "score_mean": 100,
-        "te_scores": {}, "te_curve": [100, 100]}
+        "te_scores": {}, "te_curve": [100, 100],
+        "te_score_status": "not kept current: no ML backend has scored this task; the export scores your marks"}
+    # each step's card: its header line (number, actor), then the step's content as it was
     assert new[0]["data"]["n_steps"] == 2 and [e["text"] for e in new[0]["data"]["te_transcript"]] == [
-        "#1 t-0 step 0", "#2 t-0 step 1"]
+        "#1 · agent\nt-0 step 0", "#2 · agent\nt-0 step 1"]
     assert "te_pages" not in new[0]["data"]  # a transcript project's tasks carry no rendered cards
 
     again = import_traces(fake, 7, read_inputs([path], CONFIG), CONFIG, progress=False)

@@ -95,7 +95,7 @@ def test_structure_and_names(layout):
         live = next(el for el in root.iter("TextArea") if el.get("name") == "error_localization_live_score")
         assert live.get("toName") == "te_task" and live.get("perRegion") is None  # never the rationale box
         headers = [el.get("value") for el in root.iter("Header")]
-        assert "Running score: $running_score (saved at the last Submit)" in headers
+        assert "Running score: $running_score ($te_score_status)" in headers  # says whether a backend keeps it
         assert ">" not in next(root.iter("Style")).text  # Label Studio escapes it, breaking the rule
     else:
         taxonomy = next(el for el in root.iter("Taxonomy") if len(el))  # the shared store's holder
@@ -105,7 +105,7 @@ def test_structure_and_names(layout):
         severity = next(el for el in root.iter("Choices")
                         if el.get("name", "").startswith("error_localization_severity"))
         assert [ch.get("value") for ch in severity] == severities
-        assert "Running score: $running_score" in [el.get("value") for el in root.iter("Header")]
+        assert "Running score: $running_score ($te_score_status)" in [el.get("value") for el in root.iter("Header")]
         rep = next(root.iter("Repeater"))
         # each step shows the score after it, as the backend last wrote it back
         assert "Score after this step: $te_curve[{{idx}}] (as saved)" in [el.get("value") for el in rep.iter("Header")]

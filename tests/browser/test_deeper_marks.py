@@ -17,6 +17,7 @@ from ls_trajeval.studio import client as studio
 
 from .test_annotate import SHOTS, export
 from .test_workbench import Counted, see_step, step_values
+from .ui import logged_in
 
 pytestmark = pytest.mark.browser
 
@@ -40,6 +41,21 @@ def long_trace(tid: str) -> dict:
     for i in range(1, N_STEPS, 3):
         steps[i]["action_input"] = {"cmd": f"pytest -q tests/test_{i}.py {NASTY}"}
     return {"trace_id": tid, "task": f"Fix the discount bug {NASTY}", "trace": steps}
+
+
+@pytest.fixture(scope="module")
+def marker(browser, label_studio):
+    """A browser context of its own with the two editor settings on (docs/annotating.md advises them), so the
+    session's annotator keeps Label Studio's defaults for the other tests."""
+    with logged_in(browser, label_studio) as a:
+        a.page.goto(label_studio.url + "/projects/")
+        yield a
+
+
+@pytest.fixture()
+def hands(marker):
+    marker.reset_watch()
+    return marker
 
 
 @pytest.fixture(scope="module")
@@ -77,8 +93,8 @@ def selected_region(a) -> list | None:
                            " return n ? [Number(n.start), n.startOffset, n.endOffset] : null; }")
 
 
-def test_span_link_correction_on_step_151(guard, deep_project, tmp_path):
-    a = guard
+def test_span_link_correction_on_step_151(hands, deep_project, tmp_path):
+    a = hands
     pid, tasks = deep_project
     a.open(pid, tasks["deep-marks"])
     a.editor_settings(SETTINGS)  # once per browser, as docs/annotating.md advises
@@ -226,13 +242,13 @@ def link(a, effect, cause):
     a.page.wait_for_function(f"() => Htx.annotationStore.selected.relationStore.relations.length > {before}")
 
 
-def test_the_round_trips_shapes_are_the_browsers(guard, projects, ls_env, tmp_path):
+def test_the_round_trips_shapes_are_the_browsers(hands, projects, ls_env, tmp_path):
     """The marks tests/studio/test_deep_marks.py posts through the API, made here by hand: the browser saves the same
     offsets and texts as uishapes writes, and the export says the same."""
     from studio.test_deep_marks import check
     from studio.uishapes import DEEP_CORRECTION, DEEP_WORDS, ui_deep
 
-    a = guard
+    a = hands
     t = {**DEEP_TRACE, "trace_id": "deep-ui"}
     pid, tasks = projects.make(CONFIG, "transcript", [t], "deeper marks by hand")
     a.open(pid, tasks["deep-ui"])

@@ -178,7 +178,11 @@ class Annotator:
             box = dialog.locator("label.lsf-settings__field", has_text=title).locator("input[type=checkbox]")
             if box.is_checked() != on:
                 box.click()
-        self.page.keyboard.press("Escape")
+        close = dialog.locator(".ant-modal-close")
+        if close.count():  # Escape closes it only while the focus is inside (not when nothing was clicked)
+            close.click()
+        else:
+            self.page.keyboard.press("Escape")
         dialog.wait_for(state="hidden")
 
     # ------------------------------------------------------------ paged layout

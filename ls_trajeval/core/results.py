@@ -424,9 +424,10 @@ def _evidence(covering: Mapping[int, list[str]], regions: Mapping[str, dict], te
             if piece is not None:
                 spans.add(piece)
             else:
-                where = "a view derived from the step" if card.at is None else "the card's header, not the step"
-                warnings.append(f"region {rid}: step {step_number(idx)}: the selected text {card.text[s:e]!r} is in "
-                                f"{where}; kept as a whole-step mark")
+                where = "a view derived from the step" if card.at is None else \
+                    "the card's header or a view derived from the step"
+                warnings.append(f"region {rid}: step {step_number(idx)}: the selected text {card.text[s:e]!r} is not "
+                                f"in the step's own content but in {where}; kept as a whole-step mark")
         if spans:
             out[idx] = sorted(spans)
     return out

@@ -45,8 +45,8 @@ def test_whole_card_is_a_whole_step_mark_and_a_header_selection_is_clipped_or_ke
     # the header alone: a whole-step mark, said
     got = results.decode(mark("r", 1, 1, 0, 2), CONFIG, 3, texts=TEXTS)
     assert got.steps[1].correctness == "incorrect" and got.steps[1].evidence == ()
-    assert got.warnings == ["region r: step #2: the selected text '#2' is in the card's header, not the step; kept "
-                            "as a whole-step mark"]
+    assert got.warnings == ["region r: step #2: the selected text '#2' is not in the step's own content but in the "
+                            "card's header or a view derived from the step; kept as a whole-step mark"]
     # a card showing a derived view (no verbatim content): any selection is a whole-step mark, said
     derived = [TEXTS[0], StepText(CARD.text, CONTENT, None), TEXTS[2]]
     got = results.decode(mark("r", 1, 1, 14, 18), CONFIG, 3, texts=derived)

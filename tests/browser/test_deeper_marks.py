@@ -2,7 +2,9 @@
 #151 mark the error on that span, the mark is linked to an earlier mark (Alt+R, a click on the cause) and given a
 correction; the export holds exactly that span (offsets and text, counted by hand in the step's own content), the
 link, the roles, ``root_cause_step`` and the correction. The actions are counted as the workbench's test counts
-them: a span mark against a whole-step mark, and the link."""
+them: a span mark against a whole-step mark, and the link. Also: the marks the round trips (tests/studio,
+tests/pg) post made by hand, the browser's offsets and texts compared with uishapes'; and the paged layout's
+caused-by and correction boxes."""
 from __future__ import annotations
 
 import json
@@ -63,26 +65,34 @@ def deep_project(projects, ls_env):
     return projects.make(CONFIG, "transcript", [long_trace("deep-marks")], "deeper marks")
 
 
+def drag_between(a, start: tuple[int, str], end: tuple[int, str]):
+    """Drag from the first character of ``start``'s words to the last of ``end``'s, each in its step."""
+    points = a.page.evaluate("""([[s1, w1], [s2, w2]]) => {
+        const rect = (step, needle, last) => {
+            const root = document.querySelector(`[data-testid='phrase:${step}']`);
+            const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+            for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+                const i = n.data.indexOf(needle);
+                if (i < 0) continue;
+                const r = document.createRange();
+                r.setStart(n, i); r.setEnd(n, i + needle.length);
+                const rects = r.getClientRects(), f = rects[0], l = rects[rects.length - 1];
+                return last ? {x: l.right - 1, y: l.top + l.height / 2} : {x: f.left + 1, y: f.top + f.height / 2};
+            }
+            return null;
+        };
+        return [rect(s1, w1, false), rect(s2, w2, true)]; }""", [list(start), list(end)])
+    assert all(points), (start, end)
+    m = a.page.mouse
+    m.move(points[0]["x"], points[0]["y"])
+    m.down()
+    m.move(points[1]["x"], points[1]["y"], steps=8)
+    m.up()
+
+
 def select_words(a, step: int, words: str, hand: Counted | None = None):
     """Drag over ``words`` inside the step's card, as a person selects them (one action when counted)."""
-    box = a.page.evaluate("""([step, needle]) => {
-        const root = document.querySelector(`[data-testid='phrase:${step}']`);
-        const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
-        for (let n = walker.nextNode(); n; n = walker.nextNode()) {
-            const i = n.data.indexOf(needle);
-            if (i < 0) continue;
-            const r = document.createRange();
-            r.setStart(n, i); r.setEnd(n, i + needle.length);
-            const rects = r.getClientRects(), f = rects[0], l = rects[rects.length - 1];
-            return {x0: f.left + 1, y0: f.top + f.height / 2, x1: l.right - 1, y1: l.top + l.height / 2};
-        }
-        return null; }""", [step, words])
-    assert box, f"{words!r} not shown in step {step}"
-    m = a.page.mouse
-    m.move(box["x0"], box["y0"])
-    m.down()
-    m.move(box["x1"], box["y1"], steps=5)
-    m.up()
+    drag_between(a, (step, words), (step, words))
     if hand is not None:
         hand.log.append("drag over the words")
         hand.clicks += 1
@@ -112,8 +122,7 @@ def test_span_link_correction_on_step_151(hands, deep_project, tmp_path):
     see_step(a, SPAN_STEP)
     span = Counted(a.page)
     select_words(a, SPAN_STEP, WORDS, span)
-    a.page.wait_for_function(f"() => {{ const n = Htx.annotationStore.selected.highlightedNode;"
-                             f" return n && Number(n.start) === {SPAN_STEP}; }}")
+    wait_selected(a, SPAN_STEP)
     span.click(a.details.locator(".lsf-label", has_text="Major"), "the severity")
     span.click(a.details.locator(".te-types label", has_text="Wrong Arguments"), "the type's name")
     assert step_values(a, SPAN_STEP) == {"mark": ["incorrect"], "severity": ["major"], "type": ["wrong_arguments"]}
@@ -132,8 +141,7 @@ def test_span_link_correction_on_step_151(hands, deep_project, tmp_path):
     # the correction, in the box under the mark in the Regions list
     see_step(a, SPAN_STEP)
     a.phrase(SPAN_STEP).locator(".htx-highlight").first.click()
-    a.page.wait_for_function(f"() => {{ const n = Htx.annotationStore.selected.highlightedNode;"
-                             f" return n && Number(n.start) === {SPAN_STEP}; }}")
+    wait_selected(a, SPAN_STEP)
     a.selected_correction().click()
     a.page.keyboard.type(CORRECTION)
     a.page.keyboard.press("Enter")
@@ -194,31 +202,6 @@ def test_paged_caused_by_and_correction(guard, projects, ls_env, tmp_path):
     steps = export(pid, tmp_path)["deep-paged"]["error_localization"]
     assert [(s["step_index"], s["caused_by"], s["role"], s["correction"]) for s in steps
             if s["correctness"] == "incorrect"] == [(2, [], "origin", None), (3, [2], "propagated", CORRECTION)]
-
-
-def drag_between(a, start: tuple[int, str], end: tuple[int, str]):
-    """Drag from the first character of ``start``'s words to the last of ``end``'s, each in its step."""
-    points = a.page.evaluate("""([[s1, w1], [s2, w2]]) => {
-        const rect = (step, needle, last) => {
-            const root = document.querySelector(`[data-testid='phrase:${step}']`);
-            const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
-            for (let n = walker.nextNode(); n; n = walker.nextNode()) {
-                const i = n.data.indexOf(needle);
-                if (i < 0) continue;
-                const r = document.createRange();
-                r.setStart(n, i); r.setEnd(n, i + needle.length);
-                const rects = r.getClientRects(), f = rects[0], l = rects[rects.length - 1];
-                return last ? {x: l.right - 1, y: l.top + l.height / 2} : {x: f.left + 1, y: f.top + f.height / 2};
-            }
-            return null;
-        };
-        return [rect(s1, w1, false), rect(s2, w2, true)]; }""", [list(start), list(end)])
-    assert all(points), (start, end)
-    m = a.page.mouse
-    m.move(points[0]["x"], points[0]["y"])
-    m.down()
-    m.move(points[1]["x"], points[1]["y"], steps=8)
-    m.up()
 
 
 def wait_selected(a, step: int):

@@ -79,7 +79,7 @@ def _text(value: Mapping) -> str | None:
 
 def _step_range(value: Mapping) -> range | None:
     try:
-        start, end = int(value.get("start")), int(value.get("end", value.get("start")))
+        start, end = int(value.get("start")), int(value.get("end", value.get("start")))  # type: ignore[arg-type]
     except (TypeError, ValueError, OverflowError):  # OverflowError: an infinite float
         return None
     if end < start:
@@ -357,7 +357,7 @@ def _read(result: list[Mapping], config: Config, n_steps: int, *, prediction: bo
             if idx in correctness:
                 if _label_of(details[idx], correctness[idx]) != _label_of(region, region["correctness"]):
                     warnings.append(f"step {idx}: marked by more than one region; kept the more severe")
-                if rank.get(details[idx].get("severity"), -1) >= rank.get(region.get("severity"), -1):
+                if rank.get(details[idx].get("severity") or "", -1) >= rank.get(region.get("severity") or "", -1):
                     continue
             correctness[idx] = region["correctness"]
             details[idx] = {k: v for k, v in region.items() if k not in _REGION_KEYS}
@@ -581,8 +581,8 @@ def encode(labels: TraceLabels, config: Config, layout: str, transcript: Sequenc
 
     def item(from_name: str, to_name: str, rtype: str, value: dict, rid: str | None = None,
              step: StepLabel | None = None, mark: bool = False) -> dict:
-        out = {"id": rid or new_id(), "from_name": from_name, "to_name": to_name, "type": rtype, "origin": origin,
-               "value": value}
+        out: dict[str, Any] = {"id": rid or new_id(), "from_name": from_name, "to_name": to_name, "type": rtype,
+                               "origin": origin, "value": value}
         # a suggestion's confidence is Label Studio's per-region score, on each of the region's results; the
         # judge that made it (merged predictions) on its mark
         if step is not None and step.confidence is not None:
@@ -618,13 +618,13 @@ def encode(labels: TraceLabels, config: Config, layout: str, transcript: Sequenc
                 continue
             card = texts[step.step_index] if texts is not None and step.step_index < len(texts) else None
             text = card.text if card else transcript[step.step_index]["text"] if transcript else ""
-            i = str(step.step_index)
+            index = str(step.step_index)
             whole = (0, len(text.encode("utf-16-le")) // 2)
             places = [(card.to_units(card.at + sp.start), card.to_units(card.at + sp.end))
                       for sp in step.evidence] if card is not None and card.at is not None else []
             first_id[step.step_index] = None
             for n, (start, end) in enumerate(places or [whole]):
-                span = {"start": i, "end": i, "startOffset": start, "endOffset": end}
+                span = {"start": index, "end": index, "startOffset": start, "endOffset": end}
                 rid = new_id()
                 if n == 0:
                     first_id[step.step_index] = rid

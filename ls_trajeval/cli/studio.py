@@ -85,6 +85,8 @@ def import_(inputs, project, create_title, config_path, layout, fmt, prelabels, 
     summary = run.summary
     click.echo(f"project {run.project_id}: imported {summary.imported}, skipped {summary.skipped} "
                f"(already there), rejected {summary.rejected}")
+    if summary.linked:
+        click.echo(f"linked {summary.linked} tasks to their parent's or sub-agents' tasks", err=True)
     click.echo(f"annotate: {label_stream_url(studio.server_url(url), run.project_id)}", err=True)
     if summary.paged and summary.long_traces:
         click.echo(f"warning: {summary.long_traces} traces have more than {PAGED_MAX_STEPS} steps "
@@ -108,9 +110,10 @@ def layout(layout, project, config_path, quiet, url, api_key):
                          progress=not quiet)
     for err in summary.errors:
         click.echo(f"rejected: {err}", err=True)
+    added = f", the task header and score status added to {summary.fields_added}" if summary.fields_added else ""
     click.echo(f"project {project}: {layout} layout "
                f"({'label config replaced' if summary.config_changed else 'unchanged'}), "
-               f"pages rendered for {summary.pages_added} tasks")
+               f"pages rendered for {summary.pages_added} tasks{added}")
     if summary.errors:
         sys.exit(EXIT_REJECTED)
 

@@ -100,9 +100,8 @@ LINE_COLOUR = """([idx, line]) => {
 }"""
 
 
-
-#: each card brought to the pane's top, measured once the browser has drawn it: cards taller than 60% of the window, cards whose text overflows without scrolling,
-#: mark buttons outside the window
+#: each card brought to the pane's top, measured once the browser has drawn it: cards taller than 60% of the window,
+#: cards whose text overflows without scrolling, mark buttons outside the window
 CARDS_IN_REACH = """async pane => {
   const vh = window.innerHeight, out = {n: 0, tall: [], unreachable: [], out_of_reach: []};
   const drawn = () => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
@@ -429,3 +428,11 @@ def test_paged_cards_come_from_the_same_renderer(guard, real, ls_client):
     a.page_to(error)
     assert style_of(card, "background-color") == rgb(CONFIG.step_style("error").color)
     assert style_of(card, "border-left-color") == "rgb(211, 47, 47)"
+    # go to step #N: the page number under the card takes a number, Enter goes there
+    last = len(t.steps)
+    a.page.locator(".lsf-pagination__page-indicator").click()
+    number = a.page.locator(".lsf-pagination__input input")
+    number.fill(str(last))
+    number.press("Enter")
+    a.page.locator(".te-step-number", has_text=f"step {last} of {last}").wait_for()
+    assert a.current_step() == last - 1

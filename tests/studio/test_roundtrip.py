@@ -269,7 +269,8 @@ def test_switching_a_project_made_before_the_task_header_gives_its_tasks_the_new
     old = task_data(parse_trace(TRACES[0]), c)
     del old["te_header"], old["te_score_status"]
     studio.import_batch(ls_client, pid, [{"data": old}])
-    assert invoke("layout", "paged", "--project", pid, "--quiet").exit_code == 0
+    r = invoke("layout", "paged", "--project", pid, "--quiet")
+    assert r.exit_code == 0 and "pages rendered for 1 tasks, the task header and score status added to 1" in r.stdout
     data = next(studio.iter_tasks(ls_client, pid))["data"]
     assert (data["te_header"], data["te_score_status"]) == ("", SCORE_NOT_KEPT) and len(data["te_pages"]) == len(
         TRACES[0]["trace"])

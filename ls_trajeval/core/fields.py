@@ -125,6 +125,16 @@ class Names:
         return f"{self.scheme}_rationale"
 
     @property
+    def correction(self) -> str:
+        """What the agent should have done: the workbench's per-mark TextArea, the paged layout's per-step prefix."""
+        return f"{self.scheme}_correction"
+
+    @property
+    def caused_by(self) -> str:
+        """The paged layout's prefix of the per-step "caused by step #" TextArea (the workbench links marks)."""
+        return f"{self.scheme}_caused_by"
+
+    @property
     def types_store(self) -> str:
         """The paged layout's hidden Taxonomy holding the error types every step shares."""
         return f"{self.scheme}_types"
@@ -148,5 +158,5 @@ class Names:
 def control_names(scheme_name: str) -> list[str]:
     """Every control and object name a label config for the trajectory scheme ``scheme_name`` uses."""
     n = Names(scheme_name)
-    return [n.marks, n.correctness, n.type, n.severity, n.rationale, n.types_store, n.reviewed, n.live_score,
-            n.decision, *OBJECT_NAMES]
+    return [n.marks, n.correctness, n.type, n.severity, n.rationale, n.correction, n.caused_by, n.types_store,
+            n.reviewed, n.live_score, n.decision, *OBJECT_NAMES]

@@ -21,7 +21,7 @@ from typing import Any
 from .config import Config
 from .fields import n_steps as task_n_steps
 from .labels import ROLES, SOURCES, Span, StepLabel, resolve_causes
-from .results import decode, parent_prediction
+from .results import decode, parent_prediction, step_texts
 from .scoring import ScoreSummary, summarize
 from .tasks import step_text
 from .jsonfiles import dumps_line, expand_inputs, read_lines
@@ -100,7 +100,8 @@ def build_record(task: Mapping, annotation: Mapping, config: Config, *, layout: 
     steps = parsed.steps if isinstance(parsed, Trace) else []
     n_steps = len(steps) if steps else task_n_steps(data)
     parent = None if prediction else parent_prediction(annotation, task.get("predictions") or [], model_version)
-    labels = decode(annotation.get("result") or [], config, n_steps, prediction=prediction, parent=parent)
+    labels = decode(annotation.get("result") or [], config, n_steps, prediction=prediction, parent=parent,
+                    texts=step_texts(data, config))
     for label in labels.steps:
         if label.step_index < len(steps):
             label.step_type, label.step_text = texts[label.step_index]

@@ -10,6 +10,14 @@ Taxonomy path and the severity as Choices; both still decode. Paged layout: Repe
 scheme in both. Decoding recognises every shape, so the same labels made in either layout give
 the same :class:`TraceLabels`.
 
+Deeper marks: a workbench mark made by selecting words inside a step is a region whose ``startOffset``/``endOffset``
+count UTF-16 code units into the step's card text (``te_transcript``'s ``text``; a region may cross steps, its
+``start``/``end`` naming the first and last); it decodes to an evidence :class:`~.labels.Span` in code points of the
+step's own ``content`` (:class:`StepText` maps one into the other). Two marks linked by a relation (``{"from_id",
+"to_id", "type": "relation", "direction"}``: the arrow points at the cause) give the effect's ``caused_by``; a
+per-region TextArea holds the correction. The paged layout has a "caused by step #" and a correction TextArea per
+step.
+
 Suggestions: a prediction for a workbench that has the config's suggestion label marks each step it suggests with
 that label (the correctness it suggests on the mark result as ``correctness``); its confidence is each region
 result's ``score`` and the judge that made it the mark's ``judge``. An annotation's provenance (``source``,
@@ -21,15 +29,17 @@ from __future__ import annotations
 import itertools
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from .config import Config, ErrorType
-from .fields import Names
+from .fields import TRANSCRIPT, Names
 from .labelconfig import REVIEWED_TEXT, severity_label
-from .labels import StepLabel, TraceLabels, step_number
+from .labels import Span, StepLabel, TraceLabels, step_number
 from .suggestions import is_suggestion
+from .tasks import step_text
+from .trace import Step
 
 
 class _Vocab:
@@ -69,7 +79,7 @@ def _text(value: Mapping) -> str | None:
 
 def _step_range(value: Mapping) -> range | None:
     try:
-        start, end = int(value.get("start")), int(value.get("end", value.get("start")))
+        start, end = int(value.get("start")), int(value.get("end", value.get("start")))  # type: ignore[arg-type]
     except (TypeError, ValueError, OverflowError):  # OverflowError: an infinite float
         return None
     if end < start:
@@ -86,9 +96,10 @@ class _Decoder:
         self.config = config
         self.names = Names(scheme.name)
         self.vocab = _Vocab(config)
-        self.paged = re.compile(rf"^{re.escape(scheme.name)}_(correctness|type|severity|rationale)_(\d+)$")
+        self.paged = re.compile(
+            rf"^{re.escape(scheme.name)}_(correctness|type|severity|rationale|correction|caused_by)_(\d+)$")
         self.per_region = {self.names.type: "type", self.names.severity: "severity",
-                           self.names.rationale: "rationale"}
+                           self.names.rationale: "rationale", self.names.correction: "correction"}
         self.rank = {s.name: s.deduction for s in scheme.severities}
 
 
@@ -113,6 +124,67 @@ def _suggestion(item: Mapping, target: dict) -> None:
         target["suggested_by"] = judge
 
 
+@dataclass(frozen=True, slots=True)
+class StepText:
+    """A workbench card's text (what a selection's offsets count in) and the step's own ``content`` in it.
+
+    ``at`` is where ``content`` starts verbatim in ``text`` (code points), or None where the card shows a derived
+    view of the step instead; the rule is the task's (see :mod:`.tasks`): a selection ``[s, e)`` of ``text`` is
+    ``content[s - at : e - at]``, clipped to the content."""
+
+    text: str
+    content: str
+    at: int | None
+
+    def to_units(self, code_points: int) -> int:
+        """A code-point offset into ``text`` as UTF-16 code units (how Label Studio's Paragraphs counts)."""
+        return len(self.text[:code_points].encode("utf-16-le")) // 2
+
+    def to_code_points(self, units: int) -> int:
+        """A UTF-16 offset into ``text`` as code points (half a surrogate pair rounds down)."""
+        if units <= 0:
+            return 0
+        return len(self.text.encode("utf-16-le")[:2 * units].decode("utf-16-le", errors="ignore"))
+
+    @property
+    def units(self) -> int:
+        """The card text's length in UTF-16 code units (a whole-step mark's ``endOffset``)."""
+        return len(self.text.encode("utf-16-le")) // 2
+
+    def span(self, start: int, end: int) -> Span | None:
+        """The part of ``content`` the code-point selection ``[start, end)`` of ``text`` covers (clipped to it), or
+        None when it covers none of it."""
+        if self.at is None:
+            return None
+        s, e = max(start - self.at, 0), min(end - self.at, len(self.content))
+        return Span(s, e, self.content[s:e]) if s < e else None
+
+
+def step_texts(data: Mapping, config: Config) -> list[StepText] | None:
+    """Each step's :class:`StepText` from a task's ``data`` (its ``te_transcript`` and its trace), or None when the
+    task has no transcript matching its trace. An entry's ``content_at`` says where the content starts; tasks made
+    before it was written had the step's text (content, then an action's input) at the end of the card text."""
+    transcript, steps = data.get(TRANSCRIPT), data.get(config.trace_key)
+    if not isinstance(transcript, list) or not isinstance(steps, list) or len(transcript) != len(steps):
+        return None
+    out = []
+    for entry, step in zip(transcript, steps):
+        text = entry.get("text") if isinstance(entry, Mapping) else None
+        content = step.get("content") if isinstance(step, Mapping) else None
+        if not isinstance(text, str) or not isinstance(content, str):
+            return None
+        if "content_at" in entry:
+            at = entry["content_at"]
+            at = at if isinstance(at, int) and not isinstance(at, bool) else None
+        else:
+            shown = step_text(Step(step))
+            at = len(text) - len(shown) if text.endswith(shown) else None
+        if at is not None and text[at:at + len(content)] != content:
+            at = None
+        out.append(StepText(text, content, at))
+    return out
+
+
 def _int(value: Any) -> int | None:
     try:
         return int(value)
@@ -127,7 +199,7 @@ class _Reading:
     steps: list[StepLabel]
     whole: dict[str, str | None]
     warnings: list[str]
-    #: step -> ids of the results its label was read from (transcript: its region's id; paged: its own results')
+    #: step -> ids of the results its label was read from (transcript: its regions', one per span; paged: its own)
     ids: dict[int, frozenset[str]] = field(default_factory=dict)
     #: step -> where its region lies, ``(first step, last step, startOffset, endOffset)`` (transcript)
     spans: dict[int, tuple] = field(default_factory=dict)
@@ -138,7 +210,7 @@ class _Reading:
 
 
 def decode(result: list[Mapping], config: Config, n_steps: int, *, prediction: bool = False,
-           parent: Mapping | None = None) -> TraceLabels:
+           parent: Mapping | None = None, texts: Sequence[StepText] | None = None) -> TraceLabels:
     """Per-step labels (one per step, correct ones included) and whole-trace values of one annotation, or of a
     prediction with ``prediction``.
 
@@ -147,8 +219,15 @@ def decode(result: list[Mapping], config: Config, n_steps: int, *, prediction: b
     confidence and judge of its results (``score``, ``judge``); in an annotation it is no label of the annotator's
     (a warning says so). ``parent`` is the prediction the annotation started from (:func:`parent_prediction`):
     then each step's provenance is decided by result id (see :func:`_provenance`).
+
+    ``texts`` (:func:`step_texts`) maps a mark on selected words to its evidence span in the step's ``content``: a
+    mark covering the whole card is a whole-step mark (no span); a selection partly outside the content (in the
+    card's header line, in a derived view of an action's arguments) is clipped to it; one wholly outside it is kept
+    as a whole-step mark, with a warning. A region crossing steps gives each step its part. Without ``texts`` a
+    mark gives no span. Relations give ``caused_by`` (their arrow points at the cause; a "bi" link takes the
+    earlier mark as the cause); :func:`~.labels.resolve_causes` checks them when the record is made.
     """
-    reading = _read(result, config, n_steps, prediction=prediction)
+    reading = _read(result, config, n_steps, prediction=prediction, texts=texts)
     labels = TraceLabels(reading.steps, reading.whole, reading.warnings)
     if parent is not None and not prediction:
         suggested = _read(parent.get("result") or [], config, n_steps, prediction=True)
@@ -158,7 +237,8 @@ def decode(result: list[Mapping], config: Config, n_steps: int, *, prediction: b
     return labels
 
 
-def _read(result: list[Mapping], config: Config, n_steps: int, *, prediction: bool) -> _Reading:
+def _read(result: list[Mapping], config: Config, n_steps: int, *, prediction: bool,
+          texts: Sequence[StepText] | None = None) -> _Reading:
     scheme = config.trajectory
     known = _decoder(config)
     names, vocab, paged, per_region = known.names, known.vocab, known.paged, known.per_region
@@ -170,6 +250,7 @@ def _read(result: list[Mapping], config: Config, n_steps: int, *, prediction: bo
     paged_ids: dict[int, set[str]] = {}
     paged_origins: dict[int, set[str]] = {}
     whole: dict[str, str | None] = {r.name: None for r in config.whole_trace}
+    relations: list[Mapping] = []
 
     def put(target: dict, kind: str, value: Mapping, where: str, item: Mapping) -> None:
         if kind == "correctness":
@@ -209,10 +290,21 @@ def _read(result: list[Mapping], config: Config, n_steps: int, *, prediction: bo
                 target["severity"] = vocab.severities[sev]
             elif sev is not None:
                 warnings.append(f"{where}: unknown severity {sev!r}")
-        elif kind == "rationale":
+        elif kind in ("rationale", "correction"):
             text = _text(value)
             if text:
-                target["rationale"] = text
+                target[kind] = text
+        elif kind == "caused_by":
+            text = _text(value) or ""
+            causes = []
+            for token in re.split(r"[\s,;]+", text.strip()):
+                number = re.fullmatch(r"#?(\d{1,9})", token)
+                if number:
+                    causes.append(int(number.group(1)) - 1)  # people see #1 for step_index 0
+                elif token:
+                    warnings.append(f"{where}: {token!r} is not a step number (#N); ignored")
+            if causes:
+                target["caused_by"] = causes
         if prediction:  # an annotation's confidence and judge come from its parent (provenance), not its results
             _suggestion(item, target)
 
@@ -220,6 +312,9 @@ def _read(result: list[Mapping], config: Config, n_steps: int, *, prediction: bo
         warnings.append(f"the result is {type(result).__name__}, not a list of results: nothing decoded")
         result = ()
     for item in result:
+        if isinstance(item, Mapping) and item.get("type") == "relation":
+            relations.append(item)
+            continue
         if not isinstance(item, Mapping) or not isinstance(item.get("from_name"), str):
             continue
         name = item["from_name"]
@@ -260,9 +355,10 @@ def _read(result: list[Mapping], config: Config, n_steps: int, *, prediction: bo
             whole[name] = choice if isinstance(choice, str) else None
 
     reading = _Reading([], whole, warnings)
-    # a region marks every step it spans; where regions overlap, the more severe one wins
+    # a region marks every step it spans; where regions on one step disagree, the more severe one wins
     rank = known.rank
     region_of: dict[int, str] = {}
+    covering: dict[int, list[str]] = {}
     for rid, region in regions.items():
         undecided = region.pop("undecided", False)
         if region.pop("severity_label", False) and "correctness" not in region and not undecided:
@@ -275,18 +371,23 @@ def _read(result: list[Mapping], config: Config, n_steps: int, *, prediction: bo
             warnings.append(f"region {rid}: step {step_number(span.start)} is still a suggestion (labelled "
                             f"{suggestion_label!r}), not a label of the annotator's")
             continue
+        region["mark"] = True
         inside = range(max(span.start, 0), min(span.stop, max(n_steps, 0)))
         if span.start < 0 or span.stop > max(n_steps, 0):  # not len(): a range of 10^400 steps has none
             warnings.append(f"region {rid}: steps {span.start}-{span.stop - 1} reach beyond the trace's "
                             f"{n_steps} steps")
         for idx in inside:
+            covering.setdefault(idx, []).append(rid)
             if idx in correctness:
-                warnings.append(f"step {idx}: marked by more than one region; kept the more severe")
-                if rank.get(details[idx].get("severity"), -1) >= rank.get(region.get("severity"), -1):
+                if _label_of(details[idx], correctness[idx]) != _label_of(region, region["correctness"]):
+                    warnings.append(f"step {idx}: marked by more than one region; kept the more severe")
+                if rank.get(details[idx].get("severity") or "", -1) >= rank.get(region.get("severity") or "", -1):
                     continue
             correctness[idx] = region["correctness"]
-            details[idx] = {k: v for k, v in region.items() if k not in ("steps", "correctness", "origins", "span")}
+            details[idx] = {k: v for k, v in region.items() if k not in _REGION_KEYS}
             region_of[idx] = rid
+    evidence = _evidence(covering, regions, texts, warnings) if texts is not None else {}
+    causes = _relations(relations, regions, n_steps, warnings)
 
     default = scheme.correctness_default
     labels = [StepLabel(idx, default, None, None, None, None) for idx in range(n_steps)]
@@ -295,11 +396,17 @@ def _read(result: list[Mapping], config: Config, n_steps: int, *, prediction: bo
         suggestion = d.get("confidence"), d.get("suggested_by")  # a paged correct step's too
         if label not in scheme.error_labels:
             d = {}
+        # a step's other marks (more spans of it) lend what the chosen one lacks
+        extra = {k: v for rid in reversed(covering.get(idx, [])) for k, v in regions[rid].items()
+                 if k in ("rationale", "correction")}
+        caused = sorted(set(d.get("caused_by", ())) | causes.get(idx, set())) if label in scheme.error_labels else ()
         labels[idx] = StepLabel(idx, label, d.get("error_category"), d.get("error_type"), d.get("severity"),
-                                d.get("rationale"), confidence=suggestion[0], suggested_by=suggestion[1])
+                                d.get("rationale") or extra.get("rationale"), confidence=suggestion[0],
+                                suggested_by=suggestion[1], evidence=tuple(evidence.get(idx, ())),
+                                caused_by=tuple(caused), correction=d.get("correction") or extra.get("correction"))
         if idx in region_of:
             region = regions[region_of[idx]]
-            reading.ids[idx] = frozenset({region_of[idx]})
+            reading.ids[idx] = frozenset(covering[idx])
             reading.spans[idx] = region.get("span", (None,) * 4)
             reading.origins[idx] = frozenset(region["origins"])
         elif idx in paged_ids or idx in paged_origins:
@@ -309,6 +416,67 @@ def _read(result: list[Mapping], config: Config, n_steps: int, *, prediction: bo
                 reading.kept |= reading.ids[idx]
     reading.steps = labels
     return reading
+
+
+#: a region's keys that are not its label's details
+_REGION_KEYS = frozenset({"steps", "correctness", "origins", "span", "mark"})
+
+
+def _label_of(details: Mapping, correctness: str) -> tuple:
+    return correctness, details.get("error_type"), details.get("severity")
+
+
+def _evidence(covering: Mapping[int, list[str]], regions: Mapping[str, dict], texts: Sequence[StepText],
+              warnings: list[str]) -> dict[int, list[Span]]:
+    """Each marked step's evidence spans, from where its marks lie (see :func:`decode`)."""
+    out: dict[int, list[Span]] = {}
+    for idx, rids in covering.items():
+        if idx >= len(texts):
+            continue
+        card = texts[idx]
+        spans: set[Span] = set()
+        for rid in rids:
+            first, last, start, end = regions[rid].get("span", (None,) * 4)
+            if first is None or start is None or end is None:
+                continue
+            # the selection's part on this step: from its start on its first step, to its end on its last
+            s = card.to_code_points(start) if idx == first else 0
+            e = card.to_code_points(end) if idx == last else len(card.text)
+            if s <= 0 and e >= len(card.text):
+                continue  # the whole card: a whole-step mark
+            piece = card.span(s, e)
+            if piece is not None:
+                spans.add(piece)
+            else:
+                where = "a view derived from the step" if card.at is None else \
+                    "the card's header or a view derived from the step"
+                warnings.append(f"region {rid}: step {step_number(idx)}: the selected text {card.text[s:e]!r} is not "
+                                f"in the step's own content but in {where}; kept as a whole-step mark")
+        if spans:
+            out[idx] = sorted(spans)
+    return out
+
+
+def _relations(relations: Sequence[Mapping], regions: Mapping[str, dict], n_steps: int,
+               warnings: list[str]) -> dict[int, set[int]]:
+    """Cause links between marks: effect step -> the steps it was caused by (each mark's first step). The arrow
+    points at the cause ("right": ``to_id``; "left": ``from_id``; "bi": the mark that starts earlier)."""
+    out: dict[int, set[int]] = {}
+    for rel in relations:
+        a, b = regions.get(str(rel.get("from_id"))), regions.get(str(rel.get("to_id")))
+        if a is None or b is None or not a.get("mark") or not b.get("mark"):
+            warnings.append(f"relation {rel.get('from_id')!r} -> {rel.get('to_id')!r}: links a region that is not "
+                            "a mark; dropped")
+            continue
+        direction = rel.get("direction", "right")
+        if direction == "left":
+            a, b = b, a
+        elif direction == "bi" and b["steps"].start > a["steps"].start:
+            a, b = b, a
+        for idx in a["steps"]:
+            if 0 <= idx < n_steps:
+                out.setdefault(idx, set()).add(b["steps"].start)
+    return out
 
 
 def _same_label(a: StepLabel, b: StepLabel) -> bool:
@@ -404,7 +572,8 @@ def parent_prediction(annotation: Mapping, predictions: Sequence[Mapping],
 
 
 def encode(labels: TraceLabels, config: Config, layout: str, transcript: Sequence[Mapping] | None = None,
-           origin: str = "manual", confirm_review: bool = True, suggested: bool = False) -> list[dict]:
+           origin: str = "manual", confirm_review: bool = True, suggested: bool = False,
+           texts: Sequence[StepText] | None = None) -> list[dict]:
     """Label Studio results for ``labels``, in the shapes the labeling UI itself saves.
 
     ``transcript`` is the task's ``te_transcript`` (the transcript layout's regions carry text offsets, in UTF-16
@@ -412,6 +581,11 @@ def encode(labels: TraceLabels, config: Config, layout: str, transcript: Sequenc
     annotator's statement, so predictions leave it to the annotator). ``suggested`` (a prediction for a workbench
     whose label config has the suggestion label, :func:`~.labelconfig.shows_suggestions`) labels each mark as an
     undecided suggestion, the correctness it suggests kept on the mark result as ``correctness``.
+
+    Evidence spans, cause links and corrections: in the transcript layout a step with spans is one mark per span
+    (each with the step's labels; its rationale and correction on the first), placed through ``texts``
+    (:func:`step_texts`; without them the marks cover the whole step), a cause link a relation from the step's first
+    mark to its cause's, pointing at the cause; in the paged layout the "caused by step #" and correction boxes.
     """
     scheme = config.trajectory
     names = Names(scheme.name)
@@ -424,14 +598,15 @@ def encode(labels: TraceLabels, config: Config, layout: str, transcript: Sequenc
     # ids need only be unique within the result (and unlikely to repeat in another): one random prefix
     # per call and a counter after it, far cheaper than a uuid4 a region on long traces
     prefix, counter = secrets.token_hex(4), itertools.count()
+    first_id: dict[int, str | None] = {}  # transcript: a wrong step's first mark, what relations link
 
     def new_id() -> str:
         return f"{prefix}{next(counter):02x}"
 
     def item(from_name: str, to_name: str, rtype: str, value: dict, rid: str | None = None,
              step: StepLabel | None = None, mark: bool = False) -> dict:
-        out = {"id": rid or new_id(), "from_name": from_name, "to_name": to_name, "type": rtype, "origin": origin,
-               "value": value}
+        out: dict[str, Any] = {"id": rid or new_id(), "from_name": from_name, "to_name": to_name, "type": rtype,
+                               "origin": origin, "value": value}
         # a suggestion's confidence is Label Studio's per-region score, on each of the region's results; the
         # judge that made it (merged predictions) on its mark
         if step is not None and step.confidence is not None:
@@ -456,28 +631,52 @@ def encode(labels: TraceLabels, config: Config, layout: str, transcript: Sequenc
                 out.append(item(f"{severity}_{i}", to_name, "choices", {"choices": [step.severity]}, step=step))
             if step.rationale and with_rationale:
                 out.append(item(f"{rationale}_{i}", to_name, "textarea", {"text": [step.rationale]}, step=step))
+            if step.caused_by:
+                out.append(item(f"{names.caused_by}_{i}", to_name, "textarea",
+                                {"text": [", ".join(step_number(c) for c in step.caused_by)]}, step=step))
+            if step.correction:
+                out.append(item(f"{names.correction}_{i}", to_name, "textarea", {"text": [step.correction]},
+                                step=step))
         elif layout == "transcript":
             if not wrong:
                 continue
-            text = transcript[step.step_index]["text"] if transcript else ""
-            i = str(step.step_index)
-            span = {"start": i, "end": i, "startOffset": 0, "endOffset": len(text.encode("utf-16-le")) // 2}
-            rid = new_id()
-            mark = item(marks, "te_trace", "paragraphlabels",
-                        {**span, "paragraphlabels": [suggestion if suggested else step.correctness]}, rid, step,
-                        mark=True)
-            if suggested:
-                mark["correctness"] = step.correctness
-            out.append(mark)
-            if step.severity:
-                out.append(item(severity, "te_trace", "paragraphlabels", {**span, "paragraphlabels": [step.severity]},
-                                rid, step))
-            if step.error_type:
-                out.append(item(type_, "te_trace", "choices", {**span, "choices": [step.error_type]}, rid, step))
-            if step.rationale and with_rationale:
-                out.append(item(rationale, "te_trace", "textarea", {**span, "text": [step.rationale]}, rid, step))
+            card = texts[step.step_index] if texts is not None and step.step_index < len(texts) else None
+            text = card.text if card else transcript[step.step_index]["text"] if transcript else ""
+            index = str(step.step_index)
+            whole = (0, len(text.encode("utf-16-le")) // 2)
+            places = [(card.to_units(card.at + sp.start), card.to_units(card.at + sp.end))
+                      for sp in step.evidence] if card is not None and card.at is not None else []
+            first_id[step.step_index] = None
+            for n, (start, end) in enumerate(places or [whole]):
+                span = {"start": index, "end": index, "startOffset": start, "endOffset": end}
+                rid = new_id()
+                if n == 0:
+                    first_id[step.step_index] = rid
+                mark = item(marks, "te_trace", "paragraphlabels",
+                            {**span, "paragraphlabels": [suggestion if suggested else step.correctness]}, rid, step,
+                            mark=True)
+                if suggested:
+                    mark["correctness"] = step.correctness
+                out.append(mark)
+                if step.severity:
+                    out.append(item(severity, "te_trace", "paragraphlabels",
+                                    {**span, "paragraphlabels": [step.severity]}, rid, step))
+                if step.error_type:
+                    out.append(item(type_, "te_trace", "choices", {**span, "choices": [step.error_type]}, rid, step))
+                if n == 0 and step.rationale and with_rationale:
+                    out.append(item(rationale, "te_trace", "textarea", {**span, "text": [step.rationale]}, rid, step))
+                if n == 0 and step.correction:
+                    out.append(item(names.correction, "te_trace", "textarea", {**span, "text": [step.correction]},
+                                    rid, step))
         else:
             raise ValueError(f"unknown layout {layout!r}")
+    if layout == "transcript":  # a relation as the UI saves it: no id, no names, the arrow at the cause
+        for step in labels.steps:
+            effect = first_id.get(step.step_index)
+            for c in step.caused_by:
+                cause = first_id.get(c)
+                if effect and cause:
+                    out.append({"from_id": effect, "to_id": cause, "type": "relation", "direction": "right"})
     for name, value in labels.whole_trace.items():
         if value is not None:
             out.append(item(name, "te_task", "choices", {"choices": [value]}))

@@ -16,9 +16,9 @@ corrections come along with its labels.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 from ..core import records, results
 from ..core.config import Config, TrajectoryScheme
@@ -225,7 +225,8 @@ def as_prediction(labels: TraceLabels, model_version: str, config: Config, layou
         "model_version": model_version,
         "score": summarize(labels.steps, config.trajectory).final,
         "result": results.encode(labels, config, layout, task_data.get(TRANSCRIPT), origin="prediction",
-                                 confirm_review=False, suggested=suggested),
+                                 confirm_review=False, suggested=suggested,
+                                 texts=results.step_texts(task_data, config)),
     }
 
 

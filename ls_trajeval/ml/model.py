@@ -94,7 +94,7 @@ class Predictor:
             transcript = None  # offsets then default to 0..0; the region still names the step
         # no "reviewed every step" tick: the annotator confirms that, not the model
         result = results.encode(labels, self.config, layout, transcript, origin="prediction", confirm_review=False,
-                                suggested=suggested)
+                                suggested=suggested, texts=results.step_texts(data, self.config))
         if layout == "transcript" and self.config.trajectory.running_score.display:
             # a task opens with the live score of its marks; undecided suggestions are none of the annotator's yet
             # (the live score counts the marks the editor sends: those with the error label), each listed with what

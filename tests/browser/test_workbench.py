@@ -23,6 +23,7 @@ from ls_trajeval.flows.importer import import_traces
 from ls_trajeval.studio import client as studio
 
 from .test_annotate import SHOTS, export
+from .ui import RATIONALE_BOX
 
 pytestmark = pytest.mark.browser
 
@@ -181,7 +182,7 @@ def test_mouse_in_the_workbench(guard, long_projects, tmp_path):
     a = guard
     pid, hand = mouse_walk(a, long_projects, "after")
     hand.click(a.mark_button(STEP), "the step's button")  # the error label is preselected
-    hand.click(a.page.locator("[data-testid='textarea-region-input']").last, "the new mark's rationale box")
+    hand.click(a.page.locator(RATIONALE_BOX).last, "the new mark's rationale box")
     hand.type(RATIONALE)
     hand.press("Enter")  # adds it (leaving the mark, or Submit, would add it too)
     hand.click(a.details.locator(".lsf-label", has_text="Major"), "the severity")
@@ -202,7 +203,7 @@ def test_mouse_in_the_workbench(guard, long_projects, tmp_path):
     see_step(a, STEP + 3)
     hand = Counted(a.page)
     hand.click(a.mark_button(STEP + 3), "the step's button")
-    hand.click(a.page.locator("[data-testid='textarea-region-input']").last, "the new mark's rationale box")
+    hand.click(a.page.locator(RATIONALE_BOX).last, "the new mark's rationale box")
     hand.type("same mistake again")
     hand.press("Enter")
     hand.click(a.details.locator(".te-types label", has_text="Wrong Arguments"), "the type's name")
@@ -216,7 +217,7 @@ def test_mouse_in_the_workbench(guard, long_projects, tmp_path):
     hand = Counted(a.page)
     hand.click(a.main.locator(".te-side-pane .lsf-label", has_text="incorrect"), "the incorrect label")
     hand.click(a.mark_button(STEP + 6), "the step's button")
-    hand.click(a.page.locator("[data-testid='textarea-region-input']").last, "the new mark's rationale box")
+    hand.click(a.page.locator(RATIONALE_BOX).last, "the new mark's rationale box")
     hand.type("third")
     hand.press("Enter")
     hand.click(a.details.locator(".lsf-label", has_text="Minor"), "the severity")

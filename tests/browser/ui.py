@@ -19,6 +19,9 @@ from ls_trajeval.studio import client as studio
 
 #: Set by an XSS payload if any script ever runs.
 PWNED = "__pwned"
+#: a mark's two boxes under it in the Regions list: the rationale, then the correction (its placeholder says so)
+CORRECTION_BOX = "[data-testid='textarea-region-input'][placeholder^='Correction']"
+RATIONALE_BOX = "[data-testid='textarea-region-input']:not([placeholder^='Correction'])"
 
 
 @dataclass
@@ -117,7 +120,11 @@ class Annotator:
 
     def selected_rationale(self):
         """The selected mark's rationale box, under it in the Regions panel."""
-        return self.page.locator(".lsf-tree-treenode-selected [data-testid='textarea-region-input']")
+        return self.page.locator(f".lsf-tree-treenode-selected {RATIONALE_BOX}")
+
+    def selected_correction(self):
+        """The selected mark's correction box, under its rationale in the Regions panel."""
+        return self.page.locator(f".lsf-tree-treenode-selected {CORRECTION_BOX}")
 
     def live_score(self) -> str:
         return self.page.locator(".te-live [data-testid='htx-textbox-content']").inner_text()
@@ -171,7 +178,11 @@ class Annotator:
             box = dialog.locator("label.lsf-settings__field", has_text=title).locator("input[type=checkbox]")
             if box.is_checked() != on:
                 box.click()
-        self.page.keyboard.press("Escape")
+        close = dialog.locator(".ant-modal-close")
+        if close.count():  # Escape closes it only while the focus is inside (not when nothing was clicked)
+            close.click()
+        else:
+            self.page.keyboard.press("Escape")
         dialog.wait_for(state="hidden")
 
     # ------------------------------------------------------------ paged layout

@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from commandline import invoke
+from studio.test_deep_marks import check, deep_round_trip
 from studio.test_suggestions import decided_through_the_api
 from studio.uishapes import EXPECTED_REJECTED, EXPECTED_STEPS, NASTY, RATIONALE, TRACES, provenance_of, ui_result
 
@@ -117,3 +118,9 @@ def test_suggestions_decided_in_the_browsers_shapes_export_their_provenance_on_p
     records, _ = decided_through_the_api(pg_client, tmp_path, "pg suggestions")
     assert len(records) == 2
     assert all(provenance_of(r) == (EXPECTED_STEPS, EXPECTED_REJECTED) for r in records)
+
+
+@pytest.mark.parametrize("layout", labelconfig.LAYOUTS)
+def test_spans_links_and_corrections_round_trip_on_postgresql(pg_client, env, layout, tmp_path):
+    record, stderr = deep_round_trip(pg_client, layout, tmp_path, env=env)
+    check(record, stderr, layout)

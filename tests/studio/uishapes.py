@@ -204,3 +204,124 @@ def provenance_of(record: dict) -> tuple[list[tuple], list[dict]]:
     """A record's provenance in the shape of EXPECTED_STEPS, and its rejected suggestions."""
     return ([(e["step_index"], e["source"], e["suggested_by"], e["confidence"], e["error_type"], e["severity"])
              for e in record["error_localization"]], record["rejected_suggestions"])
+
+
+# ---------------------------------------------------------------- deeper marks: spans, cause links, corrections
+#: a trace whose text lies beyond the BMP (emoji), in CJK and with combining accents, and hostile
+DEEP_TRACE = {"trace_id": "deep-1", "task": f"Fix the discount {NASTY}", "trace": [
+    {"type": "thought", "content": "Plan: read pricing.py 😀 then fix it"},
+    {"type": "action", "content": "read_file", "action_input": {"path": "pricing.py"}},
+    {"type": "observation", "content": "def discount(p, pct): return p * pct / 100  # 東京 😀"},
+    {"type": "thought", "content": f"😀 It must subtract the discount {NASTY}; the tests can wait e\u0301 🧪"},
+    {"type": "action", "content": "edit_file", "action_input": {"path": "pricing.py", "line": 45}},
+    {"type": "thought", "content": "Done 🎉, no need to run the tests"},
+    {"type": "action", "content": "finish", "action_input": "Fixed."},
+]}
+DEEP_CORRECTION = f"run the tests first 🧪 {NASTY}"
+#: step 3's two spans and step 5's piece of the selection crossing from step 4 (words of each step's content)
+DEEP_WORDS = {3: ("subtract the discount", "the tests can wait"), 5: "Done 🎉"}
+
+
+def units(text: str) -> int:
+    """A string's length as Label Studio's Paragraphs counts offsets: UTF-16 code units."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+def ui_deep(layout: str, transcript: list[dict]) -> list[dict]:
+    """What the labeling UI saves for deeper marks on DEEP_TRACE (tests/browser/test_deeper_marks.py makes them by hand
+    and compares the browser's offsets and texts with these):
+
+    - transcript: step 2 marked whole (minor, hallucinated_element); two spans selected in step 3 (major,
+      incorrect_assumption), the first with a correction; a selection from "pricing.py" in step 4's arguments to
+      "Done 🎉" in step 5 (critical, premature_termination); relations as Alt+R saves them (``direction`` "right":
+      from the selected mark to the clicked cause): step 3 → step 2, step 2 → step 3 (a cause after the effect:
+      dropped), and the cross-step mark linked to step 3's first span the other way round (``direction`` "left", as
+      the Relations panel's direction switch saves it; the browser test makes that link with Alt+R instead);
+    - paged: the same steps wrong (4 and 5 each), "caused by step #" boxes as people type them (``#3``, ``4``, a
+      word that is not a step number) and the correction; no spans (the paged cards cannot hold them).
+    Offsets are UTF-16 code units into the card's text (``text`` as Label Studio saves it: the selection, trimmed)."""
+    out: list[dict] = []
+    if layout == "transcript":
+        def region(rid, first, last, start, end, selected):
+            span = {"start": str(first), "end": str(last), "startOffset": start, "endOffset": end, "text": selected}
+            return [
+                (rid, "error_localization", "paragraphlabels", {**span}),
+                (rid, "error_localization_severity", "paragraphlabels", {**span}),
+                (rid, "error_localization_type", "choices", {**span}),
+            ]
+
+        def at(step: int, words: str) -> tuple[int, int]:
+            text = transcript[step]["text"]
+            i = text.index(words)
+            return units(text[:i]), units(text[:i]) + units(words)
+
+        whole2 = transcript[2]["text"]
+        s1, s2 = at(3, DEEP_WORDS[3][0]), at(3, DEEP_WORDS[3][1])
+        cross_start = at(4, "pricing.py")[0]
+        cross_end = at(5, DEEP_WORDS[5])[1]
+        values = {"m2": (["incorrect"], ["minor"], ["hallucinated_element"]),
+                  "m3a": (["incorrect"], ["major"], ["incorrect_assumption"]),
+                  "m3b": (["incorrect"], ["major"], ["incorrect_assumption"]),
+                  "m45": (["incorrect"], ["critical"], ["premature_termination"])}
+        places = {"m2": (2, 2, 0, units(whole2), whole2.strip("\n")),
+                  "m3a": (3, 3, *s1, DEEP_WORDS[3][0]), "m3b": (3, 3, *s2, DEEP_WORDS[3][1]),
+                  "m45": (4, 5, cross_start, cross_end,
+                          transcript[4]["text"][transcript[4]["text"].index("pricing.py"):] + "\n"
+                          + transcript[5]["text"][:transcript[5]["text"].index(DEEP_WORDS[5]) + len(DEEP_WORDS[5])])}
+        for rid, place in places.items():
+            mark, severity, etype = values[rid]
+            for (r, name, rtype, value), key, v in zip(region(rid, *place), ("paragraphlabels", "paragraphlabels",
+                                                                            "choices"), (mark, severity, etype)):
+                out.append({"value": {**value, key: v}, "id": r, "from_name": name, "to_name": "te_trace",
+                            "type": rtype, "origin": "manual"})
+        first, last, start, end, _ = places["m3a"]
+        out.append({"value": {"start": str(first), "end": str(last), "startOffset": start, "endOffset": end,
+                              "text": [DEEP_CORRECTION]}, "id": "m3a", "from_name": "error_localization_correction",
+                    "to_name": "te_trace", "type": "textarea", "origin": "manual"})
+        out += [{"from_id": "m3a", "to_id": "m2", "type": "relation", "direction": "right"},
+                {"from_id": "m2", "to_id": "m3b", "type": "relation", "direction": "right"},
+                {"from_id": "m3a", "to_id": "m45", "type": "relation", "direction": "left"}]
+        to_name = "te_trace"
+    else:
+        def paged(rid, name, rtype, value):
+            return {"id": rid, "from_name": name, "to_name": "te_task", "type": rtype, "origin": "manual",
+                    "value": value}
+        for step, (category, etype, severity) in {2: ("perception", "hallucinated_element", "minor"),
+                                                  3: ("reasoning", "incorrect_assumption", "major"),
+                                                  4: ("action", "premature_termination", "critical"),
+                                                  5: ("action", "premature_termination", "critical")}.items():
+            out += [paged(f"c{step}", f"error_localization_correctness_{step}", "choices", {"choices": ["incorrect"]}),
+                    paged(f"t{step}", f"error_localization_type_{step}", "taxonomy",
+                          {"taxonomy": [[category, etype]]}),
+                    paged(f"s{step}", f"error_localization_severity_{step}", "choices", {"choices": [severity]})]
+        out += [paged("k2", "error_localization_caused_by_2", "textarea", {"text": ["#4, the search"]}),
+                paged("k3", "error_localization_caused_by_3", "textarea", {"text": ["#3"]}),
+                paged("x3", "error_localization_correction_3", "textarea", {"text": [DEEP_CORRECTION]}),
+                paged("k4", "error_localization_caused_by_4", "textarea", {"text": ["4"]}),
+                paged("k5", "error_localization_caused_by_5", "textarea", {"text": ["#4"]})]
+        to_name = "te_task"
+    return out + [
+        {"id": "rev", "from_name": "error_localization_reviewed", "to_name": to_name, "type": "choices",
+         "origin": "manual", "value": {"choices": [labelconfig.REVIEWED_TEXT]}},
+        {"id": "out", "from_name": "overall_success", "to_name": "te_task", "type": "choices", "origin": "manual",
+         "value": {"choices": ["failure"]}}]
+
+
+def deep_expected(layout: str) -> dict[int, dict]:
+    """What the export must say about DEEP_TRACE's wrong steps, by hand: {step: evidence, caused_by, role,
+    correction}; the root cause is step 2 (its link to step 3, a later step, is dropped)."""
+    def span(step: int, words: str) -> dict:
+        c = DEEP_TRACE["trace"][step]["content"]
+        i = c.index(words)  # code points of the step's own content
+        return {"start": i, "end": i + len(words), "text": words}
+
+    spans = layout == "transcript"
+    return {
+        2: {"evidence": [], "caused_by": [], "role": "origin", "correction": None},
+        3: {"evidence": [span(3, w) for w in DEEP_WORDS[3]] if spans else [], "caused_by": [2],
+            "role": "propagated", "correction": DEEP_CORRECTION},
+        # the selection began in step 4's arguments (a derived view, not its content): a whole-step mark
+        4: {"evidence": [], "caused_by": [3], "role": "propagated", "correction": None},
+        5: {"evidence": [span(5, DEEP_WORDS[5])] if spans else [], "caused_by": [3], "role": "propagated",
+            "correction": None},
+    }

@@ -152,7 +152,9 @@ annotation_schemes:
 """)
     for layout in labelconfig.LAYOUTS:
         xml = labelconfig.generate(c, layout)
-        assert "TextArea" not in xml and "$running_score" not in xml
+        # the correction boxes (and the paged caused-by box) stay: only the rationale's goes
+        assert 'name="e_rationale' not in xml and "$running_score" not in xml
+        assert 'name="e_correction' in xml
 
 
 @pytest.mark.parametrize("name", ["trajectory_eval", "coding_agent", "mast", "trail", "who_and_when"])

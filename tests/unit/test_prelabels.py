@@ -218,3 +218,17 @@ def test_previous_export_keeps_evidence_links_and_corrections(tmp_path):
     a, b = pre.labels.steps
     assert (a.evidence, a.correction, a.role) == ((Span(5, 6, "x"),), "grep y", "origin")
     assert (b.caused_by, b.role, pre.root_cause_step) == ((0,), "propagated", 0)
+
+
+def test_trail_evidence_opens_as_spans_in_the_workbench():
+    # the prediction's marks cover the evidence, not the whole step: decoded through the cards' texts, the spans
+    # are the ones read from the TRAIL labels (above, by hand: "ZeroDivisionError" at 0..17 of step 5's content)
+    (trace,) = traces(TRAIL)
+    data = task_data(trace, MAPPED)
+    (pred,) = Prelabeler(MAPPED, "transcript")(trace, data)
+    marks = {r["value"]["start"]: r["value"] for r in pred["result"] if r["from_name"] == "error_localization"}
+    card = data["te_transcript"][5]["text"]
+    assert card[marks["5"]["startOffset"]:marks["5"]["endOffset"]] == "ZeroDivisionError"  # BMP text: units = points
+    got = results.decode(pred["result"], MAPPED, len(trace.steps), prediction=True,
+                         texts=results.step_texts(data, MAPPED))
+    assert got.steps[5].evidence == (Span(0, 17, "ZeroDivisionError"),)

@@ -6,8 +6,8 @@ to a converter (CPU time on a shared 2-core machine wanders by ±10%; an instruc
 
 Each case converts the first ``--mb`` MB (whole lines) of bench_converters.py's 10 MB input for it, in a fresh
 ``python -m ls_trajeval convert`` run under ``valgrind --tool=callgrind``, after an uncounted run on its first
-50 kB that caches the bytecode; an empty input gives the start-up alone. ``--compare DIR`` counts another version of ours the
-same way (DIR first on PYTHONPATH, holding that version's ``ls_trajeval`` package with its converters inside,
+50 kB that caches the bytecode; an empty input gives the start-up alone. ``--compare DIR`` counts another version of
+ours the same way (DIR first on PYTHONPATH, holding that version's ``ls_trajeval`` package with its converters inside,
 as bench_converters.py describes). Needs ``valgrind`` (Debian: ``apt-get install valgrind``); about 10 s a run.
 
 Instructions are not time: Potato's converter (another program, another memory profile) is compared by
@@ -57,7 +57,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--mb", type=float, default=2, help="MB of each case's input to convert")
     ap.add_argument("--only", help="comma-separated case names (first word of the row, e.g. aider,mcp)")
-    ap.add_argument("--compare", type=Path, metavar="DIR", help="also count the version of ours whose ls_trajeval package is in DIR")
+    ap.add_argument("--compare", type=Path, metavar="DIR",
+                    help="also count the version of ours whose ls_trajeval package is in DIR")
     args = ap.parse_args()
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (Debian: apt-get install valgrind)")
@@ -67,14 +68,17 @@ def main() -> None:
         empty = Path(tmp) / "empty.jsonl"
         empty.touch()
         versions = [("ours", None)] + ([("compared", args.compare)] if args.compare else [])
-        start = {name: count([*ours, str(empty), "--format", "react", "-o", os.devnull, "-q"], pp, tmp) for name, pp in versions}
+        start = {name: count([*ours, str(empty), "--format", "react", "-o", os.devnull, "-q"], pp, tmp)
+                 for name, pp in versions}
         print("start-up (empty input): " + ", ".join(f"{n} {v / 1e6:.0f} M" for n, v in start.items()), flush=True)
-        print("| case | MB | ours M instructions (past start-up) |" + (" compared | ours / compared |" if args.compare else ""))
+        print("| case | MB | ours M instructions (past start-up) |"
+              + (" compared | ours / compared |" if args.compare else ""))
         print("|---|---|---|" + ("---|---|" if args.compare else ""))
         for case in CASES:
             if only and case.row.split()[0] not in only or case.ours_kind == "otlp" or not case.suffix:
                 continue  # an OTLP document or a directory cannot be cut at a line: bench_converters.py times them
-            slug = case.row.split()[0] + ("-" + case.row.split("(")[1].split()[0].strip(".)") if "(" in case.row else "")
+            variant = "-" + case.row.split("(")[1].split()[0].strip(".)") if "(" in case.row else ""
+            slug = case.row.split()[0] + variant
             src = CACHE / "inputs" / f"{slug}-10{case.suffix}"
             if not src.exists():
                 print(f"| {case.row} | – | no input: run bench_converters.py --mb 10 first |")

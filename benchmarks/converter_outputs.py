@@ -2,8 +2,9 @@
 byte: the check that a speed-up (or any refactoring) changed no output.
 
     python benchmarks/converter_outputs.py write /tmp/after                 # tests/fixtures/**, every converter
-    python benchmarks/converter_outputs.py write /tmp/after --fuzz 300 --extra /work/staging/fixtures ~/.cache/ls-trajeval-bench/inputs
-    PYTHONPATH=/tmp/main-pkg python benchmarks/converter_outputs.py write /tmp/before ...   # the version in /tmp/main-pkg
+    python benchmarks/converter_outputs.py write /tmp/after --fuzz 300 \
+        --extra /work/staging/fixtures ~/.cache/ls-trajeval-bench/inputs
+    PYTHONPATH=/tmp/main-pkg python benchmarks/converter_outputs.py write /tmp/before ...  # that version
     python benchmarks/converter_outputs.py compare /tmp/before /tmp/after
 
 What is written, one file per input and converter: each trace's JSONL line exactly as ``convert`` writes it,
@@ -155,7 +156,8 @@ def main() -> None:
     sub = ap.add_subparsers(dest="cmd", required=True)
     w = sub.add_parser("write", help="convert the inputs and write every output to DIR")
     w.add_argument("dir", type=Path)
-    w.add_argument("--extra", type=Path, nargs="*", default=[], help="more files or folders (detecting converters only)")
+    w.add_argument("--extra", type=Path, nargs="*", default=[],
+                   help="more files or folders (detecting converters only)")
     w.add_argument("--fuzz", type=int, default=0, help="seeded hostile inputs per converter")
     w.add_argument("--seed", type=int, default=1)
     c = sub.add_parser("compare", help="compare two folders written by `write`")

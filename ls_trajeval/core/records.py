@@ -20,11 +20,11 @@ from typing import Any
 
 from .config import Config
 from .fields import n_steps as task_n_steps
+from .jsonfiles import dumps_line, expand_inputs, read_lines
 from .labels import ROLES, SOURCES, Span, StepLabel, resolve_causes
 from .results import decode, parent_prediction, step_texts
 from .scoring import ScoreSummary, summarize
 from .tasks import step_text
-from .jsonfiles import dumps_line, expand_inputs, read_lines
 from .trace import Trace, TraceError, parse_trace
 
 #: The keys every record starts with, in this order: the trace, where the labels came from, the trace's metadata

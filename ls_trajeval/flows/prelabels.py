@@ -16,7 +16,7 @@ corrections come along with its labels.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -63,15 +63,17 @@ class _Mapper:
 
     def maps(self, name: str | None) -> bool:
         """Whether a foreign name maps by itself (without falling back to the default type)."""
-        return bool(name) and (self.scheme.type_by_name(name) is not None or name in self.pm.type_map)
+        return name is not None and name != "" and (self.scheme.type_by_name(name) is not None
+                                                     or name in self.pm.type_map)
 
     def severity_for(self, name: str | None) -> str | None:
         if name and self.scheme.severity_by_name(name):
             return name
         if name:
             mapped = self.pm.severity_map.get(name) or self.pm.severity_map.get(name.upper())
-            if mapped is None and name.upper() in DEFAULT_IMPACT and self.scheme.severity_by_name(DEFAULT_IMPACT[name.upper()]):
-                mapped = DEFAULT_IMPACT[name.upper()]
+            default = DEFAULT_IMPACT.get(name.upper())
+            if mapped is None and default is not None and self.scheme.severity_by_name(default):
+                mapped = default
             if mapped:
                 return mapped
         return self.pm.default_severity
@@ -143,10 +145,11 @@ def from_metadata(trace: Trace, config: Config) -> list[Prelabel]:
             out.append(_prelabel("who_and_when", n, {}, scheme, [outside]))
     errors = meta.get("errors")
     if isinstance(errors, list) and errors:
-        spans = meta.get("error_steps") if isinstance(meta.get("error_steps"), dict) else {}
+        found = meta.get("error_steps")
+        spans: dict = found if isinstance(found, dict) else {}
         marks: dict[int, StepLabel] = {}
         problems = []
-        rank = {s.name: s.deduction for s in scheme.severities}
+        rank: dict[str | None, float] = {s.name: s.deduction for s in scheme.severities}
         for err in errors:
             if not isinstance(err, dict):
                 continue
@@ -233,7 +236,7 @@ def as_prediction(labels: TraceLabels, model_version: str, config: Config, layou
 class Prelabeler:
     """Called by the importer for each trace: its predictions, with problems collected for the summary."""
 
-    def __init__(self, config: Config, layout: str, exports: list[str | Path] = (), suggested: bool = False):
+    def __init__(self, config: Config, layout: str, exports: Sequence[str | Path] = (), suggested: bool = False):
         self.config = config
         self.layout = layout
         self.suggested = suggested

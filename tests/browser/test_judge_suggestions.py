@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from judge.conftest import TRACES
+from judge.standin import MODEL, StandIn
 
 from ls_trajeval.core import trace
 from ls_trajeval.flows.importer import import_traces
@@ -13,9 +15,6 @@ from ls_trajeval.flows.judge import judge_project
 from ls_trajeval.flows.projects import load_config
 from ls_trajeval.ml.llm_judge import JudgeSettings
 from ls_trajeval.studio import client as studio
-
-from judge.conftest import TRACES
-from judge.standin import MODEL, StandIn
 
 pytestmark = pytest.mark.browser
 

@@ -7,8 +7,8 @@ import re
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from ls_trajeval.core import config as cfg
 from ls_trajeval import label_configs
+from ls_trajeval.core import config as cfg
 from ls_trajeval.core import labelconfig
 
 from .test_annotate import export, trace
@@ -105,11 +105,12 @@ def walk_to(a, target: int, limit: int = 12) -> list[int]:
             try:
                 a.page.wait_for_function(moved, arg=seen[-1], timeout=8_000)
                 break
-            except PlaywrightTimeout:
+            except PlaywrightTimeout as exc:
                 if attempt == 2:
-                    focused = a.page.evaluate("() => document.activeElement && document.activeElement.outerHTML.slice(0, 200)")
+                    focused = a.page.evaluate(
+                        "() => document.activeElement && document.activeElement.outerHTML.slice(0, 200)")
                     raise AssertionError(f"Alt+arrow did not leave step {seen[-1]} after 3 presses: {seen}; "
-                                         f"focus on {focused}")
+                                         f"focus on {focused}") from exc
         seen.append(shown_step(a))
     raise AssertionError(f"the keyboard did not reach step {target}: {seen}")
 
@@ -136,7 +137,8 @@ def test_keyboard_only_walk_and_label(guard, keyed, tmp_path):
     kb.press("Escape")  # out of the text box: keys are hotkeys again
     press_choice(a, labelconfig.REVIEWED_TEXT)
     press_choice(a, "failure")
-    with a.page.expect_response(lambda r: re.search(r"/api/tasks/\d+/annotations", r.url) and r.request.method == "POST"):
+    saved = re.compile(r"/api/tasks/\d+/annotations")
+    with a.page.expect_response(lambda r: bool(saved.search(r.url)) and r.request.method == "POST"):
         kb.press("Control+Enter")
     step = export(pid, tmp_path)["keys-paged"]["error_localization"][3]
     assert (step["correctness"], step["error_type"], step["severity"], step["rationale"]) == (

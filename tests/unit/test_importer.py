@@ -139,7 +139,8 @@ def test_an_agent_log_imported_without_format_is_one_error_naming_its_format(tmp
     assert [x.trace_id for x in items if hasattr(x, "steps")] == ["a"]  # the next file imports as usual
     # trace JSONL whose lines miss their id keeps its line-by-line errors
     plain = write(tmp_path / "plain.jsonl", [{"task": "t", "trace": [{"type": "thought", "content": "x"}]}, trace("b")])
-    assert [str(x) for x in read_inputs([plain], CONFIG) if not hasattr(x, "steps")] == [f"{plain}:1: trace_id: missing"]
+    errors = [str(x) for x in read_inputs([plain], CONFIG) if not hasattr(x, "steps")]
+    assert errors == [f"{plain}:1: trace_id: missing"]
 
 
 def test_progress_bar_steps_aside_for_rejections(tmp_path, capsys):

@@ -19,7 +19,7 @@ from .base import Converter, Sample
 from .support.chat import call_id, message_parts, norm_role, tool_calls_of, value_text
 from .support.errors import BadRecord
 from .support.files import Origin, sample_objects
-from .support.steps import StepList, default_id, finish, name_agents, render_args, step
+from .support.steps import StepList, agent_actor, default_id, finish, name_agents, render_args, role_actor, step
 
 NAME = "multi_agent"
 _WW_KEYS = ("mistake_agent", "mistake_step", "mistake_reason", "ground_truth", "question")
@@ -102,6 +102,28 @@ def _classify(role: str, name: str | None) -> tuple[str, dict]:
             _CLASSIFIED.clear()
         hit = _CLASSIFIED[(role, name)] = _classify_new(role, name)
     return hit[0], dict(hit[1])
+
+
+_LISTED: dict = {}
+
+
+def _entry(role: str, agent: str | None) -> tuple[str, dict, dict | None, dict | None, dict | None]:
+    """(step type, metadata, the actor of its text as a message, as a thought, the actor of its calls) of a message
+    list entry by its role and agent: the actors :func:`step` and ``name_agents`` would give its steps, found once
+    per pair (a transcript repeats a few thousands of times; a lookup per step and a pass naming the agents cost the
+    benchmark's multi_agent case a twentieth of its conversion, benchmarks/converter_instructions.py)."""
+    hit = _LISTED.get((role, agent))
+    if hit is None:
+        if len(_LISTED) > 4096:
+            _LISTED.clear()
+        stype, meta = _classify_new(role or (agent or ""), agent if role else None)
+        if agent:
+            meta["agent"] = agent
+        name = meta.get("agent")
+        by = agent_actor(name) if name else None  # an agent's step: its agent's, unless its role names another
+        hit = _LISTED[(role, agent)] = (stype, meta, role_actor(meta.get("role")) or by, by,
+                                        agent_actor(agent) if agent else None)
+    return hit[0], dict(hit[1]), hit[2], hit[3], hit[4]
 
 
 def _classify_new(role: str, name: str | None) -> tuple[str, dict]:
@@ -210,8 +232,11 @@ def message_list_trace(rec: dict, origin: Origin) -> list:
                 if not isinstance(c, dict):
                     raise BadRecord(f"{key}[{i}].content[{k}]", "expected a function call object")
                 cid = call_id(c.get("id"))
-                out.call(cid, step("action", str(c.get("name", "")), render_args(c.get("arguments")),
-                                   {"tool_call_id": cid, **base}))
+                act = step("action", str(c.get("name", "")), render_args(c.get("arguments")),
+                           {"tool_call_id": cid, **base})
+                out.call(cid, act)
+                if agent:  # after StepList's render hint, as name_agents would (the keys' order)
+                    act["actor"] = agent_actor(agent)
             continue
         if mtype == "ToolCallExecutionEvent" and isinstance(content, list):
             for k, c in enumerate(content):
@@ -231,11 +256,9 @@ def message_list_trace(rec: dict, origin: Origin) -> list:
         if content is not None and not isinstance(content, (str, list, dict)):
             raise BadRecord(f"{key}[{i}].content", f"expected a string, got {type(content).__name__}")
         if mtype == "ThoughtEvent":
-            out.add(step("thought", value_text(content), None, {**base}))
+            out.add(step("thought", value_text(content), None, {**base}, agent_actor(agent) if agent else None))
             continue
-        stype, meta = _classify(role or (agent or ""), agent if role else None)
-        if agent:
-            meta["agent"] = agent
+        stype, meta, as_message, as_thought, calls_by = _entry(role, agent)
         meta["index"] = i
         if ts is not None:
             meta["timestamp"] = ts
@@ -251,17 +274,22 @@ def message_list_trace(rec: dict, origin: Origin) -> list:
         else:
             text, reasoning, calls = value_text(content), "", tool_calls_of(m)
         if reasoning:
-            out.add(step("thought", reasoning, None, dict(meta)))
+            out.add(step("thought", reasoning, None, dict(meta), as_thought))
         if text or not calls:
-            said = step("thought" if calls and stype == "message" else stype, text, None, dict(meta))
+            if stype == "message":
+                said = step("thought", text, None, dict(meta), as_thought) if calls else \
+                    step("message", text, None, dict(meta), as_message)
+            else:
+                said = step(stype, text, None, dict(meta), as_thought if stype == "thought" else None)
             if cid is not None and said.type in ("observation", "error"):
                 out.result(cid, said)
             else:
                 out.add(said)
         for tc in calls:
-            out.call(
-                tc.call_id, step("action", tc.name, render_args(tc.args), {"tool_call_id": tc.call_id, "agent": agent})
-            )
+            act = step("action", tc.name, render_args(tc.args), {"tool_call_id": tc.call_id, "agent": agent})
+            out.call(tc.call_id, act)
+            if calls_by is not None:  # after StepList's render hint, as name_agents would (the keys' order)
+                act["actor"] = calls_by
         if first_user is None and task is None and norm_role(role or agent or "") == "user":
             first_user = text
     if task is None:
@@ -273,7 +301,6 @@ def message_list_trace(rec: dict, origin: Origin) -> list:
     steps = out.steps()
     md["agents"] = list(dict.fromkeys(a for s in steps if (a := s.get("metadata", {}).get("agent"))))
     tid = rec.get("trace_id") or rec.get("id") or rec.get("session_id") or default_id(origin)
-    name_agents(steps)
     return [finish(origin, str(tid), task, steps, md, key)]
 
 

@@ -22,8 +22,10 @@ from ls_trajeval.core.trace import Step, describe
 from ..base import Gather, Unit
 from .errors import BadRecord, expect
 from .files import Origin, maybe_json
-from .steps import StepBatch, StepList, compact, dumps, render_args, step, text
+from .steps import NO_ACTOR, StepBatch, StepList, compact, dumps, render_args, role_actor, step, text
 
+#: the actor of a user's message (what step() finds from its role, given directly where the dialect says so)
+_USER = role_actor("user")
 _MEDIA = frozenset({"image_url", "image", "input_image", "blob", "uri", "file"})
 _DATA_URL = re.compile(r"^data:([^;,]*)(;base64)?,", re.I)
 _B64ISH = re.compile(r"^[A-Za-z0-9+/=\s]{2000,}$")
@@ -238,9 +240,8 @@ def openai_messages(messages: list, out: StepList, *, where: str = "messages", a
             if task is None:
                 task = content
             nm = m.get("name")
-            out.add(
-                step("message", content, None, {"role": "user", "name": nm, **meta} if nm else {"role": "user", **meta})
-            )
+            out.add(step("message", content, None,
+                         {"role": "user", "name": nm, **meta} if nm else {"role": "user", **meta}, _USER))
         elif role == "assistant":
             name = m.get("name") or agent
             by = {"agent": name, **meta} if name else meta  # each step's metadata is a new dict made from these
@@ -264,7 +265,7 @@ def openai_messages(messages: list, out: StepList, *, where: str = "messages", a
             if calls.__class__ is not list:
                 expect(calls, list, f"{where}[{i}].tool_calls")
             if body or not calls and not m.get("function_call"):
-                out.add(step("message", body, None, said))
+                out.add(step("message", body, None, said, NO_ACTOR))  # the assistant's: no actor, none looked for
             for j, tc in enumerate(calls):
                 c = tool_call(tc, f"{where}[{i}].tool_calls[{j}]")
                 out.call(c.call_id, step("action", c.name, render_args(c.args), {**by, "tool_call_id": c.call_id}))
@@ -282,8 +283,11 @@ def openai_messages(messages: list, out: StepList, *, where: str = "messages", a
             err = m.get("error")
             content = content_text(m.get("content"))
             extra: dict[str, Any] = dict(meta)
+            by = None  # a named tool's result: its actor is found by step(); else by the call it answers, or none
             if m.get("name") or m.get("function"):
                 extra["tool_name"] = m.get("name") or m.get("function")
+            else:
+                by = NO_ACTOR
             if err:
                 if isinstance(err, dict):
                     extra["error_type"] = err.get("type")
@@ -292,9 +296,9 @@ def openai_messages(messages: list, out: StepList, *, where: str = "messages", a
                     msg = text(err)
                 if content and content != msg:
                     extra["tool_output"] = content
-                out.result(key, step("error", msg or content, None, {**extra, "tool_call_id": cid}))
+                out.result(key, step("error", msg or content, None, {**extra, "tool_call_id": cid}, by))
             else:
-                out.result(key, step("observation", content, None, {**extra, "tool_call_id": cid}))
+                out.result(key, step("observation", content, None, {**extra, "tool_call_id": cid}, by))
         else:
             out.add(step("other", compact(m), None, {"role": role, **meta}))
             if warnings is not None:
@@ -316,15 +320,19 @@ def anthropic_blocks(role: str, content: Any, out: StepList | StepBatch, where: 
     base = meta or {}
     # the metadata every kind of step starts from, made once per message (the loop runs once per block)
     said = {"role": role, "agent": agent, **base} if agent is not None and role != "user" else {"role": role, **base}
+    # who made its text and its results, found once per message rather than by step() per block: a person's or the
+    # harness's text by its role; a result by its named tool, else by the call it answers (StepList)
+    said_by = role_actor(role) or NO_ACTOR
     if content is None:
         content = ""
     if content.__class__ is str:
-        out.add(step("message", content, None, dict(said)))
+        out.add(step("message", content, None, dict(said), said_by))
         return content if role == "user" else ""
     if content.__class__ is not list:
         expect(content, list, f"{where}.content")
     tool = {"agent": agent, **base} if agent is not None else base
     results = {**base, **result_meta} if result_meta else base
+    results_by = None if "tool_name" in results else NO_ACTOR
     user_text = []
     # the location string is built only when a block is bad
     for j, b in enumerate(content):
@@ -341,7 +349,7 @@ def anthropic_blocks(role: str, content: Any, out: StepList | StepBatch, where: 
                 raise BadRecord(f"{where}.content[{j}].text", f"expected a string, got {describe(t)}")
             if role == "user":
                 user_text.append(t)
-            out.add(step("message", t, None, dict(said)))
+            out.add(step("message", t, None, dict(said), said_by))
         elif bt == "tool_use" or bt == "server_tool_use" or bt == "mcp_tool_use":
             name = b.get("name")
             if name is None:
@@ -361,7 +369,7 @@ def anthropic_blocks(role: str, content: Any, out: StepList | StepBatch, where: 
                 if bt == "tool_result"
                 else {"block_type": bt, **results, "tool_call_id": cid}
             )
-            out.result(cid, step("error" if is_err else "observation", body_text, None, m))
+            out.result(cid, step("error" if is_err else "observation", body_text, None, m, results_by))
         elif bt == "thinking":
             out.add(step("thought", text(b.get("thinking")), None, {"role": role, **tool}))
         elif bt == "redacted_thinking":

@@ -182,6 +182,9 @@ PATH_ARGS = ("file_path", "path", "absolute_path", "filename", "target_file", "n
 #: the actor objects made so far, by kind and name: steps share them (no dict made per step), so a converter replaces
 #: a step's actor, never changes one in place
 _ACTORS: dict[tuple[str, str | None], dict] = {}
+#: ``who`` for a step whose source says no more than its type about who made it (a converter that knows so, as a
+#: chat dialect knows an assistant's turn): no actor, and none looked for
+NO_ACTOR: dict = {}
 #: the render hints every step of a kind shares (as the actors: replaced, never changed)
 FOLDED = {"folded": True}
 TERMINAL = {"as": "terminal"}
@@ -218,12 +221,13 @@ def step(type_: str, content: Any, action_input: str | None = None, metadata: di
     ``empty_response: true`` in its metadata; other empty steps (a tool that returned nothing, an empty user
     message) stay as they are.
 
-    ``who`` (the step's actor, from :func:`actor`), when the converter does not give it, is what the source role
-    says where it says more than the type: a person's turn (role user or human) the user's, what the harness set
-    (a system step, role system, developer, task, instructions) the system's, a result the named tool's
-    (``metadata.tool_name``, or the call's name once :class:`StepList` pairs it). A step left without one is the
-    agent's or a tool's by its type; multi-agent formats name their agents with :func:`name_agents`. A system
-    step starts folded unless ``render`` says otherwise."""
+    ``who`` (the step's actor, from :func:`actor`, or :data:`NO_ACTOR`: none, and none looked for), when the
+    converter does not give it, is what the source role says where it says more than the type: a person's turn (role
+    user or human) the user's, what the harness set (a system step, role system, developer, task, instructions) the
+    system's, a result the named tool's (``metadata.tool_name``, or the call's name once :class:`StepList` pairs it).
+    A step left without one is the agent's or a tool's by its type; multi-agent formats name their agents with
+    :func:`name_agents` (or :func:`agent_actor` as ``who``). A system step starts folded unless ``render`` says
+    otherwise."""
     # a hot path (every step of every converter, benchmarks/converter_instructions.py): the step object is built in
     # its output order, key by key, and an empty turn is found with the fewest tests of the usual step
     if content.__class__ is not str:
@@ -265,11 +269,22 @@ def step(type_: str, content: Any, action_input: str | None = None, metadata: di
                     name = metadata.get("tool_name")
                     if name.__class__ is str and name:
                         s["actor"] = _TOOL_ACTORS.get(name) or actor("tool", name)
-    else:
+    elif who:  # an actor, not NO_ACTOR
         s["actor"] = who
     if render is not None:
         s["render"] = render
     return s
+
+
+def agent_actor(name: str) -> dict:
+    """The actor of the agent named ``name``, as :func:`name_agents` gives it (for a converter that names its agents'
+    steps as it makes them)."""
+    return _AGENT_ACTORS.get(name) or actor("agent", name)
+
+
+def role_actor(role: Any) -> dict | None:
+    """The actor :func:`step` gives a message of the source role ``role`` (a person's, the harness's), else None."""
+    return _ROLE_ACTORS.get(role) if role.__class__ is str else None
 
 
 def name_agents(steps: list[Step], kind: str = "agent") -> None:
@@ -310,6 +325,10 @@ def call_render(tool: Any, args: Any) -> dict | None:
             if v.__class__ is str and v:
                 return {"path": v}
     return None
+
+
+#: how a unified diff's text starts (a shell's output that may be one is looked into further)
+_DIFF_STARTS = ("diff --git ", "--- ")
 
 
 def result_render(tool: Any, content: str) -> dict:
@@ -396,7 +415,7 @@ class StepList:
             s["actor"] = _TOOL_ACTORS.get(tool) or actor("tool", tool)
         if tool in SHELL_TOOLS and "render" not in s:  # a shell's output, or the diff it printed
             body = s["content"]
-            s["render"] = TERMINAL if body[:4] != "diff" and body[:4] != "--- " else result_render(tool, body)
+            s["render"] = result_render(tool, body) if body.startswith(_DIFF_STARTS) else TERMINAL
         return True
 
     def has_call(self, key: Any) -> bool:

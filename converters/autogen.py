@@ -20,7 +20,7 @@ from typing import Any
 from ls_trajeval.core.trace import describe
 
 from .base import Converter, Sample
-from .multi_agent import message_list_trace
+from .multi_agent import function_result, message_list_trace
 from .support.chat import call_id, content_text, value_text
 from .support.errors import BadRecord, expect
 from .support.files import Origin, sample_objects
@@ -84,17 +84,7 @@ def context_steps(msgs: list, where: str) -> tuple[list, str | None]:
                 out.add(step("message", content_text(content), None, {"role": "assistant", **meta}))
         elif kind == "FunctionExecutionResultMessage":
             for k, r in enumerate(expect(content, list, f"{w}.content")):
-                expect(r, dict, f"{w}.content[{k}]")
-                cid = call_id(r.get("call_id"))
-                out.result(
-                    cid,
-                    step(
-                        "error" if r.get("is_error") else "observation",
-                        value_text(r.get("content")),
-                        None,
-                        {"tool_call_id": cid, "tool_name": r.get("name"), **meta},
-                    ),
-                )
+                function_result(out, expect(r, dict, f"{w}.content[{k}]"), meta)
         else:
             raise BadRecord(f"{w}.type", "expected one of " + ", ".join(sorted(_CORE_TYPES)) + ", got "
                             + (repr(kind) if isinstance(kind, str) else describe(kind)))

@@ -204,6 +204,13 @@ def _who_when(rec: dict, origin: Origin) -> list:
     return [finish(origin, str(tid), task, steps, md, "history")]
 
 
+def function_result(out: StepList, r: dict, meta: dict) -> None:
+    """An AutoGen function execution result ``{call_id, content, name, is_error}``, paired with its call."""
+    cid = call_id(r.get("call_id"))
+    out.result(cid, step("error" if r.get("is_error") else "observation", value_text(r.get("content")), None,
+                         {"tool_call_id": cid, "tool_name": r.get("name"), **meta}))
+
+
 def message_list_trace(rec: dict, origin: Origin) -> list:
     """An agent-named message list (AutoGen, CrewAI, a team's thread) as one trace; autogen reuses it."""
     key = next(k for k in _LIST_KEYS if isinstance(rec.get(k), list))
@@ -242,16 +249,7 @@ def message_list_trace(rec: dict, origin: Origin) -> list:
             for k, c in enumerate(content):
                 if not isinstance(c, dict):
                     raise BadRecord(f"{key}[{i}].content[{k}]", "expected a function result object")
-                cid = call_id(c.get("call_id"))
-                out.result(
-                    cid,
-                    step(
-                        "error" if c.get("is_error") else "observation",
-                        value_text(c.get("content")),
-                        None,
-                        {"tool_call_id": cid, "tool_name": c.get("name"), **base},
-                    ),
-                )
+                function_result(out, c, base)
             continue
         if content is not None and not isinstance(content, (str, list, dict)):
             raise BadRecord(f"{key}[{i}].content", f"expected a string, got {type(content).__name__}")

@@ -185,7 +185,7 @@ def test_paged_shows_every_payload_literally_and_runs_none(guard, hostile, tmp_p
     assert all(p in a.main.locator(".te-head").inner_text() for p in PAYLOADS[6:9])  # trace ids, source format
     a.page_to(3)
     a.set_correctness("incorrect")
-    assert seen(a.details.locator("textarea").get_attribute("placeholder")) == ALL
+    assert seen(a.details.locator("textarea[name*='_rationale_']").get_attribute("placeholder")) == ALL
     pick_hostile_type(a, "Incorrect Assumption")
     a.choose_severity("Major")
     a.write_rationale(ALL)

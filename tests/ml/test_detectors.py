@@ -9,6 +9,7 @@ import pytest
 from ls_trajeval import label_configs
 from ls_trajeval.core import config as cfg
 from ls_trajeval.core import labelconfig, results
+from ls_trajeval.core.fields import SCORE_KEPT, SCORE_NOT_KEPT, SCORE_STATUS
 from ls_trajeval.core.tasks import task_data
 from ls_trajeval.core.trace import Step, parse_trace
 from ls_trajeval.ml import detectors
@@ -221,7 +222,11 @@ def test_task_fields_latest_and_mean():
     assert f["te_curve"] == [95, 95, 85]
     empty = task_fields(CONFIG, data, [])
     assert empty["running_score"] == 100 and empty["te_curve"] == [100, 100, 100]
-    assert {k: v for k, v in empty.items() if k != "te_scores"} == {k: data[k] for k in empty if k != "te_scores"}
+    # the seeded score fields, but for what says who keeps the score: the import seeds "not kept", the backend
+    # writes that it keeps it
+    same = set(empty) - {"te_scores", SCORE_STATUS}
+    assert {k: empty[k] for k in same} == {k: data[k] for k in same}
+    assert (data[SCORE_STATUS], empty[SCORE_STATUS]) == (SCORE_NOT_KEPT, SCORE_KEPT)
 
 
 @pytest.mark.parametrize("bad", ["../x", "..", "a/b", "x" * 200, "/etc/passwd", 5])

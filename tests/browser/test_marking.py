@@ -21,7 +21,7 @@ from ls_trajeval.core.labels import StepLabel, TraceLabels
 from ls_trajeval.studio import client as studio
 
 from .test_annotate import SHOTS
-from .ui import Projects, logged_in
+from .ui import RATIONALE_BOX, Projects, logged_in
 
 pytestmark = pytest.mark.browser
 
@@ -62,13 +62,14 @@ def disabled(a, step: int) -> bool:
     return a.mark_button(step).get_attribute("aria-label").endswith("(disabled)")
 
 
-def regions_scrolled(a) -> int:
-    return a.page.evaluate("() => document.querySelector('.lsf-outliner').closest('.lsf-tabs__contents').scrollTop")
-
-
-def in_view_of(a, inner, outer) -> bool:
-    box, frame = inner.bounding_box(), outer.bounding_box()
-    return bool(box and frame) and box["y"] >= frame["y"] and box["y"] + box["height"] <= frame["y"] + frame["height"]
+SELECTED_RATIONALE = f".lsf-tree-treenode-selected {RATIONALE_BOX}"
+# the selected mark's rationale box lies inside the Regions list's frame, the list not scrolled
+RATIONALE_IN_VIEW = """(sel) => {
+  const list = document.querySelector('.lsf-outliner'), box = document.querySelector(sel);
+  if (!list || !box || list.closest('.lsf-tabs__contents').scrollTop !== 0) return false;
+  const b = box.getBoundingClientRect(), f = list.getBoundingClientRect();
+  return b.height > 0 && b.top >= f.top && b.bottom <= f.bottom;
+}"""
 
 
 def test_with_label_studios_defaults_the_workbench_says_what_to_turn_on(newcomer, ls_client):
@@ -88,8 +89,6 @@ def test_with_label_studios_defaults_the_workbench_says_what_to_turn_on(newcomer
     assert not disabled(a, 29) and not hint.is_visible()
 
 
-@pytest.mark.xfail(strict=True, reason="issue 30's correction box under each mark makes the Regions list's "
-                   "entries taller: with nine marks before it the new mark's rationale is below the fold")
 def test_once_the_settings_are_on_a_new_mark_is_selected_armed_and_its_rationale_in_view(newcomer, ls_client):
     a = newcomer
     a.reset_watch()
@@ -104,10 +103,10 @@ def test_once_the_settings_are_on_a_new_mark_is_selected_armed_and_its_rationale
     assert a.details.locator(".lsf-label", has_text="Major").is_visible()
     assert a.details.locator(".te-types label", has_text="Wrong Tool").is_visible()
     # its rationale box comes first in the Regions list, in view, the list not scrolled (nine entries before it)
-    regions = a.page.locator(".lsf-outliner")
     box = a.selected_rationale()
     box.wait_for()
-    assert regions_scrolled(a) == 0 and in_view_of(a, box, regions)
+    # the list puts the selected entry first a frame after it draws the new one at the end: wait for it to settle
+    a.page.wait_for_function(RATIONALE_IN_VIEW, arg=SELECTED_RATIONALE, timeout=5000)
     assert a.page.locator(".lsf-outliner .lsf-tree-list .lsf-tree-treenode").count() == len(EARLIER) + 1
     box.click()
     box.fill("the fix inverts the discount")

@@ -495,6 +495,6 @@ CONVERTER = Converter(
     shapes="JSONL of {type: user|assistant|system|progress|summary, uuid, parentUuid, sessionId, message, ...}",
     detect=detect,
     one=one,
-    read=partial(records, split=None, jsonl=True),
+    read=partial(records, split=None, jsonl=True, moving=True),  # _Sessions.add keeps a record's line alone
     gather=_Sessions,
 )

@@ -150,6 +150,7 @@ def iter_lines(path: str | Path, nan_as_null: bool = False, *, located: bool = F
     except (OSError, EOFError) as exc:
         if not located:
             raise
+        # the one pair without a line, and only when asked for (documents() asks; other readers get the exception)
         yield None, TraceError(source, None, None, f"cannot read: {exc}")  # type: ignore[misc]
 
 

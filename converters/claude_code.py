@@ -270,14 +270,27 @@ def _command_task(said: str) -> str | None:
     return f"{name.group(1)} {args}" if args else ""
 
 
-def _steps(records: list[dict], source: str, tid: str, errors: list) -> tuple[StepList, str, dict]:
+#: where a session ran, as its records say (the first record that says so, in conversation order)
+_PLACE_KEYS = ("cwd", "version", "gitBranch")
+
+
+def _steps(records: list[dict], source: str, tid: str, errors: list) -> tuple[StepList, str, dict, dict, bool]:
+    """The steps of a session's kept records, its task, its models, usage and place (:data:`_PLACE_KEYS`), and
+    whether a result names a sub-agent (``toolUseResult.agentId``); the located errors of the records left out go to
+    ``errors``. What it finds of the records it finds as they pass: no second pass over them."""
     out = StepList()
+    subagents = False
+    place: dict[str, Any] = {}
     task = None
     expands = False  # the last prompt was a slash command without arguments: its expansion says what it asks
     usage: Counter[str] = Counter()
     models = []
     batch = StepBatch()
     for r in records:
+        if len(place) < 3 and ("cwd" in r or "version" in r or "gitBranch" in r):
+            for k in _PLACE_KEYS:
+                if k not in place and r.get(k):
+                    place[k] = r[k]
         try:
             said = _record(r, batch)
         except Exception:  # noqa: BLE001 - the record alone is rejected, located and worded by guarded
@@ -292,6 +305,9 @@ def _steps(records: list[dict], source: str, tid: str, errors: list) -> tuple[St
                     s["actor"] = actor("system")
                     s["render"] = FOLDED
         batch.commit(out)
+        if "toolUseResult" in r and not subagents:
+            tur = r["toolUseResult"]
+            subagents = isinstance(tur, dict) and "agentId" in tur
         if r.get("type") == "assistant":
             msg = r["message"]
             model = msg.get("model")
@@ -318,7 +334,7 @@ def _steps(records: list[dict], source: str, tid: str, errors: list) -> tuple[St
         else:
             task = command if command is not None else said
     stats = {"models": models or None, "usage": dict(usage) or None}
-    return out, task or "", stats
+    return out, task or "", stats, place, subagents
 
 
 def one(session: tuple[str, list[dict], dict, dict], origin: Origin) -> Iterator:
@@ -343,7 +359,7 @@ def one(session: tuple[str, list[dict], dict, dict], origin: Origin) -> Iterator
 
 def _session_trace(origin: Origin, tid: str, kept: list[dict], records: list[dict], branches: int, lost: int,
                    meta: dict, errors: list) -> list:
-    out, task, stats = _steps(kept, origin.source, tid, errors)
+    out, task, stats, place, subagents = _steps(kept, origin.source, tid, errors)
     meta = {**meta, **{k: v for k, v in stats.items() if v}}
     first = next((r for r in kept if r.get("timestamp")), None)
     last = next((r for r in reversed(kept) if r.get("timestamp")), None)
@@ -356,14 +372,13 @@ def _session_trace(origin: Origin, tid: str, kept: list[dict], records: list[dic
             "ended_at": last and last.get("timestamp"),
         }
     )
-    for k in ("cwd", "version", "gitBranch"):
-        v = next((r.get(k) for r in kept if r.get(k)), None)
-        if v is not None:
-            meta[k] = v
+    for k in _PLACE_KEYS:
+        if k in place:
+            meta[k] = place[k]
     steps = out.steps()
     if meta.get("sidechain"):
         _as_subagent(steps)
-    elif any(isinstance(r.get("toolUseResult"), dict) and "agentId" in r["toolUseResult"] for r in kept):
+    elif subagents:
         _link_subagents(steps)
     return [finish(origin, tid, task, steps, meta)]
 
@@ -495,6 +510,6 @@ CONVERTER = Converter(
     shapes="JSONL of {type: user|assistant|system|progress|summary, uuid, parentUuid, sessionId, message, ...}",
     detect=detect,
     one=one,
-    read=partial(records, split=None, jsonl=True),
+    read=partial(records, split=None, jsonl=True, moving=True),  # _Sessions.add keeps a record's line alone
     gather=_Sessions,
 )

@@ -13,6 +13,7 @@ Wrappers ``{direction|timestamp, message}`` and ``{request, response}`` pairs ar
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from ls_trajeval.core.trace import describe
 from .base import Converter, Gather, Sample, Unit
 from .support.chat import media_ref, value_text
 from .support.errors import BadRecord, join_field, record_error, warning
-from .support.files import Origin, documents_only, elements, sample_objects
+from .support.files import Origin, documents_only, elements, records, sample_objects
 from .support.steps import dumps, finish, render_args, stable_id, step, step_metadata
 
 NAME = "mcp"
@@ -350,6 +351,6 @@ CONVERTER = Converter(
            '{request, response}',
     detect=detect,
     one=one,
-    split=_split,
+    read=partial(records, split=_split, moving=True),  # _Sessions.add keeps a message's line and index alone
     gather=_Sessions,
 )

@@ -216,18 +216,28 @@ def unwrapping(unwrap: Callable[[Any], list | None]) -> Split:
 
 
 def records(path: Path, fmt: str, split: Split | None = list_items, *, nan_as_null: bool = False,
-            jsonl: bool | None = None) -> Iterator[tuple[Origin, Any]]:
+            jsonl: bool | None = None, moving: bool = False) -> Iterator[tuple[Origin, Any]]:
     """(origin, record or TraceError) for every record of a JSON or JSONL file.
 
     ``split(value, origin)`` gives the records a document (``origin.line`` None) or a JSONL line holds, with their
     origins, or None when it is one record (:func:`documents_only`: it is asked for documents only); by default a
     JSON list document is a list of records, a JSONL line one record; with ``split`` None every document and line is
     one record. ``jsonl`` True or False skips telling JSONL from JSON (a format whose files are always one or the
-    other); ``nan_as_null``: see :func:`ls_trajeval.core.jsonfiles.loads`.
+    other); ``nan_as_null``: see :func:`ls_trajeval.core.jsonfiles.loads`. ``moving``: the JSONL lines that are one
+    record each share one Origin, moved from line to line, for a consumer that keeps none of them (a
+    :class:`~ls_trajeval.converters.base.Gather` that reads a record's line, or copies its origin, and makes no trace
+    of a record on its own).
     """
     source = str(path)
     lines_too = split is not None and not getattr(split, "documents_only", False)
+    # an Origin per line was a fifth of what the driver adds to reading a session log's lines
+    # (benchmarks/converter_instructions.py, claude_code and mcp)
+    here = Origin(fmt, source) if moving and not lines_too else None
     for n, (line, val) in enumerate(documents(path, nan_as_null, jsonl)):
+        if here is not None and line is not None:
+            here.line, here.ordinal = line, n
+            yield here, val
+            continue
         origin = Origin(fmt, source, line, None, n)
         # once per record of every file (benchmarks/converter_instructions.py, every JSONL case): a JSONL line costs
         # no call of a split made for documents only

@@ -126,25 +126,32 @@ def _invalid(source: str, line: int | None, exc: Exception) -> TraceError:
 
 # ---------------------------------------------------------------- reading
 
-def iter_lines(path: str | Path, nan_as_null: bool = False) -> Iterator[tuple[int, Any]]:
+def iter_lines(path: str | Path, nan_as_null: bool = False, *, located: bool = False) -> Iterator[tuple[int, Any]]:
     """(line number, decoded value or TraceError) for each non-blank line of a JSONL file, streamed
     (``nan_as_null``: see :func:`loads`). Raises OSError (EOFError for a truncated gzip file) when the file
-    cannot be read: :func:`read_lines` says so as a located error instead."""
+    cannot be read (:func:`read_lines` says so as a located error instead), or, ``located``, ends with
+    ``(None, TraceError)`` saying so."""
     source = str(path)
-    with open_bytes(path) as fh:
-        for n, raw in enumerate(fh, 1):
-            try:
-                # the usual line, decoded without a call to loads() around it: this loop runs once per line of
-                # every JSONL input (benchmarks/bench_converters.py, every JSONL case)
-                yield n, orjson.loads(raw)
-                continue
-            except ValueError:
-                if not raw.strip():
+    try:
+        with open_bytes(path) as fh:
+            for n, raw in enumerate(fh, 1):
+                try:
+                    # the usual line, decoded without a call to loads() around it: this loop runs once per line of
+                    # every JSONL input (benchmarks/bench_converters.py, every JSONL case)
+                    yield n, orjson.loads(raw)
                     continue
-            try:
-                yield n, loads(raw, nan_as_null)
-            except (ValueError, RecursionError) as exc:
-                yield n, _invalid(source, n, exc)
+                except ValueError:
+                    if not raw.strip():
+                        continue
+                try:
+                    yield n, loads(raw, nan_as_null)
+                except (ValueError, RecursionError) as exc:
+                    yield n, _invalid(source, n, exc)
+    except (OSError, EOFError) as exc:
+        if not located:
+            raise
+        # the one pair without a line, and only when asked for (documents() asks; other readers get the exception)
+        yield None, TraceError(source, None, None, f"cannot read: {exc}")  # type: ignore[misc]
 
 
 def read_lines(path: str | Path) -> Iterator[tuple[int, Any] | TraceError]:
@@ -229,15 +236,14 @@ def documents(
         try:
             jsonl = is_jsonl(path)
         except (OSError, EOFError) as exc:
-            yield None, TraceError(str(path), None, None, f"cannot read: {exc}")
-            return
-    if not jsonl:
-        yield None, load_located(path, nan_as_null)
-        return
-    try:
-        yield from iter_lines(path, nan_as_null)
-    except (OSError, EOFError) as exc:
-        yield None, TraceError(str(path), None, None, f"cannot read: {exc}")
+            return iter(((None, TraceError(str(path), None, None, f"cannot read: {exc}")),))
+    # a JSONL file's lines come straight from iter_lines, with no generator of its own around them: this runs once
+    # per line of every JSONL input (benchmarks/converter_instructions.py, every JSONL case)
+    return iter_lines(path, nan_as_null, located=True) if jsonl else _document(path, nan_as_null)
+
+
+def _document(path: str | Path, nan_as_null: bool) -> Iterator[tuple[int | None, Any]]:
+    yield None, load_located(path, nan_as_null)
 
 
 # ---------------------------------------------------------------- inputs

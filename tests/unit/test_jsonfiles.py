@@ -16,6 +16,7 @@ from ls_trajeval.core.jsonfiles import (
     dumps_line,
     expand_inputs,
     is_jsonl,
+    iter_lines,
     load_located,
     loads,
     read_lines,
@@ -170,3 +171,15 @@ def test_a_link_is_followed_and_a_pipe_is_written_in_place(tmp_path):
     reader.join(timeout=60)
     assert got == [b"through the pipe"] and stat.S_ISFIFO(pipe.stat().st_mode)
     assert _left(tmp_path) == ["link.jsonl", "pipe", "real.jsonl"]
+
+
+def test_a_file_that_breaks_off_is_a_located_error_after_its_lines(tmp_path):
+    whole = tmp_path / "log.jsonl.gz"
+    whole.write_bytes(gzip.compress(b'{"a": 1}\n' * 2000))
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(whole.read_bytes()[:60])  # the stream breaks off inside the first lines' compressed block
+    got = list(documents(cut))
+    assert all(line is not None and value == {"a": 1} for line, value in got[:-1])
+    assert got[-1][0] is None and got[-1][1].message.startswith("cannot read: ")
+    with pytest.raises((OSError, EOFError)):
+        list(iter_lines(cut))  # unlocated, the reading layer's callers get the exception itself

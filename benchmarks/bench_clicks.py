@@ -169,7 +169,7 @@ def measure(a: Annotator, kind: str, pid: int, task_id: int, n_steps: int, actio
     for i, step in enumerate(spread(n_steps, actions)):
         got: dict[str, float] = {}
         if kind == "paged":
-            a.page_to(step)
+            a.jump_to(step)
             got["mark"] = clicked(a.correctness("incorrect"), "checked", radio("incorrect", ".lsf-main-view"))
             a.choose_severity(SEVERITIES[i % 3])  # required of an incorrect step; no live score to time it against
             details = a.details

@@ -211,6 +211,16 @@ class Annotator:
             self.page.locator(".te-step-number", has_text=f"step {now + (2 if forward else 0)} of").wait_for()
         raise AssertionError(f"could not page to step {step}")
 
+    def jump_to(self, step: int):
+        """Paged: straight to ``step`` through the pager's page box (a click on "N of M" opens it to type in)."""
+        if self.current_step() == step:
+            return
+        self.page.locator(".lsf-pagination__page-indicator").click()
+        box = self.page.locator(".lsf-pagination__input input")
+        box.fill(str(step + 1))
+        box.press("Enter")
+        self.page.locator(".te-step-number", has_text=f"step {step + 1} of").wait_for()
+
     def correctness(self, label: str):
         """Paged: the current step's correctness radio named ``label``."""
         return self.main.locator("label.ant-radio-wrapper").filter(

@@ -72,9 +72,10 @@ SEVERITIES = ("Minor", "Major", "Critical")
 
 #: Arms the in-page timer for the next click: ``kind`` says what its effect is. "appears": ``sel`` matches in the
 #: document; "checked": the radio ``sel`` matches is drawn checked (its class, not the native input, which flips
-#: before the control redraws; found anew each time, as a redraw may replace it); "changes": ``sel``'s text differs from what it is now; "shows": an
-#: element matching ``sel`` inside ``root`` contains ``text``; "saved": a request to a URL matching ``sel`` was
-#: answered. ``window.__teClick`` then resolves to the milliseconds from the click to the effect's frame.
+#: before the control redraws; found anew each time, as a redraw may replace it); "changes": ``sel``'s text differs
+#: from what it is now; "shows": an element matching ``sel`` inside ``root`` contains ``text``; "saved": a request
+#: to a URL matching ``sel`` was answered. ``window.__teClick`` then resolves to the milliseconds from the click to
+#: the effect's frame (for "saved", to the answer's last byte).
 ARM = """([kind, sel, text, root, timeoutMs]) => {
   const scope = root || document;
   const find = () => scope.querySelector(sel);
@@ -154,10 +155,10 @@ def severity_to_change(a: Annotator, step: int, i: int) -> str:
 
 
 def measure(a: Annotator, kind: str, pid: int, task_id: int, n_steps: int, actions: int, leaves: Sequence[str],
-            live: bool, log: Callable[[str], None] = print, timeout_s: float = 120) -> dict[str, list[float]]:
+            log: Callable[[str], None] = print, timeout_s: float = 120) -> dict[str, list[float]]:
     """Open the task and time ``actions`` of each kind on distinct steps spread over the trace; returns the
-    milliseconds per action (an action the config does not have: no entry). ``live``: the backend is connected,
-    so the workbench's live score is awaited after each mark and the severity click timed against it."""
+    milliseconds per action (an action the config does not have: no entry). The workbench's project must have
+    the ML backend connected (:func:`project_for`): its severity click is timed against the live score."""
     a.page.set_default_timeout(timeout_s * 1000)
     a.open(pid, task_id, ready=".lsf-main-view label.ant-radio-wrapper" if kind == "paged"
            else "[data-testid='phrase:0'] button")
@@ -182,12 +183,10 @@ def measure(a: Annotator, kind: str, pid: int, task_id: int, n_steps: int, actio
             got["mark"] = clicked(a.mark_button(step), "appears", f"[data-testid='phrase:{step}'] .htx-highlight")
             if kind == "workbench":
                 a.select_region(step)
-                if live:
-                    a.page.wait_for_function("([sel, t]) => { const e = document.querySelector(sel);"
-                                             " return !!e && e.innerText.includes(t); }", arg=[LIVE, f"#{step + 1} ·"])
-                    got["severity"] = clicked(a.severity(severity_to_change(a, step, i)), "changes", LIVE)
-                else:
-                    a.choose_severity(SEVERITIES[i % 3])
+                # the live score first shows the new mark (the backend's answer to it), then the severity is timed
+                a.page.wait_for_function("([sel, t]) => { const e = document.querySelector(sel);"
+                                         " return !!e && e.innerText.includes(t); }", arg=[LIVE, f"#{step + 1} ·"])
+                got["severity"] = clicked(a.severity(severity_to_change(a, step, i)), "changes", LIVE)
                 leaf = leaves[i % len(leaves)]
                 got["type"] = clicked(a.type_option(leaf), "checked", radio(leaf, ".te-step-details .te-types"))
         first = i == 0
@@ -294,8 +293,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for kind in kinds:
                     pid, task_id = project_for(client, c, kind, n, backend_url)
                     try:
-                        results[(kind, n)] = measure(a, kind, pid, task_id, n, k, leaves_of(c), live=True,
-                                                     timeout_s=args.timeout)
+                        results[(kind, n)] = measure(a, kind, pid, task_id, n, k, leaves_of(c), timeout_s=args.timeout)
                     except Exception as exc:  # noqa: BLE001 - a config that fails is a result; the others still run
                         notes[f"{kind} {n}"] = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
                         print(notes[f"{kind} {n}"], flush=True)

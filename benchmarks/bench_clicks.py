@@ -164,8 +164,8 @@ def measure(a: Annotator, kind: str, pid: int, task_id: int, n_steps: int, actio
            else "[data-testid='phrase:0'] button")
     out: dict[str, list[float]] = {}
 
-    def clicked(target, kind: str, sel: str = "", text: str = "", root=None) -> float:
-        return timed(a, target, kind, sel, text, root, timeout_s)
+    def clicked(target, effect: str, sel: str = "", text: str = "", root=None) -> float:
+        return timed(a, target, effect, sel, text, root, timeout_s)
 
     for i, step in enumerate(spread(n_steps, actions)):
         got: dict[str, float] = {}

@@ -99,11 +99,17 @@ class Annotator:
     def mark_button(self, step: int):
         return self.phrase(step).locator("button[aria-label^='Label whole utterance']")
 
-    def mark_step(self, step: int, label: str = "incorrect", select: bool = True):
-        """Transcript: the error label (unless it is still selected: preselected, or the selected mark's),
-        then the step's "label whole utterance" button; then select the new mark to see its controls."""
+    def arm_label(self, step: int, label: str = "incorrect"):
+        """The marking label selected (clicked unless it still is: preselected, or the selected mark's), so that
+        the step's "label whole utterance" button is enabled; the workbench's side pane or a plain config's."""
         if self.mark_button(step).get_attribute("aria-label").endswith("(disabled)"):
-            self.main.locator(".te-side-pane .lsf-label", has_text=label).first.click()
+            where = ".te-side-pane .lsf-label" if self.workbench else ".lsf-label"
+            self.main.locator(where, has_text=label).first.click()
+
+    def mark_step(self, step: int, label: str = "incorrect", select: bool = True):
+        """Transcript: the error label, then the step's "label whole utterance" button; then select the new mark
+        to see its controls."""
+        self.arm_label(step, label)
         self.mark_button(step).click()
         self.phrase(step).locator(".htx-highlight").first.wait_for()
         if select:
@@ -205,9 +211,23 @@ class Annotator:
             self.page.locator(".te-step-number", has_text=f"step {now + (2 if forward else 0)} of").wait_for()
         raise AssertionError(f"could not page to step {step}")
 
+    def jump_to(self, step: int):
+        """Paged: straight to ``step`` through the pager's page box (a click on "N of M" opens it to type in)."""
+        if self.current_step() == step:
+            return
+        self.page.locator(".lsf-pagination__page-indicator").click()
+        box = self.page.locator(".lsf-pagination__input input")
+        box.fill(str(step + 1))
+        box.press("Enter")
+        self.page.locator(".te-step-number", has_text=f"step {step + 1} of").wait_for()
+
+    def correctness(self, label: str):
+        """Paged: the current step's correctness radio named ``label``."""
+        return self.main.locator("label.ant-radio-wrapper").filter(
+            has_text=re.compile(rf"^{re.escape(label)}(\[\w+\])?$")).first
+
     def set_correctness(self, label: str):
-        self.main.locator("label.ant-radio-wrapper").filter(has_text=re.compile(rf"^{re.escape(label)}(\[\w+\])?$")) \
-            .first.click()
+        self.correctness(label).click()
 
     # ------------------------------------------------------------ per-step details (both layouts)
     @property
@@ -218,18 +238,23 @@ class Annotator:
     def workbench(self) -> bool:
         return self.page.locator(".te-workbench").count() > 0
 
-    def choose_type(self, leaf: str):
+    def type_option(self, leaf: str):
+        """What a click picks ``leaf`` with: the workbench's radio of that name; in the paged layout the leaf in
+        the Taxonomy's tree, which this opens and filters to it first."""
         d = self.details
-        if self.workbench:  # one radio per type: its name is the click target
-            d.locator(".te-types label").filter(has_text=re.compile(rf"^{re.escape(leaf)}(\[\w+\])?$")).click()
-            return
+        if self.workbench:
+            return d.locator(".te-types label").filter(has_text=re.compile(rf"^{re.escape(leaf)}(\[\w+\])?$"))
         d.locator(".ant-select-selector").click()
         search = self.page.locator("input[placeholder='Search']:visible").first
         search.click()  # the tree's own search box; typing before it has the focus goes nowhere
         search.fill(leaf[:12])
-        self.page.locator(".ant-select-tree-node-content-wrapper:visible").filter(
-            has_text=re.compile(rf"^{re.escape(leaf)}$")).first.click()
-        self.page.keyboard.press("Escape")
+        return self.page.locator(".ant-select-tree-node-content-wrapper:visible").filter(
+            has_text=re.compile(rf"^{re.escape(leaf)}$")).first
+
+    def choose_type(self, leaf: str):
+        self.type_option(leaf).click()
+        if not self.workbench:
+            self.page.keyboard.press("Escape")  # the tree stays open after a pick
 
     def pick_type_by_keys(self, leaf: str, press=None, type_text=None) -> str:
         """Keyboard, a Taxonomy whose box has the focus: Enter opens the tree (its search box takes the focus a
@@ -259,11 +284,14 @@ class Annotator:
         press("Escape")
         return chosen.first.inner_text()
 
+    def severity(self, label: str):
+        """The severity control named ``label``: a label on the selected mark (workbench), else a radio."""
+        if self.workbench:
+            return self.details.locator(".lsf-label", has_text=label).first
+        return self.details.locator("label.ant-radio-wrapper", has_text=label).first
+
     def choose_severity(self, label: str):
-        if self.workbench:  # a label on the selected mark
-            self.details.locator(".lsf-label", has_text=label).first.click()
-            return
-        self.details.locator("label.ant-radio-wrapper", has_text=label).first.click()
+        self.severity(label).click()
 
     def write_rationale(self, text: str):
         if self.workbench:
@@ -287,8 +315,11 @@ class Annotator:
     def submit(self, button: str = "Submit") -> dict:
         with self.page.expect_response(lambda r: re.search(r"/api/(tasks/\d+/annotations|annotations/\d+)", r.url)
                                        and r.request.method in ("POST", "PATCH"), timeout=120_000) as resp:
-            self.page.locator("button", has_text=re.compile(rf"^{button}$")).click()
+            self.submit_button(button).click()
         return resp.value.json()
+
+    def submit_button(self, button: str = "Submit"):
+        return self.page.locator("button", has_text=re.compile(rf"^{button}$"))
 
     def screenshot(self, path, full_page: bool = True):
         path.parent.mkdir(parents=True, exist_ok=True)

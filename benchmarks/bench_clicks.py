@@ -27,10 +27,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import re
 import shutil
-import signal
 import statistics
 import sys
 import tempfile
@@ -42,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_browser import synthetic  # noqa: E402
-from bench_ml import start_backend  # noqa: E402
+from bench_ml import start_backend, stop_backend  # noqa: E402
 
 from ls_trajeval import label_configs  # noqa: E402
 from ls_trajeval.core import config as cfg  # noqa: E402
@@ -252,7 +250,7 @@ def project_for(client, c: cfg.Config, kind: str, n: int, backend_url: str | Non
 
 
 def leaves_of(c: cfg.Config) -> list[str]:
-    return [t.label for x in c.trajectory.categories for t in x.types]
+    return [t.label for t in c.trajectory.types]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -283,8 +281,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with LocalLabelStudio(data_dir, log=print) as server, sync_playwright() as p:
             client = studio.connect(server.url, server.credentials.token)
-            backend, backend_url, _ = start_backend(1, 4, sys.executable, "--no-learning", "--url", server.url,
-                                                    "--api-key", server.credentials.token)
+            backend, backend_url, backend_log = start_backend(1, 4, sys.executable, "--no-learning", "--url",
+                                                              server.url, "--api-key", server.credentials.token)
             browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
             a = Annotator(browser.new_context(viewport={"width": 1400, "height": 1000}).new_page(), server.url)
             a.login(server.credentials.email, server.credentials.password)
@@ -302,8 +300,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             browser.close()
     finally:
         if backend is not None:
-            os.killpg(backend.pid, signal.SIGTERM)  # gunicorn and its workers: a session of their own
-            backend.wait(20)
+            stop_backend(backend, backend_log)
         shutil.rmtree(tmp, ignore_errors=True)
     print("\n" + table(results, sizes, notes))
     return 0

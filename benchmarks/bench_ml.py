@@ -100,6 +100,13 @@ def start_backend(workers: int, threads: int, python: str, *options: str) -> tup
     raise SystemExit("backend did not start:\n" + log.read_text()[-2000:])
 
 
+def stop_backend(proc: subprocess.Popen, log: Path) -> None:
+    """Stop what :func:`start_backend` started (gunicorn and its workers: a session of their own) and drop its log."""
+    os.killpg(proc.pid, signal.SIGTERM)
+    proc.wait(20)
+    log.unlink(missing_ok=True)
+
+
 def _client(url: str, body: bytes, per_client: int, go, out) -> None:
     """One client process posting ``body`` ``per_client`` times, one connection per request as Label Studio
     does (its ``MLBackend.api`` makes a new ``requests`` session each time it is read). A process of its
@@ -343,9 +350,7 @@ def serve_and_measure(python: str, args) -> list[dict]:
             out.append(r)
         return out
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(20)
-        log.unlink(missing_ok=True)
+        stop_backend(proc, log)
 
 
 def print_runs(title: str, runs: list[dict]) -> None:

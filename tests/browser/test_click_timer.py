@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import importlib.util
 import math
-import os
-import signal
 import sys
 from pathlib import Path
 
@@ -44,9 +42,7 @@ def test_every_action_is_timed_and_what_was_clicked_is_saved(label_studio, ls_cl
             got = bench.measure(a, "workbench", pid, task_id, 20, 3, bench.leaves_of(c),
                                 log=lambda line: None, timeout_s=30)
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(20)
-        log.unlink()
+        bench.stop_backend(proc, log)
     assert sorted(got) == ["mark", "save", "severity", "type"]
     for what, times in got.items():
         assert len(times) == 3 and all(math.isfinite(t) and t > 0 for t in times), (what, times)

@@ -21,7 +21,7 @@ from ls_trajeval.core.labels import StepLabel, TraceLabels
 from ls_trajeval.studio import client as studio
 
 from .test_annotate import SHOTS
-from .ui import RATIONALE_BOX, Projects, logged_in
+from .ui import SELECTED_RATIONALE, Projects, logged_in
 
 pytestmark = pytest.mark.browser
 
@@ -62,7 +62,6 @@ def disabled(a, step: int) -> bool:
     return a.mark_button(step).get_attribute("aria-label").endswith("(disabled)")
 
 
-SELECTED_RATIONALE = f".lsf-tree-treenode-selected {RATIONALE_BOX}"
 # the selected mark's rationale box lies inside the Regions list's frame, the list not scrolled
 RATIONALE_IN_VIEW = """(sel) => {
   const list = document.querySelector('.lsf-outliner'), box = document.querySelector(sel);

@@ -22,6 +22,8 @@ PWNED = "__pwned"
 #: a mark's two boxes under it in the Regions list: the rationale, then the correction (its placeholder says so)
 CORRECTION_BOX = "[data-testid='textarea-region-input'][placeholder^='Correction']"
 RATIONALE_BOX = "[data-testid='textarea-region-input']:not([placeholder^='Correction'])"
+#: the selected mark's rationale box, under it in the Regions panel
+SELECTED_RATIONALE = f".lsf-tree-treenode-selected {RATIONALE_BOX}"
 
 
 @dataclass
@@ -126,7 +128,7 @@ class Annotator:
 
     def selected_rationale(self):
         """The selected mark's rationale box, under it in the Regions panel."""
-        return self.page.locator(f".lsf-tree-treenode-selected {RATIONALE_BOX}")
+        return self.page.locator(SELECTED_RATIONALE)
 
     def selected_correction(self):
         """The selected mark's correction box, under its rationale in the Regions panel."""

@@ -156,9 +156,10 @@ HARNESS_ROLES = frozenset({"system", "developer", "task", "instructions", "hints
 AGENT_TYPES = frozenset({"thought", "action", "code", "message"})
 #: the source roles that say who spoke a message
 _ROLE_KIND = {**dict.fromkeys(USER_ROLES, "user"), **dict.fromkeys(HARNESS_ROLES, "system")}
-#: which types of step the constructor looks into for their actor: 1 a message (its role), 2 a result (its tool),
-#: 3 a system step
-_WHO_BY_TYPE = {"message": 1, "observation": 2, "error": 2, "system": 3}
+#: what the step constructor looks into, by the step's type: a message (empty? who spoke, by its role), a thought
+#: (empty?), a result (who answered, by its tool), a system step (the harness's, folded); the others, nothing
+_MESSAGE, _THOUGHT, _RESULT, _SYSTEM = 1, 2, 3, 4
+_LOOK_INTO = {"message": _MESSAGE, "thought": _THOUGHT, "observation": _RESULT, "error": _RESULT, "system": _SYSTEM}
 #: the keys ``render`` may hold, and the values of its ``as``
 RENDER_KEYS = frozenset({"as", "language", "path", "folded"})
 RENDER_AS = frozenset({"text", "code", "terminal", "diff"})
@@ -210,6 +211,7 @@ _TOOL_ACTORS: dict[str, dict] = {}
 _AGENT_ACTORS: dict[str, dict] = {}
 #: the actor of a message by its source role
 _ROLE_ACTORS = {role: _ACTORS[kind, None] for role, kind in _ROLE_KIND.items()}
+_SYSTEM_ACTOR = _ACTORS["system", None]
 
 
 def step(type_: str, content: Any, action_input: str | None = None, metadata: dict | None = None,
@@ -229,10 +231,11 @@ def step(type_: str, content: Any, action_input: str | None = None, metadata: di
     :func:`name_agents` (or :func:`agent_actor` as ``who``). A system step starts folded unless ``render`` says
     otherwise."""
     # a hot path (every step of every converter, benchmarks/converter_instructions.py): the step object is built in
-    # its output order, key by key, and an empty turn is found with the fewest tests of the usual step
+    # its output order, key by key, and what is looked into for the type is found with one lookup
     if content.__class__ is not str:
         content = text(content)
-    if (type_ == "message" or type_ == "thought") and (not content or content.isspace()) and action_input is None \
+    look = _LOOK_INTO.get(type_)  # None for an action, code or other step: nothing to look into
+    if look is not None and look <= _THOUGHT and (not content or content.isspace()) and action_input is None \
             and (metadata is None or metadata.get("role") not in NOT_AGENT_ROLES):
         content = EMPTY_RESPONSE
         metadata = {**(metadata or {}), "empty_response": True}
@@ -242,35 +245,35 @@ def step(type_: str, content: Any, action_input: str | None = None, metadata: di
     if metadata:
         if None in metadata.values():  # most steps have no null: the dict is rebuilt only when one has
             metadata = {k: v for k, v in metadata.items() if v is not None}
-        ts = metadata.get("timestamp")
-        if ts is not None and (ts.__class__ is str or ts.__class__ is int or ts.__class__ is float):
-            del metadata["timestamp"]
-            s["timestamp"] = ts
-        # else none, or not a time a reader can show (an object, a boolean): it stays in metadata
+        if "timestamp" in metadata:
+            ts = metadata["timestamp"]
+            if ts.__class__ is str or ts.__class__ is int or ts.__class__ is float:
+                del metadata["timestamp"]
+                s["timestamp"] = ts
+            # else not a time a reader can show (an object, a boolean): it stays in metadata
         if metadata:
             s["metadata"] = metadata
-    if who is None:
+    if who is not None:
+        if who:  # an actor, not NO_ACTOR
+            s["actor"] = who
+    elif look is not None:
         # who spoke, where the source says more than the type (a person's or the harness's message, a named tool's
         # result, a system step); the rest the labeling UI reads from the type and metadata. The tests are as few
         # as the type allows: an actor on every step cost the chat formats a seventh of their conversion
         # (benchmarks/converter_instructions.py). Multi-agent formats name their agents with :func:`name_agents`.
-        check = _WHO_BY_TYPE.get(type_)
-        if check is not None:
-            if check == 3:
-                s["actor"] = _ACTORS["system", None]
-                if render is None:
-                    render = FOLDED
-            elif metadata:
-                if check == 1:
-                    role = metadata.get("role")
-                    if role.__class__ is str and role in _ROLE_ACTORS:
-                        s["actor"] = _ROLE_ACTORS[role]
-                else:
-                    name = metadata.get("tool_name")
-                    if name.__class__ is str and name:
-                        s["actor"] = _TOOL_ACTORS.get(name) or actor("tool", name)
-    elif who:  # an actor, not NO_ACTOR
-        s["actor"] = who
+        if look == _SYSTEM:
+            s["actor"] = _SYSTEM_ACTOR
+            if render is None:
+                render = FOLDED
+        elif metadata and look != _THOUGHT:
+            if look == _MESSAGE:
+                role = metadata.get("role")
+                if role.__class__ is str and role in _ROLE_ACTORS:
+                    s["actor"] = _ROLE_ACTORS[role]
+            else:
+                name = metadata.get("tool_name")
+                if name.__class__ is str and name:
+                    s["actor"] = _TOOL_ACTORS.get(name) or actor("tool", name)
     if render is not None:
         s["render"] = render
     return s
@@ -292,10 +295,11 @@ def name_agents(steps: list[Step], kind: str = "agent") -> None:
     agent of a multi-agent log (CrewAI, AutoGen, Who&When, OpenAI Agents, LangGraph), as ``kind``."""
     named = _AGENT_ACTORS if kind == "agent" else {}
     for s in steps:
-        if s["type"] in AGENT_TYPES and "actor" not in s:
-            meta = s.get("metadata")
-            name = meta.get("agent") if meta is not None else None
-            if name is not None and name.__class__ is str and name:
+        meta = s.get("metadata")
+        # most steps name no agent: that is tested first (a pass over every step of these formats)
+        if meta is not None and "agent" in meta and s["type"] in AGENT_TYPES and "actor" not in s:
+            name = meta["agent"]
+            if name.__class__ is str and name:
                 s["actor"] = named.get(name) or actor(kind, name)
 
 
@@ -367,13 +371,18 @@ class StepList:
     call is answered, after the latest one (a second result of the same call).
     """
 
+    # one list of the steps in their order: a result goes at the end when its call's group (the call and the results
+    # it has so far) is the last thing there, the usual case, and is inserted after the group otherwise (parallel
+    # calls); no list per step, and no pass to flatten them at the end (benchmarks/converter_instructions.py)
+
     def __init__(self) -> None:
-        self._slots: list[list[Step]] = []
+        self._steps: list[Step] = []
+        # a call's group is [the call, the last step of its group]
         self._open: dict[str, list[list[Step]]] = {}  # calls with no result yet, oldest first, by key
         self._last: dict[str, list[Step]] = {}  # the latest call of each key
 
     def add(self, s: Step) -> None:
-        self._slots.append([s])
+        self._steps.append(s)
 
     def call(self, key: Any, s: Step) -> None:
         tool = s["content"]
@@ -381,35 +390,45 @@ class StepList:
             args = s.get("action_input")
             if tool in SHELL_TOOLS and args.__class__ is str and '"apply_patch"' not in args:
                 s["render"] = TERMINAL  # the usual shell call, without the general function (a call per call)
-            else:
+            elif tool not in FILE_TOOLS or args.__class__ is not str or args[:1] == "{":
+                # (a file tool's arguments name its file only as a JSON object: aider's edit blocks do not)
                 hint = call_render(tool, args)
                 if hint is not None:
                     s["render"] = hint
-        slot = [s]
-        self._slots.append(slot)
+        self._steps.append(s)
         if key is not None and key != "":
             k = key if key.__class__ is str else str(key)
-            self._last[k] = slot
+            group = [s, s]
+            self._last[k] = group
             waiting = self._open.get(k)
             if waiting is None:
-                self._open[k] = [slot]
+                self._open[k] = [group]
             else:
-                waiting.append(slot)
+                waiting.append(group)
 
     def result(self, key: Any, s: Step) -> bool:
         """Put a result after its call; False (and kept in place) when the call is unknown."""
-        slot = None
+        group = None
         if key is not None:
             k = key if key.__class__ is str else str(key)
             waiting = self._open.get(k)
-            slot = waiting.pop(0) if waiting else self._last.get(k)
-        if slot is None:
+            group = waiting.pop(0) if waiting else self._last.get(k)
+        steps = self._steps
+        if group is None:
             if key is not None:
                 step_metadata(s)["unpaired"] = True
-            self._slots.append([s])
+            steps.append(s)
             return False
-        slot.append(s)
-        call = slot[0]
+        last = group[1]
+        if steps[-1] is last:
+            steps.append(s)
+        else:  # after a later step: found from the end, by identity
+            at = len(steps) - 2
+            while steps[at] is not last:
+                at -= 1
+            steps.insert(at + 1, s)
+        group[1] = s
+        call = group[0]
         tool = call["content"]
         if "actor" not in s and call["type"] == "action":  # the tool that answered is the call's (not code's text)
             s["actor"] = _TOOL_ACTORS.get(tool) or actor("tool", tool)
@@ -422,10 +441,11 @@ class StepList:
         return key is not None and str(key) in self._last
 
     def steps(self) -> list[Step]:
-        return [s for slot in self._slots for s in slot]
+        return self._steps.copy()
 
     def __len__(self) -> int:
-        return len(self._slots)
+        """The number of steps held."""
+        return len(self._steps)
 
 
 class StepBatch:

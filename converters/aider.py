@@ -133,12 +133,6 @@ def _blocks(lines: list[tuple[int, str]]) -> Iterator[tuple[str, int, str]]:
         yield kind, start, "\n".join(buf)
 
 
-def _past_blank_lines(text: str, pos: int, end: int) -> int:
-    """Where the whitespace-only lines of ``text`` from ``pos`` (before ``end``) end."""
-    blank = _BLANK_LINES.match(text, pos, end)
-    return pos if blank is None else blank.end()
-
-
 def _fast_blocks(text: str, first: int) -> Iterator[tuple[str, int, str]]:
     """The runs of :func:`_blocks` for a session's text whose lines all end in "\n" (the last may have none),
     line ``first`` first: only the user and aider-output lines are visited one by one; the assistant's text
@@ -153,7 +147,8 @@ def _fast_blocks(text: str, first: int) -> Iterator[tuple[str, int, str]]:
         gap_end = m.start()
         if gap_end > pos:  # assistant lines between the previous marked line and this one: a run of their own
             if kind is not None:  # blank lines after a user or aider block are dropped
-                skip = _past_blank_lines(text, pos, gap_end)
+                blank = _BLANK_LINES.match(text, pos, gap_end)  # (it matches always: no function around it, per block)
+                skip = pos if blank is None else blank.end()
                 line += text.count("\n", pos, skip)
                 pos = skip
             if gap_end > pos:
@@ -173,7 +168,8 @@ def _fast_blocks(text: str, first: int) -> Iterator[tuple[str, int, str]]:
         line += 1
     if end > pos:  # assistant lines after the last marked line
         if kind is not None:
-            pos = _past_blank_lines(text, pos, end)
+            blank = _BLANK_LINES.match(text, pos, end)
+            pos = pos if blank is None else blank.end()
             if pos < end and text[pos:].isspace():  # a last blank line without its "\n"
                 pos = end
             line = first + text.count("\n", 0, pos)

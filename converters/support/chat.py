@@ -39,7 +39,11 @@ RECORD_ID_KEYS = ("trace_id", "id", "conversation_id", "session_id")
 
 def record_id(rec: dict, keys: tuple[str, ...] = RECORD_ID_KEYS) -> str | None:
     """An API log record's own id (the first of ``keys`` it has, as text), None when it has none."""
-    return next((text(rec[k]) for k in keys if rec.get(k) not in (None, "")), None)
+    for k in keys:  # once per record (a loop rather than a generator: benchmarks/converter_instructions.py)
+        v = rec.get(k)
+        if v is not None and v != "":
+            return text(v)
+    return None
 
 
 def record_meta(rec: dict, keys: tuple[str, ...], reply: dict | None = None) -> dict:
@@ -49,7 +53,7 @@ def record_meta(rec: dict, keys: tuple[str, ...], reply: dict | None = None) -> 
     src = rec if reply is None else reply
     meta = {}
     for k in keys:
-        v = src.get(k, rec.get(k))
+        v = src[k] if k in src else rec.get(k)
         if v is not None:
             meta["record_metadata" if k == "metadata" else k] = v
     return meta

@@ -239,12 +239,20 @@ def step(type_: str, content: Any, action_input: str | None = None, metadata: di
             and (metadata is None or metadata.get("role") not in NOT_AGENT_ROLES):
         content = EMPTY_RESPONSE
         metadata = {**(metadata or {}), "empty_response": True}
-    s = Step(type=type_, content=content)
+    s = Step()  # (filled key by key: cheaper than keyword arguments, which make a dict of their own first)
+    s["type"] = type_
+    s["content"] = content
     if action_input is not None:
         s["action_input"] = action_input
     if metadata:
-        if None in metadata.values():  # most steps have no null: the dict is rebuilt only when one has
-            metadata = {k: v for k, v in metadata.items() if v is not None}
+        # most steps have no null: the dict is rebuilt only when one has. An identity test per value, written out:
+        # ``None in metadata.values()`` compares each value with None by rich comparison, which a value of another
+        # type answers the long way (this and the step filled key by key: 2% of a chat format's conversion,
+        # benchmarks/converter_instructions.py)
+        for v in metadata.values():
+            if v is None:
+                metadata = {k: v for k, v in metadata.items() if v is not None}
+                break
         if "timestamp" in metadata:
             ts = metadata["timestamp"]
             if ts.__class__ is str or ts.__class__ is int or ts.__class__ is float:

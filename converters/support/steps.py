@@ -247,7 +247,7 @@ def step(type_: str, content: Any, action_input: str | None = None, metadata: di
     if metadata:
         # most steps have no null: the dict is rebuilt only when one has. An identity test per value, written out:
         # ``None in metadata.values()`` compares each value with None by rich comparison, which a value of another
-        # type answers the long way (this and the step filled key by key: 2% of a chat format's conversion,
+        # type answers the long way (this and the step filled key by key: about 2% of a chat format's conversion,
         # benchmarks/converter_instructions.py)
         for v in metadata.values():
             if v is None:
@@ -379,11 +379,10 @@ class StepList:
     call is answered, after the latest one (a second result of the same call).
     """
 
-    # one list of the steps in their order: a result goes at the end when its call's group (the call and the results
-    # it has so far) is the last thing there, the usual case, and is inserted after the group otherwise (parallel
-    # calls); no list per step, and no pass to flatten them at the end (benchmarks/converter_instructions.py)
-
     def __init__(self) -> None:
+        # one list of the steps in their order: a result goes at the end when its call's group (the call and the
+        # results it has so far) ends the list, the usual case, else it is inserted after the group (parallel calls);
+        # no list per step, and no pass to flatten them at the end (benchmarks/converter_instructions.py)
         self._steps: list[Step] = []
         # a call's group is [the call, the last step of its group]
         self._open: dict[str, list[list[Step]]] = {}  # calls with no result yet, oldest first, by key

@@ -424,8 +424,10 @@ def assemble(events: list) -> list[Step]:
         if cls is ToolEvent:
             cid = e.call_id
             meta = e.meta  # copied below, never changed: the nulls are dropped once for its two steps
-            if None in meta.values():
-                meta = {k: v for k, v in meta.items() if v is not None}
+            for v in meta.values():  # an identity test per value (as step(): no rich comparison with None)
+                if v is None:
+                    meta = {k: v for k, v in meta.items() if v is not None}
+                    break
             if cid:
                 steps.append(step("action", e.name, render_args(e.args), {"tool_call_id": cid, **meta}))
                 if e.has_output or e.is_error:
@@ -439,8 +441,10 @@ def assemble(events: list) -> list[Step]:
         elif cls is LLMEvent:
             follows_tool = bool(e.tool_calls) or tool_next[i]
             meta = e.meta
-            if None in meta.values():
-                meta = {k: v for k, v in meta.items() if v is not None}
+            for v in meta.values():
+                if v is None:
+                    meta = {k: v for k, v in meta.items() if v is not None}
+                    break
             if e.tool_calls:
                 meta = dict(meta, tool_calls=[{"name": t.name, "id": t.call_id} if t.call_id else {"name": t.name}
                                               for t in e.tool_calls])

@@ -58,3 +58,19 @@ def test_a_batch_adds_nothing_until_committed_and_pairs_across_records():
     assert _contents(out) == ["read", "grep"]
     failed.commit(out)
     assert _contents(out) == ["read", "ra", "grep", "rb"]
+
+
+def test_results_go_after_their_calls_group_with_later_steps_in_between():
+    # the step list is one list: a result whose call's group is not at its end is put in the middle, after the
+    # call's earlier results; the later steps keep their order
+    out = StepList()
+    out.call("a", step("action", "a", ""))
+    out.call("b", step("action", "b", ""))
+    out.add(step("message", "m"))
+    out.result("b", step("observation", "rb1"))
+    out.result("a", step("observation", "ra"))
+    out.result("b", step("observation", "rb2"))  # a second result of b: after its first
+    out.add(step("message", "n"))
+    out.result("a", step("observation", "ra2"))
+    assert _contents(out) == ["a", "ra", "ra2", "b", "rb1", "rb2", "m", "n"]
+    assert len(out) == 8

@@ -186,9 +186,11 @@ def runs_trace(runs: list, origin: Origin) -> Trace:
     events: list = []
     skipped: dict[str, int] = {}
     seen = set()
+    named = False  # whether a LangGraph node names the agent of a run (else no step has an agent to name)
 
     def walk(r: dict, depth: int, agent: str | None) -> bool:
         """Emit r's subtree; True when something in it already reported a failure."""
+        nonlocal named
         rid = r["id"]
         if rid in seen:
             return False
@@ -210,6 +212,7 @@ def runs_trace(runs: list, origin: Origin) -> Trace:
             meta["end_time"] = v
         if agent:
             meta["agent"] = agent
+            named = True
         err = get("error")
         kids = children.get(rid, ())
         if len(kids) > 1:
@@ -305,7 +308,8 @@ def runs_trace(runs: list, origin: Origin) -> Trace:
     tid = root.get("trace_id") or root.get("id")
     if tid is None or not str(tid).strip() or str(tid).startswith("["):
         tid = default_id(origin)
-    name_agents(steps)  # LangGraph's nodes
+    if named:  # LangGraph's nodes (a pass over every step: only where a run has one)
+        name_agents(steps)
     return finish(origin, str(tid), task, steps, md)
 
 

@@ -1,3 +1,5 @@
+import json
+
 import pytest
 
 from .conftest import FIXTURES, SCARY, auto_name, detect, meta, roundtrip, run, types
@@ -48,3 +50,31 @@ def test_detect_fixture(name):
     assert detect("langchain", D / name) > 0.5
     assert auto_name(D / name) == "langchain"
 
+
+
+def test_langgraph_nodes_name_their_agents_steps(tmp_path):
+    # a LangGraph node is a chain run whose extra.metadata.langgraph_node names it: the runs under it are that
+    # agent's; a graph without nodes names no agent (its steps stay without an actor)
+    graph = {"id": "g", "trace_id": "t-graph", "run_type": "chain", "name": "LangGraph", "inputs": {"input": "go"},
+             "outputs": {"output": "done"}, "child_runs": [
+                 {"id": "n1", "run_type": "chain", "name": "researcher", "inputs": {}, "outputs": {},
+                  "extra": {"metadata": {"langgraph_node": "researcher"}},
+                  "child_runs": [{"id": "l1", "run_type": "llm", "name": "m", "inputs": {},
+                                  "start_time": "2025-05-01T10:00:01Z",
+                                  "outputs": {"generations": [[{"text": "found it"}]]}}]},
+                 {"id": "l2", "run_type": "llm", "name": "m", "inputs": {}, "start_time": "2025-05-01T10:00:02Z",
+                  "outputs": {"generations": [[{"text": "no node"}]]}}]}
+    plain = {"id": "p", "trace_id": "t-plain", "run_type": "chain", "name": "Solo", "inputs": {"input": "hello"},
+             "outputs": {"output": "hi"}, "child_runs": [
+                 {"id": "p-llm", "run_type": "llm", "name": "m", "inputs": {},
+                  "outputs": {"generations": [[{"text": "hi"}]]}}]}
+    path = tmp_path / "runs.jsonl"
+    path.write_text(json.dumps(graph) + "\n" + json.dumps(plain) + "\n")
+    traces, errors, _ = run(path, "langchain")
+    assert errors == []
+    by_id = {t.trace_id: t for t in traces}
+    g = {s.content: s for s in by_id["t-graph"].steps}
+    assert g["found it"]["actor"] == {"kind": "agent", "name": "researcher"}
+    assert meta(g["found it"])["agent"] == "researcher"
+    assert "actor" not in g["no node"] and "agent" not in meta(g["no node"])
+    assert [s.get("actor") for s in by_id["t-plain"].steps] == [None]

@@ -147,7 +147,7 @@ def _fast_blocks(text: str, first: int) -> Iterator[tuple[str, int, str]]:
         gap_end = m.start()
         if gap_end > pos:  # assistant lines between the previous marked line and this one: a run of their own
             if kind is not None:  # blank lines after a user or aider block are dropped
-                blank = _BLANK_LINES.match(text, pos, gap_end)  # (it matches always: no function around it, per block)
+                blank = _BLANK_LINES.match(text, pos, gap_end)  # (always a match, maybe empty; written out per block)
                 skip = pos if blank is None else blank.end()
                 line += text.count("\n", pos, skip)
                 pos = skip

@@ -60,6 +60,18 @@ def readable_record(task: dict, annotation: dict, config: Config, *, layout: str
                      f"task {task.get('id')} {what} {annotation.get('id')}", summary)
 
 
+def readable_windows(parts: list[tuple[dict, dict]], config: Config, *, layout: str, users: dict,
+                     summary: ExportSummary, annotator: str | None = None, what: str = "annotations",
+                     model_version: str | None = None) -> dict | None:
+    """The record of a trace worked in windows from each window's task and one author's annotation (or prediction,
+    ``what``) of it (:func:`~ls_trajeval.core.records.build_windowed_record`), or None and a located warning when one
+    cannot be decoded."""
+    trace_id = (parts[0][0].get("data") or {}).get(config.id_key)
+    return _readable(lambda: build_windowed_record(parts, config, layout=layout, users=users, annotator=annotator,
+                                                   prediction=what == "predictions", model_version=model_version),
+                     f"trace {trace_id!r} {what} {', '.join(str(a.get('id')) for _, a in parts)}", summary)
+
+
 def _readable(build: Callable[[], tuple[dict, list[str]]], where: str, summary: ExportSummary) -> dict | None:
     try:
         record, warnings = build()
@@ -72,12 +84,13 @@ def _readable(build: Callable[[], tuple[dict, list[str]]], where: str, summary: 
     return record
 
 
-def _author(annotation: dict) -> Any:
+def author(annotation: dict) -> Any:
+    """Who completed an annotation (their user id), as Label Studio gives it (an id or a user object)."""
     who = annotation.get("completed_by")
     return who.get("id") if isinstance(who, dict) else who
 
 
-class _Windows:
+class Windows:
     """The window tasks of traces worked in windows (:mod:`~ls_trajeval.core.windows`), held until each trace's
     are all read; they come one after another (imported together), so one trace's are held at a time."""
 
@@ -107,7 +120,7 @@ def _window(task: dict) -> Window:
     return window
 
 
-def _windowed_records(trace_id: str, tasks: list[dict], items: Callable[[dict], list[dict]],
+def windowed_records(trace_id: str, tasks: list[dict], items: Callable[[dict], list[dict]],
                       author: Callable[[dict], Any],
                       build: Callable[[list[tuple[dict, dict]]], dict | None], summary: ExportSummary,
                       what: str) -> Iterator[dict]:
@@ -155,7 +168,8 @@ def iter_records(client, project_id: int, config: Config | None = None, page_siz
 EXPORT_FIELDS = (*TASK_FIELDS, "annotations", *ANNOTATION_FIELDS, *PREDICTION_FIELDS, "was_cancelled")
 
 
-def _submitted(task: dict) -> list[dict]:
+def submitted(task: dict) -> list[dict]:
+    """A task's submitted annotations (not skipped or cancelled), in id order."""
     return [a for a in sorted(task.get("annotations") or [], key=lambda a: a.get("id") or 0)
             if not a.get("was_cancelled")]
 
@@ -165,15 +179,12 @@ def _records(client, project: dict, config: Config, page_size: int, summary: Exp
     layout = layout_of(project.get("label_config") or "")
     users = studio.users_by_id(client)
     version = project.get("model_version")
-    held = _Windows(config.id_key)
+    held = Windows(config.id_key)
 
     def merged(trace_id: str, tasks: list[dict]) -> Iterator[dict]:
         def build(parts: list[tuple[dict, dict]]) -> dict | None:
-            return _readable(lambda: build_windowed_record(parts, config, layout=layout, users=users,
-                                                           model_version=version),
-                             f"trace {trace_id!r} annotations {', '.join(str(a.get('id')) for _, a in parts)}",
-                             summary)
-        return _windowed_records(trace_id, tasks, _submitted, _author, build, summary, "annotations")
+            return readable_windows(parts, config, layout=layout, users=users, summary=summary, model_version=version)
+        return windowed_records(trace_id, tasks, submitted, author, build, summary, "annotations")
 
     for task in studio.iter_tasks_with(client, project["id"], EXPORT_FIELDS, page_size=page_size):
         if on_task is not None:
@@ -186,7 +197,7 @@ def _records(client, project: dict, config: Config, page_size: int, summary: Exp
             if whole is not None:
                 yield from merged(*whole)
             continue
-        for annotation in _submitted(task):
+        for annotation in submitted(task):
             record = readable_record(task, annotation, config, layout=layout, users=users, summary=summary,
                                      model_version=version)
             if record is not None:
@@ -378,7 +389,7 @@ def export_predictions(client, project_id: int, out: str | Path | None = None, c
     config = project_config(project, config)
     layout = layout_of(project.get("label_config") or "")
     out = Path(out or Path(config.output_path) / "predictions.jsonl")
-    held = _Windows(config.id_key)
+    held = Windows(config.id_key)
 
     def latest(task: dict) -> list[dict]:
         by_version = {}
@@ -393,11 +404,9 @@ def export_predictions(client, project_id: int, out: str | Path | None = None, c
 
     def merged(trace_id: str, tasks: list[dict]) -> Iterator[dict]:
         def build(parts: list[tuple[dict, dict]]) -> dict | None:
-            return _readable(lambda: build_windowed_record(parts, config, layout=layout, users={},
-                                                           annotator=name(parts[0][1]), prediction=True),
-                             f"trace {trace_id!r} predictions {', '.join(str(p.get('id')) for _, p in parts)}",
-                             summary)
-        return _windowed_records(trace_id, tasks, latest, name, build, summary, "predictions")
+            return readable_windows(parts, config, layout=layout, users={}, summary=summary,
+                                    annotator=name(parts[0][1]), what="predictions")
+        return windowed_records(trace_id, tasks, latest, name, build, summary, "predictions")
 
     def records() -> Iterator[dict]:
         for task in studio.iter_tasks_with(client, project_id, (*TASK_FIELDS, *ANNOTATION_FIELDS),

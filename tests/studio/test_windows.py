@@ -175,3 +175,37 @@ def test_labels_brought_with_a_long_trace_become_each_windows_predictions(projec
     wrong = {s["step_index"]: (s["error_type"], s["severity"]) for s in rec["error_localization"]
              if s["correctness"] == "incorrect"}
     assert wrong == {g: (m[1], m[2]) for g, m in MARKS["a"].items()} and rec["final_score"] == 79
+
+
+def test_a_disputed_long_trace_is_reviewed_in_its_windows_and_the_adjudication_is_the_gold(projects, ls_client,
+                                                                                         tmp_path):
+    """a and b disagree on the long trace (a: 10, 90, 95, 200; b: 10, 170) and on the short one (its step 1 major
+    against minor): the review project holds the long trace's three windows, each with a's and b's marks of its
+    steps as predictions, and the short trace's task. The adjudicator submits every window (10 and 90 wrong); the
+    gold of the long trace is that adjudication, numbered as in the whole trace."""
+    r = invoke("adjudicate", "--project", projects["windowed"], "--create", f"windows review {RUN}")
+    assert r.exit_code == 0, r.output
+    review = int(re.search(r"review project (\d+)", r.output).group(1))
+    tasks = sorted(studio.iter_tasks(ls_client, review), key=lambda t: t["id"])
+    long = [t for t in tasks if t["meta"][META_TRACE_ID] == f"long-{RUN}"]
+    assert [t["meta"].get(META_WINDOW) for t in long] == [0, 1, 2]
+    assert len(tasks) == 4 and all(t["data"]["disputedness"] > 0 for t in long)
+    for task in long:
+        start, end = BOUNDS[task["meta"][META_WINDOW]]
+        by = {p["model_version"]: p for p in task["predictions"]}
+        for who in "ab":
+            marked = {int(x["value"]["start"]) for x in by[EMAIL[who]]["result"]
+                      if x["from_name"] == "error_localization"}
+            assert marked == {g - start for g in MARKS[who] if start <= g < end}, (who, start)
+    verdict = {10: ("reasoning", "logical_error", "minor", "adjudicated"), 90: ("action", "wrong_tool", "major", "x")}
+    for task in long:
+        start, end = BOUNDS[task["meta"][META_WINDOW]]
+        ls_client.annotations.create(id=task["id"], result=ui_marks("transcript", task["data"]["te_transcript"], {
+            g - start: m for g, m in verdict.items() if start <= g < end}))
+    r = invoke("export", "--project", projects["windowed"], "--gold", "-o", tmp_path / "gold.jsonl")
+    assert r.exit_code == 0, r.output
+    gold = {x["trace_id"]: x for x in map(json.loads, (tmp_path / "gold.jsonl").read_text().splitlines())}
+    line = gold[f"long-{RUN}"]
+    assert line["gold"]["method"] == "adjudicated" and line["n_steps"] == N
+    wrong = {s["step_index"]: s["severity"] for s in line["error_localization"] if s["correctness"] == "incorrect"}
+    assert wrong == {10: "minor", 90: "major"} and line["final_score"] == 94

@@ -120,6 +120,22 @@ def _window(task: dict) -> Window:
     return window
 
 
+def per_trace(tasks: Iterable[dict], id_key: str, whole: Callable[[dict], Iterable[dict]],
+              windowed: Callable[[str, list[dict]], Iterable[dict]]) -> Iterator[dict]:
+    """Records task by task: a whole trace's task's from ``whole``, a trace worked in windows' from ``windowed``
+    (its trace id and window tasks, in order) once its window tasks are all read, or at the end for one whose
+    windows are not all there."""
+    held = Windows(id_key)
+    for task in tasks:
+        window = window_of(task.get("data") or {})
+        if window is None:
+            yield from whole(task)
+        elif (done := held.add(task, window)) is not None:
+            yield from windowed(*done)
+    for rest in held.rest():
+        yield from windowed(*rest)
+
+
 def windowed_records(trace_id: str, tasks: list[dict], items: Callable[[dict], list[dict]],
                       author: Callable[[dict], Any],
                       build: Callable[[list[tuple[dict, dict]]], dict | None], summary: ExportSummary,
@@ -179,31 +195,28 @@ def _records(client, project: dict, config: Config, page_size: int, summary: Exp
     layout = layout_of(project.get("label_config") or "")
     users = studio.users_by_id(client)
     version = project.get("model_version")
-    held = Windows(config.id_key)
 
     def merged(trace_id: str, tasks: list[dict]) -> Iterator[dict]:
         def build(parts: list[tuple[dict, dict]]) -> dict | None:
             return readable_windows(parts, config, layout=layout, users=users, summary=summary, model_version=version)
         return windowed_records(trace_id, tasks, submitted, author, build, summary, "annotations")
 
-    for task in studio.iter_tasks_with(client, project["id"], EXPORT_FIELDS, page_size=page_size):
-        if on_task is not None:
-            on_task(task)
-        summary.tasks += 1
-        summary.cancelled += sum(1 for a in task.get("annotations") or [] if a.get("was_cancelled"))
-        window = window_of(task.get("data") or {})
-        if window is not None:
-            whole = held.add(task, window)
-            if whole is not None:
-                yield from merged(*whole)
-            continue
+    def tasks() -> Iterator[dict]:
+        for task in studio.iter_tasks_with(client, project["id"], EXPORT_FIELDS, page_size=page_size):
+            if on_task is not None:
+                on_task(task)
+            summary.tasks += 1
+            summary.cancelled += sum(1 for a in task.get("annotations") or [] if a.get("was_cancelled"))
+            yield task
+
+    def one(task: dict) -> Iterator[dict]:
         for annotation in submitted(task):
             record = readable_record(task, annotation, config, layout=layout, users=users, summary=summary,
                                      model_version=version)
             if record is not None:
                 yield record
-    for whole in held.rest():
-        yield from merged(*whole)
+
+    yield from per_trace(tasks(), config.id_key, one, merged)
     summary.drafts += studio.count_own_drafts(client, project["id"], page_size)
 
 
@@ -389,7 +402,6 @@ def export_predictions(client, project_id: int, out: str | Path | None = None, c
     config = project_config(project, config)
     layout = layout_of(project.get("label_config") or "")
     out = Path(out or Path(config.output_path) / "predictions.jsonl")
-    held = Windows(config.id_key)
 
     def latest(task: dict) -> list[dict]:
         by_version = {}
@@ -408,26 +420,21 @@ def export_predictions(client, project_id: int, out: str | Path | None = None, c
                                     annotator=name(parts[0][1]), what="predictions")
         return windowed_records(trace_id, tasks, latest, name, build, summary, "predictions")
 
-    def records() -> Iterator[dict]:
+    def tasks() -> Iterator[dict]:
         for task in studio.iter_tasks_with(client, project_id, (*TASK_FIELDS, *ANNOTATION_FIELDS),
                                            page_size=page_size):
             summary.tasks += 1
-            window = window_of(task.get("data") or {})
-            if window is not None:
-                whole = held.add(task, window)
-                if whole is not None:
-                    yield from merged(*whole)
-                continue
-            for p in latest(task):
-                record = readable_record(task, p, config, layout=layout, users={}, summary=summary,
-                                         annotator=name(p), what="prediction")
-                if record is not None:
-                    yield record
-        for whole in held.rest():
-            yield from merged(*whole)
+            yield task
+
+    def one(task: dict) -> Iterator[dict]:
+        for p in latest(task):
+            record = readable_record(task, p, config, layout=layout, users={}, summary=summary, annotator=name(p),
+                                     what="prediction")
+            if record is not None:
+                yield record
 
     with atomic_output(out, make_folder=True) as writer:
-        for record in records():
+        for record in per_trace(tasks(), config.id_key, one, merged):
             writer.write(dumps(record))
             summary.written += 1
     summary.files.append(str(out))

@@ -58,10 +58,11 @@ def generate(config, layout, output):
               "TRAIL span errors) as predictions to review")
 @click.option("--prelabels-from", "prelabel_exports", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="a previous trajectory_eval export whose labels become predictions (implies --prelabels)")
-@click.option("--window", type=click.IntRange(0), default=0, show_default=True, metavar="STEPS",
+@click.option("--window", type=click.IntRange(0), default=None, metavar="STEPS",
               help="a trace longer than STEPS steps becomes one task per window of at most STEPS steps, each showing "
-              "the task and the steps before it; the export merges them back (0: every trace one task). Every click "
-              "costs in proportion to the steps a task holds: 100 keeps them under 0.4 s (docs/annotating.md)")
+              "the task and the steps before it; the export merges them back (0: every trace one task; default: the "
+              "config's annotator_config.window_steps, else 0). Every click costs in proportion to the steps a task "
+              "holds (docs/annotating.md)")
 @click.option("--batch-size", default=500, show_default=True, type=click.IntRange(1, 100000))
 @click.option("-j", "--jobs", type=click.IntRange(1), default=None, help="with --format: processes converting files at "
               "once (default: the number of CPUs)")
@@ -94,7 +95,7 @@ def import_(inputs, project, create_title, config_path, layout, fmt, prelabels, 
     if summary.linked:
         click.echo(f"linked {summary.linked} tasks to their parent's or sub-agents' tasks", err=True)
     click.echo(f"annotate: {label_stream_url(studio.server_url(url), run.project_id)}", err=True)
-    if summary.long_traces and not window:
+    if summary.long_traces and not summary.window:
         click.echo(f"warning: {summary.long_traces} traces have more than {PAGED_MAX_STEPS} steps "
                    f"(longest {summary.max_steps}); every click on them is slow (about 2 s at 1000 steps): import them "
                    "with --window 100", err=True)

@@ -37,6 +37,7 @@ class ImportSummary:
     max_steps: int = 0
     linked: int = 0  # tasks whose parent's or sub-agents' tasks were linked after the import
     windows: int = 0  # window tasks imported (long traces worked in windows of steps)
+    window: int = 0  # the window size the import cut long traces at (0: it did not)
 
     @property
     def ok(self) -> bool:
@@ -100,13 +101,16 @@ def sized_batches(items: Iterable[tuple[dict, int]], size: int, max_bytes: int) 
 def import_traces(client, project_id: int, items: Iterable[ReadResult], config: Config, *,
                   batch_size: int = 500, progress: bool = True, max_batch_bytes: int = MAX_BATCH_BYTES,
                   on_error: Callable[[TraceError], None] | None = None,
-                  prelabel: Callable[..., list[dict]] | None = None, window: int = 0) -> ImportSummary:
+                  prelabel: Callable[..., list[dict]] | None = None, window: int | None = None) -> ImportSummary:
     """Import every valid trace that the project does not hold yet; report the rest.
 
     ``prelabel`` (see :mod:`prelabels`) turns labels that came with a trace into predictions. ``window``: a trace
     longer than that many steps becomes one task per window of steps (:mod:`~ls_trajeval.core.windows`); a trace
-    whose windows were partly imported (an interrupted run) gets the missing ones.
+    whose windows were partly imported (an interrupted run) gets the missing ones. By default the config's
+    ``annotator_config.window_steps`` (0: whole traces), so every import into a project, ``ingest`` too, cuts alike.
     """
+    if window is None:
+        window = config.window_steps
     if window < 0:
         raise ValueError(f"window: a number of steps (0 for whole traces), not {window}")
     summary = ImportSummary()
@@ -211,6 +215,7 @@ def import_traces(client, project_id: int, items: Iterable[ReadResult], config: 
     if summary.imported:  # the tasks' columns exist now
         studio.number_columns(client, project_id, NUMBER_FIELDS)
     summary.paged = paged
+    summary.window = window
     if related:
         summary.linked = link_subagents(client, project_id, related, config, window)
     return summary
@@ -257,7 +262,7 @@ class ImportRun:
 def import_files(client, inputs: Iterable[str | Path], *, project_id: int | None = None,
                  create_title: str | None = None, config: Config | None = None, layout: str = "transcript",
                  fmt: str | None = None, prelabels: bool = False, prelabel_exports: Iterable[str | Path] = (),
-                 batch_size: int = 500, jobs: int | None = None, progress: bool = True, window: int = 0,
+                 batch_size: int = 500, jobs: int | None = None, progress: bool = True, window: int | None = None,
                  on_error: Callable[[TraceError], None] | None = None,
                  on_created: Callable[[int], None] | None = None) -> ImportRun:
     """Import trace JSONL files, or agent logs converted on the fly (``fmt``: a format name or ``auto``), into
@@ -266,7 +271,8 @@ def import_files(client, inputs: Iterable[str | Path], *, project_id: int | None
     ``create_title`` is used when ``project_id`` is None. ``config`` defaults to the project's embedded one (the
     shipped default for a new project). ``prelabels`` (or ``prelabel_exports``, previous exports) adds the labels
     that came with the traces as predictions. ``jobs`` processes convert files at once (default: one per CPU).
-    ``window``: traces longer than that many steps are worked in windows (see :func:`import_traces`).
+    ``window``: traces longer than that many steps are worked in windows (default: the config's, see
+    :func:`import_traces`).
     Rejections go to ``on_error`` as they happen; ``on_created`` hears
     the new project's id before anything is imported.
     """

@@ -209,3 +209,26 @@ def test_a_disputed_long_trace_is_reviewed_in_its_windows_and_the_adjudication_i
     assert line["gold"]["method"] == "adjudicated" and line["n_steps"] == N
     wrong = {s["step_index"]: s["severity"] for s in line["error_localization"] if s["correctness"] == "incorrect"}
     assert wrong == {10: "minor", 90: "major"} and line["final_score"] == 94
+
+
+def test_a_projects_config_sets_the_window_for_every_import_into_it(projects, ls_env, tmp_path):
+    import yaml
+
+    from ls_trajeval import label_configs
+
+    raw = yaml.safe_load(label_configs.path("trajectory_eval").read_text())
+    raw["annotator_config"]["window_steps"] = 100
+    config = tmp_path / "windowed.yaml"
+    config.write_text(yaml.safe_dump(raw))
+    r = invoke("import", projects["src"], "--create", f"windows by config {RUN}", "--config", config, "--quiet")
+    assert r.exit_code == 0 and "imported 4 tasks (3 of them windows of long traces)," in r.stdout, r.output
+    # the project keeps it: an import without --config (the project's own) cuts alike; --window 0 does not cut
+    pid = _project(r.stdout)
+    other = tmp_path / "other.jsonl"
+    other.write_text(projects["src"].read_text().replace(RUN, f"{RUN}-2"))
+    r = invoke("import", other, "--project", pid, "--quiet")
+    assert "imported 4 tasks (3 of them windows of long traces)," in r.stdout, r.output
+    third = tmp_path / "third.jsonl"
+    third.write_text(projects["src"].read_text().replace(RUN, f"{RUN}-3"))
+    r = invoke("import", third, "--project", pid, "--window", "0", "--quiet")
+    assert "imported 2," in r.stdout and "--window 100" in r.output, r.output

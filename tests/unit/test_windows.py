@@ -176,3 +176,15 @@ def test_labels_move_between_a_window_and_the_whole_trace():
     assert inside.whole_trace == {"overall_success": "x"}
     back = placed(inside.steps[11], window)
     assert (back.step_index, back.caused_by) == (95, (90,))
+
+
+def test_the_window_size_is_a_config_key_that_travels_with_the_project():
+    raw = CONFIG.to_dict()
+    assert "window_steps" not in raw["annotator_config"]  # a config without it is written as before
+    raw["annotator_config"]["window_steps"] = 100
+    windowed = cfg.load_dict(raw)
+    assert windowed.window_steps == 100 and cfg.load_dict(windowed.to_dict()) == windowed
+    for bad in (-1, "100", True, 2.5):
+        raw["annotator_config"]["window_steps"] = bad
+        with pytest.raises(cfg.ConfigError, match=r"annotator_config\.window_steps: expected a number of steps"):
+            cfg.load_dict(raw)

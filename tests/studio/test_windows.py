@@ -150,9 +150,9 @@ def test_an_interrupted_import_gets_the_missing_window_and_nothing_twice(project
     r = invoke("import", projects["src"], "--project", pid, "--window", "100", "--quiet")
     assert r.exit_code == 0, r.output
     assert "imported 1 tasks (1 of them windows of long traces), skipped 1 (already there)" in r.stdout
-    windows = sorted((t["data"]["te_window"]["index"] for t in studio.iter_tasks(ls_client, pid,
+    windows = sorted(t["data"]["te_window"]["index"] for t in studio.iter_tasks(ls_client, pid,
                                                                                  with_annotations=False)
-                      if "te_window" in t["data"]))
+                      if "te_window" in t["data"])
     assert windows == [0, 1, 2]
     r = invoke("import", projects["src"], "--project", pid, "--window", "100", "--quiet")
     assert "imported 0, skipped 2 (already there)" in r.stdout, r.output
@@ -232,3 +232,15 @@ def test_a_projects_config_sets_the_window_for_every_import_into_it(projects, ls
     third.write_text(projects["src"].read_text().replace(RUN, f"{RUN}-3"))
     r = invoke("import", third, "--project", pid, "--window", "0", "--quiet")
     assert "imported 2," in r.stdout and "--window 100" in r.output, r.output
+
+
+def test_switching_a_windowed_project_to_the_paged_layout_numbers_its_cards_as_the_whole_trace(projects, ls_env,
+                                                                                              ls_client):
+    r = invoke("import", projects["src"], "--create", f"windows relayout {RUN}", "--window", "100", "--quiet")
+    pid = _project(r.stdout)
+    r = invoke("layout", "paged", "--project", pid, "--quiet")
+    assert r.exit_code == 0, r.output
+    last, = (t for t in studio.iter_tasks(ls_client, pid, with_annotations=False)
+             if (t["data"].get("te_window") or {}).get("index") == 2)
+    cards = last["data"]["te_pages"]
+    assert len(cards) == 83 and "step 168 of 250" in cards[0][0]["html"] and "step 250 of 250" in cards[-1][0]["html"]

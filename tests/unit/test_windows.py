@@ -16,6 +16,7 @@ from studio.uishapes import NASTY, ui_marks
 
 from ls_trajeval import label_configs
 from ls_trajeval.core import config as cfg
+from ls_trajeval.core import results
 from ls_trajeval.core.fields import HEADER, N_STEPS, TRANSCRIPT, WINDOW
 from ls_trajeval.core.labels import StepLabel, TraceLabels
 from ls_trajeval.core.records import build_record, build_windowed_record
@@ -188,3 +189,19 @@ def test_the_window_size_is_a_config_key_that_travels_with_the_project():
         raw["annotator_config"]["window_steps"] = bad
         with pytest.raises(cfg.ConfigError, match=r"annotator_config\.window_steps: expected a number of steps"):
             cfg.load_dict(raw)
+
+
+def test_the_backends_live_score_and_score_columns_number_a_windows_steps_as_the_whole_trace():
+    """Window 2 (steps #85–#167) with 90 (major) and 95 (critical) marked: the live score lists #91 and #96 and
+    counts those two (100 - 5 - 10 = 85); the Data Manager's first_error_step is #91."""
+    from ls_trajeval.ml.model import Predictor
+    from ls_trajeval.ml.writeback import task_fields
+
+    task, annotation = _parts("transcript")[1]
+    labels = results.decode(annotation["result"], CONFIG, 83)
+    text = Predictor(CONFIG).live_score(task, labels)["result"][0]["value"]["text"][0]
+    lines = text.splitlines()
+    assert lines[0].startswith("Running score now: 85 of 100 (the marks of steps #85–#167")
+    assert [line.split(" · ")[0] for line in lines[1:]] == ["#91", "#96"]
+    fields = task_fields(CONFIG, task["data"], [annotation])
+    assert (fields["running_score"], fields["first_error_step"], fields["n_errors"]) == (85, 91, 2)

@@ -779,17 +779,15 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit].rstrip() + " …"
 
 
-def context(cards: Sequence[Card], steps: Sequence[Step], window: Window, config: Config) -> list[dict]:
+def context(texts: Sequence[str], window: Window) -> list[dict]:
     """What a window task shows of the steps before it, each ``{"head", "text", "whole"}``: its header line as the
     workbench's ("#4 · agent → Bash · exit 1") and its text, whole for the last :data:`CONTEXT_WHOLE` steps before the
     window (clipped at :data:`CONTEXT_CHARS`), its first :data:`CONTEXT_LINE_CHARS` characters on one line for the
-    rest. ``cards`` and ``steps`` are the whole trace's."""
+    rest. ``texts`` are the workbench's texts of the whole trace's steps (:func:`card_text`)."""
     out = []
     for i in range(window.start):
-        text, _ = card_text(cards[i], steps[i], config)
-        head, _, body = text.partition("\n")
+        head, _, body = texts[i].partition("\n")
         whole = i >= window.start - CONTEXT_WHOLE
         out.append({"head": head, "text": _clip(body, CONTEXT_CHARS) if whole
                     else _clip(" ".join(body.split()), CONTEXT_LINE_CHARS), "whole": whole})
     return out
-

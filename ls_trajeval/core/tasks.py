@@ -79,19 +79,21 @@ def window_tasks(trace: Trace, config: Config, layout: str, size: int) -> list[t
     cards = render_trace(trace, config)
     if len(windows) <= 1:
         return [(None, _data(trace, cards, config, layout))]
+    entries = [transcript_entry(c, s, config) for c, s in zip(cards, trace.steps)]
+    texts = [e["text"] for e in entries]
     out: list[tuple[Window | None, dict]] = []
     for window, part in windows:
-        before = context(cards, trace.steps, window, config)
-        data = _data(part, cards[window.start:window.end], config, layout, window,
-                     header_html(trace, cards[window.start:window.end], window=window, before=before))
-        out.append((window, data))
+        mine = cards[window.start:window.end]
+        header = header_html(trace, mine, window=window, before=context(texts, window))
+        out.append((window, _data(part, mine, config, layout, window, header, entries[window.start:window.end])))
     return out
 
 
 def _data(trace: Trace, cards: list[Card], config: Config, layout: str, window: Window | None = None,
-          header: str | None = None) -> dict:
+          header: str | None = None, transcript: list[dict] | None = None) -> dict:
     data = trace.to_json(config.id_key, config.text_key, config.trace_key)
-    data[TRANSCRIPT] = [transcript_entry(c, s, config) for c, s in zip(cards, trace.steps)]
+    data[TRANSCRIPT] = ([transcript_entry(c, s, config) for c, s in zip(cards, trace.steps)] if transcript is None
+                        else transcript)
     data[HEADER] = header_html(trace, cards) if header is None else header
     if layout == "paged":
         data[PAGES] = pages(trace, config, cards, window)

@@ -165,7 +165,6 @@ def import_traces(client, project_id: int, items: Iterable[ReadResult], config: 
                 task: dict = {"data": data, "meta": {META_TRACE_ID: item.trace_id}}
                 if w is not None:
                     task["meta"][META_WINDOW] = w.index
-                    summary.windows += 1
                 if prelabel is not None:
                     predictions = prelabel(item, data, w)
                     if predictions:
@@ -177,6 +176,7 @@ def import_traces(client, project_id: int, items: Iterable[ReadResult], config: 
                                       f"to Label Studio: {exc}", item.trace_id))
                     break
             else:
+                summary.windows += sum(1 for w, _ in parts if w is not None)
                 yield from tasks
 
     lock = threading.Lock()  # refusals are reported from the sending thread

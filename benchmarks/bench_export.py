@@ -1,7 +1,7 @@
 """Export on a PostgreSQL-backed Label Studio: ours against Label Studio's own JSON export, in one run.
 
     python benchmarks/bench_export.py --n 10000
-    python benchmarks/bench_export.py --n 100000 --root /tmp/ls-trajeval-bench-export
+    python benchmarks/bench_export.py --n 100000 --root /tmp/ls-trajeval-bench-export [--build-only]
 
 1. Starts PostgreSQL and a Label Studio on it in ``--root`` (tests/pg/pgserver.py). The first run for a size
    builds its project there: N generated traces (10-200 steps, tests/pg/tracegen.py), each annotated by one
@@ -266,6 +266,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=10_000, help="annotated tasks (the project is built once per size)")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--build-only", action="store_true", help="build the project of size N (if not built) and stop: "
+                    "at 100,000 the build is long, and can run at a low priority before the timed rounds")
     ap.add_argument("--root", default="/tmp/ls-trajeval-bench-export",
                     help="PostgreSQL, Label Studio and the outputs live here (reused when run again)")
     ap.add_argument("--methods", default=",".join(METHODS), help="a comma-separated subset of: " + ", ".join(METHODS))
@@ -291,6 +293,9 @@ def main() -> None:
         client = studio.connect(ls.url, ls.credentials.token)
         known = build(client, pg, args.n, root / "projects.json")
         pid = known["project"]
+        if args.build_only:
+            print(f"project {pid}: {known['tasks']} tasks, {known['annotations']} submitted annotations")
+            return
         env = dict(os.environ, LABEL_STUDIO_URL=ls.url, LABEL_STUDIO_API_KEY=ls.credentials.token)
         theirs = [sys.executable, "-c", LS_CLIENT]
         ours = [sys.executable, "-m", "ls_trajeval", "export", "--project", str(pid), "-o"]

@@ -58,13 +58,18 @@ def generate(config, layout, output):
               "TRAIL span errors) as predictions to review")
 @click.option("--prelabels-from", "prelabel_exports", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="a previous trajectory_eval export whose labels become predictions (implies --prelabels)")
+@click.option("--window", type=click.IntRange(0), default=None, metavar="STEPS",
+              help="a trace longer than STEPS steps becomes one task per window of at most STEPS steps, each showing "
+              "the task and the steps before it; the export merges them back (0: every trace one task; default: the "
+              "config's annotator_config.window_steps, else 0). Every click costs in proportion to the steps a task "
+              "holds (docs/annotating.md)")
 @click.option("--batch-size", default=500, show_default=True, type=click.IntRange(1, 100000))
 @click.option("-j", "--jobs", type=click.IntRange(1), default=None, help="with --format: processes converting files at "
               "once (default: the number of CPUs)")
 @quiet_option
 @studio_options
-def import_(inputs, project, create_title, config_path, layout, fmt, prelabels, prelabel_exports, batch_size, jobs,
-            quiet, url, api_key):
+def import_(inputs, project, create_title, config_path, layout, fmt, prelabels, prelabel_exports, window, batch_size,
+            jobs, quiet, url, api_key):
     """Import trace JSONL INPUTS as tasks (skipping traces the project already has)."""
     from ..flows.importer import import_files
     from ..studio.urls import label_stream_url
@@ -73,7 +78,8 @@ def import_(inputs, project, create_title, config_path, layout, fmt, prelabels, 
         raise click.UsageError("give either --project ID or --create TITLE")
     run = import_files(studio.connect(url, api_key), inputs, project_id=project or None, create_title=create_title,
                        config=optional_config(config_path), layout=layout, fmt=fmt, prelabels=prelabels,
-                       prelabel_exports=prelabel_exports, batch_size=batch_size, jobs=jobs, progress=not quiet,
+                       prelabel_exports=prelabel_exports, window=window, batch_size=batch_size, jobs=jobs,
+                       progress=not quiet,
                        on_error=lambda err: click.echo(f"rejected: {err}", err=True),
                        on_created=lambda pid: click.echo(f"created project {pid} ({layout} layout)", err=True))
     for w in run.warnings:
@@ -83,15 +89,16 @@ def import_(inputs, project, create_title, config_path, layout, fmt, prelabels, 
             click.echo(f"prelabels: {p}", err=True)
         click.echo(f"prelabels: {run.prelabeler.count} predictions", err=True)
     summary = run.summary
-    click.echo(f"project {run.project_id}: imported {summary.imported}, skipped {summary.skipped} "
+    windows = f" tasks ({summary.windows} of them windows of long traces)" if summary.windows else ""
+    click.echo(f"project {run.project_id}: imported {summary.imported}{windows}, skipped {summary.skipped} "
                f"(already there), rejected {summary.rejected}")
     if summary.linked:
         click.echo(f"linked {summary.linked} tasks to their parent's or sub-agents' tasks", err=True)
     click.echo(f"annotate: {label_stream_url(studio.server_url(url), run.project_id)}", err=True)
-    if summary.paged and summary.long_traces:
+    if summary.long_traces and not summary.window:
         click.echo(f"warning: {summary.long_traces} traces have more than {PAGED_MAX_STEPS} steps "
-                   f"(longest {summary.max_steps}); the paged layout opens them slowly: prefer --layout transcript",
-                   err=True)
+                   f"(longest {summary.max_steps}); every click on them is slow (about 2 s at 1000 steps): import them "
+                   "with --window 100", err=True)
     if not run.ok:
         sys.exit(EXIT_REJECTED)
 

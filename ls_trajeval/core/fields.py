@@ -17,6 +17,9 @@ PAGES = "te_pages"
 #: without it into a project whose config shows it: write ``""`` where there is nothing)
 HEADER = "te_header"
 N_STEPS = "n_steps"
+#: a window's place in its trace (``core.windows.Window``): a long trace worked in windows of steps is several tasks,
+#: each holding its window's steps under the trace's id; the export merges them back into one trace
+WINDOW = "te_window"
 #: what the score header says of the running score: whether an ML backend keeps it current
 SCORE_STATUS = "te_score_status"
 #: ``SCORE_STATUS`` until an ML backend writes a score, and after it writes one
@@ -44,8 +47,8 @@ SUGGESTED = "te_suggested"
 ACCEPTANCE, ACCEPTANCE_DETAIL = "acceptance", "te_acceptance"
 ACCEPTANCE_FIELDS = (ACCEPTANCE, ACCEPTANCE_DETAIL)
 #: every task-data key ls-trajeval writes
-TASK_FIELDS = (TRANSCRIPT, PAGES, HEADER, N_STEPS, *SCORE_FIELDS, *DISPUTE_FIELDS, *SUGGESTION_FIELDS, SUGGESTED,
-               *ACCEPTANCE_FIELDS)
+TASK_FIELDS = (TRANSCRIPT, PAGES, HEADER, N_STEPS, WINDOW, *SCORE_FIELDS, *DISPUTE_FIELDS, *SUGGESTION_FIELDS,
+               SUGGESTED, *ACCEPTANCE_FIELDS)
 #: the fields that hold numbers: the Data Manager's tabs type them so (it types every data column as text)
 NUMBER_FIELDS = (N_STEPS, "running_score", "n_errors", "first_error_step", "score_mean", "disputedness",
                  "n_annotators", "disputed_steps", "correctness_disputes", "error_type_disputes", "severity_disputes",
@@ -53,6 +56,8 @@ NUMBER_FIELDS = (N_STEPS, "running_score", "n_errors", "first_error_step", "scor
 #: where a task keeps its trace id besides ``data``: listing ``id,meta`` is a few bytes a task, where the data
 #: holds the whole trace three times over
 META_TRACE_ID = "te_trace_id"
+#: a window task's number in its trace (0-based) besides ``data``: with the trace id, what tells a task apart
+META_WINDOW = "te_window"
 #: a review task's source: ``{"project": id, "task": id}`` of the task whose annotators it adjudicates
 META_SOURCE = "te_source"
 

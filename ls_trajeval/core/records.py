@@ -21,11 +21,12 @@ from typing import Any
 from .config import Config
 from .fields import n_steps as task_n_steps
 from .jsonfiles import dumps_line, expand_inputs, read_lines
-from .labels import ROLES, SOURCES, Span, StepLabel, resolve_causes
+from .labels import ROLES, SOURCES, Span, StepLabel, TraceLabels, resolve_causes
 from .results import decode, parent_prediction, step_texts
 from .scoring import ScoreSummary, summarize
 from .tasks import step_text
 from .trace import Trace, TraceError, parse_trace
+from .windows import placed, window_of
 
 #: The keys every record starts with, in this order: the trace, where the labels came from, the trace's metadata
 HEAD_KEYS = ("trace_id", "task", "project_id", "task_id", "annotation_id", "annotator", "annotator_id", "created_at",
@@ -35,7 +36,7 @@ HEAD_KEYS = ("trace_id", "task", "project_id", "task_id", "annotation_id", "anno
 RECORD_KEYS = frozenset({
     *HEAD_KEYS, "scheme", "running_score", "final_score", "n_steps", "n_errors", "first_error_step",
     "worst_severity", "severity_weights", "score_initial", "score_min", "model_version", "gold",
-    "root_cause_step", "rejected_suggestions",
+    "root_cause_step", "rejected_suggestions", "windows",
 })
 #: What :func:`build_record` reads of a Label Studio task, of one of its annotations and of one of its predictions:
 #: the export asks Label Studio for these fields only, so a key read there must be named here (a unit test checks
@@ -84,28 +85,25 @@ def _trace_of(data: Mapping, config: Config, task_id: Any) -> tuple[Trace | Trac
     return parsed, texts
 
 
-def build_record(task: Mapping, annotation: Mapping, config: Config, *, layout: str = "",
-                 users: Mapping[int, dict] | None = None, annotator: str | None = None, prediction: bool = False,
-                 model_version: str | None = None) -> tuple[dict, list[str]]:
-    """The record of one annotation of one task (Label Studio's JSON), and the decoder's located warnings.
-
-    Provenance: each step's ``source`` (and ``rejected_suggestions``) comes from comparing the annotation with the
-    prediction of the task's ``predictions`` it started from (:func:`~.results.parent_prediction`; ``model_version``
-    is the project's, which the label stream prefills from).
-
-    A prediction is read the same way with ``prediction``: ``annotator`` then names its author (no user completed
-    it), its ``model_version`` is kept and its marks are the suggestions they carry."""
+def _decoded(task: Mapping, annotation: Mapping, config: Config, *, prediction: bool, model_version: str | None,
+             first_step: int = 0) -> tuple[Trace | TraceError, TraceLabels, int]:
+    """A task's trace, one annotation's labels (each step's type and text filled in) and the task's step count."""
     data = task.get("data") or {}
     parsed, texts = _trace_of(data, config, task.get("id"))
     steps = parsed.steps if isinstance(parsed, Trace) else []
     n_steps = len(steps) if steps else task_n_steps(data)
     parent = None if prediction else parent_prediction(annotation, task.get("predictions") or [], model_version)
     labels = decode(annotation.get("result") or [], config, n_steps, prediction=prediction, parent=parent,
-                    texts=step_texts(data, config))
+                    texts=step_texts(data, config), first_step=first_step)
     for label in labels.steps:
         if label.step_index < len(steps):
             label.step_type, label.step_text = texts[label.step_index]
-    scheme = config.trajectory
+    return parsed, labels, n_steps
+
+
+def _head(task: Mapping, annotation: Mapping, config: Config, parsed: Trace | TraceError, *, layout: str,
+          users: Mapping[int, dict] | None, annotator: str | None) -> dict:
+    data = task.get("data") or {}
     email, user_id = _annotator(annotation, users or {})
     head = {
         "trace_id": str(data.get(config.id_key)) if data.get(config.id_key) is not None else None,
@@ -124,13 +122,87 @@ def build_record(task: Mapping, annotation: Mapping, config: Config, *, layout: 
     }
     if annotation.get("model_version") is not None:
         head["model_version"] = annotation["model_version"]
+    return head
+
+
+def _record(head: Mapping, labels: TraceLabels, n_steps: int, config: Config, where: str) -> tuple[dict, list[str]]:
+    scheme = config.trajectory
     warnings = list(labels.warnings)
     record = assemble(head, scheme.name, labels.steps, labels.whole_trace, summarize(labels.steps, scheme), n_steps,
                       scheme.weights, scheme.running_score.initial, scheme.running_score.min,
                       is_error=scheme.error_labels.__contains__, rejected_suggestions=labels.rejected_suggestions,
                       warnings=warnings)
-    where = f"task {task.get('id')} annotation {annotation.get('id')}"
     return record, [f"{where}: {w}" for w in warnings]
+
+
+def build_record(task: Mapping, annotation: Mapping, config: Config, *, layout: str = "",
+                 users: Mapping[int, dict] | None = None, annotator: str | None = None, prediction: bool = False,
+                 model_version: str | None = None) -> tuple[dict, list[str]]:
+    """The record of one annotation of one task (Label Studio's JSON), and the decoder's located warnings.
+
+    Provenance: each step's ``source`` (and ``rejected_suggestions``) comes from comparing the annotation with the
+    prediction of the task's ``predictions`` it started from (:func:`~.results.parent_prediction`; ``model_version``
+    is the project's, which the label stream prefills from).
+
+    A prediction is read the same way with ``prediction``: ``annotator`` then names its author (no user completed
+    it), its ``model_version`` is kept and its marks are the suggestions they carry."""
+    parsed, labels, n_steps = _decoded(task, annotation, config, prediction=prediction, model_version=model_version)
+    head = _head(task, annotation, config, parsed, layout=layout, users=users, annotator=annotator)
+    return _record(head, labels, n_steps, config, f"task {task.get('id')} annotation {annotation.get('id')}")
+
+
+def build_windowed_record(parts: Sequence[tuple[Mapping, Mapping]], config: Config, *, layout: str = "",
+                          users: Mapping[int, dict] | None = None, annotator: str | None = None,
+                          prediction: bool = False, model_version: str | None = None) -> tuple[dict, list[str]]:
+    """The record of a trace worked in windows (:mod:`~.windows`): ``parts`` are each window's task and one
+    annotator's annotation of it (or one model version's prediction), all windows of the trace in order
+    (:func:`~.windows.incomplete` tells whether they are). Its steps are the windows' steps put back in order and
+    numbered as in the whole trace, so the score, the first error and the cause links are the whole trace's, as if
+    it had been one task. The head is the first window's (its task and annotation ids), with ``created_at`` the
+    earliest, ``updated_at`` the latest and ``lead_time`` the sum of the windows', and ``windows`` listing each
+    window's steps, task and annotation. A whole-trace choice is the latest window's that has one (a warning says
+    when windows differ)."""
+    steps: list[StepLabel] = []
+    whole: dict[str, str | None] = {}
+    rejected: list[dict] = []
+    warnings: list[str] = []
+    windows: list[dict] = []
+    head: dict = {}
+    n_steps = 0
+    for task, annotation in parts:
+        window = window_of(task.get("data") or {})
+        if window is None:
+            raise ValueError(f"task {task.get('id')} is not a window of a trace")
+        where = f"task {task.get('id')} annotation {annotation.get('id')}"
+        parsed, labels, _ = _decoded(task, annotation, config, prediction=prediction, model_version=model_version,
+                                     first_step=window.start)
+        if not head:
+            head = _head(task, annotation, config, parsed, layout=layout, users=users, annotator=annotator)
+        else:
+            later = _head(task, annotation, config, parsed, layout=layout, users=users, annotator=annotator)
+            head["created_at"] = min(filter(None, (head["created_at"], later["created_at"])), default=None)
+            head["updated_at"] = max(filter(None, (head["updated_at"], later["updated_at"])), default=None)
+            if later["lead_time"] is not None:
+                head["lead_time"] = (head["lead_time"] or 0) + later["lead_time"]
+        steps.extend(placed(label, window) for label in labels.steps)
+        for name, value in labels.whole_trace.items():
+            if value is not None:
+                if whole.get(name) not in (None, value):
+                    warnings.append(f"{where}: {name} is {value!r} here and {whole[name]!r} in an earlier window; "
+                                    "kept this one")
+                whole[name] = value
+            else:
+                whole.setdefault(name, None)
+        rejected.extend({**r, "step_index": r["step_index"] + window.start}
+                        if isinstance(r.get("step_index"), int) else r for r in labels.rejected_suggestions)
+        warnings.extend(f"{where}: {w}" for w in labels.warnings)
+        windows.append({"start": window.start, "end": window.end, "task_id": task.get("id"),
+                        "annotation_id": annotation.get("id")})
+        n_steps = window.total
+    head["windows"] = windows
+    labels = TraceLabels(steps, whole, [], rejected)
+    record, more = _record(head, labels, n_steps, config, f"trace {head.get('trace_id')!r}")
+    return record, warnings + more
 
 
 def assemble(head: Mapping, scheme_name: str, steps: Sequence[StepLabel], whole_trace: Mapping,

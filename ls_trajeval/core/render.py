@@ -20,7 +20,7 @@ import difflib
 import json
 import re
 import shlex
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -29,6 +29,7 @@ from .config import Config
 from .labelconfig import _env
 from .labels import step_number
 from .trace import Step, Trace
+from .windows import Window
 
 #: who can act in a trace (the ``actor.kind`` values of the step convention)
 ACTOR_KINDS = ("user", "simulated_user", "agent", "subagent", "tool", "system")
@@ -433,8 +434,9 @@ def _same_text(a: str, b: str) -> bool:
     return bool(a.strip()) and " ".join(a.split()) == " ".join(b.split())
 
 
-def render_trace(trace: Trace, config: Config) -> list[Card]:
-    """Every step of ``trace`` as a :class:`Card`, in order."""
+def render_trace(trace: Trace, config: Config, first: int = 0) -> list[Card]:
+    """Every step of ``trace`` as a :class:`Card`, in order; ``first`` is the first one's index (a window task's
+    steps keep their places in the whole trace)."""
     simulated = trace.metadata.get("source_format") in SIMULATED_USER_FORMATS
     calls: dict[str, tuple[Actor, str]] = {}  # tool_call_id -> the call's actor and tool
     repeated = next((i for i, s in enumerate(trace.steps) if s.type in ("message", "other", "thought")
@@ -449,7 +451,7 @@ def render_trace(trace: Trace, config: Config) -> list[Card]:
         tool = _text(meta.get("tool_name")) or call_tool
         actor = actor_of(step, simulated, call_actor, tool)
         style = config.step_style(step.type)
-        card = Card(i, step.type, style.label, style.color, actor, [], timestamp=_timestamp(step))
+        card = Card(first + i, step.type, style.label, style.color, actor, [], timestamp=_timestamp(step))
         if step.type == "action":
             card.tool = step.content
             args = arguments(step)
@@ -614,7 +616,7 @@ def _diff_stripes(lines: list[str], first_line: int) -> str:
     return "linear-gradient(" + ",".join(stops) + ")" if stops else ""
 
 
-def trace_style(cards: list[Card]) -> str:
+def trace_style(cards: list[Card], first: int = 0) -> str:
     """The workbench's per-task CSS. Label Studio writes each step's position on its phrase
     (``data-testid="phrase:N"``); this gives each position one rule setting the custom properties the config's Style
     block reads: ``--te-color`` (the type's colour), ``--te-user`` / ``--te-sim`` / ``--te-folded`` (flags),
@@ -622,7 +624,8 @@ def trace_style(cards: list[Card]) -> str:
     ``--te-ws`` / ``--te-stripes`` (its lines' colours). One plain attribute selector a rule: the browser matches
     it only against elements that have the attribute (a selector list in ``:is()`` was checked against every
     element of the page, and made opening slower). Nothing of the trace's text is in it: only step indices and
-    the config's colours (validated CSS colours)."""
+    the config's colours (validated CSS colours). ``first`` is the first card's index in a window task's trace
+    (its phrase is position 0)."""
     rules = []
     for c in cards:
         decl = [f"--te-color:{c.color}"]
@@ -639,7 +642,7 @@ def trace_style(cards: list[Card]) -> str:
         stripes = _diff_body_stripes(c)
         if stripes:
             decl.append(f"--te-ws:pre;--te-stripes:{stripes}")
-        rules.append(f'.te-trace-pane [data-testid="phrase:{c.index}"]{{{";".join(decl)}}}')
+        rules.append(f'.te-trace-pane [data-testid="phrase:{c.index - first}"]{{{";".join(decl)}}}')
     return "\n".join(rules)
 
 
@@ -742,21 +745,49 @@ def _header_template():
     return _env().get_template("header.html.j2")
 
 
-def header_html(trace: Trace, cards: list[Card], links: list[dict] | None = None, with_style: bool = True) -> str:
+def header_html(trace: Trace, cards: list[Card], links: list[dict] | None = None, with_style: bool = True,
+                window: Window | None = None, before: Sequence[dict] = ()) -> str:
     """The task's header under its request: the trace's facts, its parent's and sub-agents' traces (``links``, see
     :func:`link_relations`: each a link to its task where the task id is known, ``?task=ID``, a task of the same
-    project opened in a new tab) and, for the workbench, the per-task style (:func:`trace_style`)."""
+    project opened in a new tab) and, for the workbench, the per-task style (:func:`trace_style`).
+
+    A window task's (``window``; ``cards`` are then its own) also says which steps of how many it holds and shows
+    the steps before it (``before``, :func:`context`), so its steps are judged knowing what came first."""
     meta = trace.metadata
     models = meta.get("models")
     model = ", ".join(m for m in models if isinstance(m, str)) if isinstance(models, list) else _text(meta.get("model"))
-    facts = [f"{len(cards)} steps"]
+    facts = [f"{window.total if window else len(cards)} steps"]
     for value in (_text(meta.get("source_format")), _text(meta.get("agent")), model):
         if value:
             facts.append(value)
     if links is None:
         links = link_relations([relations(trace)], {}).get(trace.trace_id, [])
-    style = trace_style(cards) if with_style else ""
+    style = trace_style(cards, window.start if window else 0) if with_style else ""
     if "<" in style:  # by construction it holds indices and validated colours only
         raise ValueError("a step style may not contain '<'")
-    return _header_template().render(facts=facts, links=links, step_number=step_number, style=style)
+    return _header_template().render(facts=facts, links=links, step_number=step_number, style=style, window=window,
+                                     before=before)
 
+
+#: the steps just before a window shown whole (up to :data:`CONTEXT_CHARS` each); earlier ones by their first line
+CONTEXT_WHOLE = 3
+CONTEXT_CHARS = 4000
+CONTEXT_LINE_CHARS = 240
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit].rstrip() + " …"
+
+
+def context(texts: Sequence[str], window: Window) -> list[dict]:
+    """What a window task shows of the steps before it, each ``{"head", "text", "whole"}``: its header line as the
+    workbench's ("#4 · agent → Bash · exit 1") and its text, whole for the last :data:`CONTEXT_WHOLE` steps before the
+    window (clipped at :data:`CONTEXT_CHARS`), its first :data:`CONTEXT_LINE_CHARS` characters on one line for the
+    rest. ``texts`` are the workbench's texts of the whole trace's steps (:func:`card_text`)."""
+    out = []
+    for i in range(window.start):
+        head, _, body = texts[i].partition("\n")
+        whole = i >= window.start - CONTEXT_WHOLE
+        out.append({"head": head, "text": _clip(body, CONTEXT_CHARS) if whole
+                    else _clip(" ".join(body.split()), CONTEXT_LINE_CHARS), "whole": whole})
+    return out

@@ -210,7 +210,7 @@ class _Reading:
 
 
 def decode(result: list[Mapping], config: Config, n_steps: int, *, prediction: bool = False,
-           parent: Mapping | None = None, texts: Sequence[StepText] | None = None) -> TraceLabels:
+           parent: Mapping | None = None, texts: Sequence[StepText] | None = None, first_step: int = 0) -> TraceLabels:
     """Per-step labels (one per step, correct ones included) and whole-trace values of one annotation, or of a
     prediction with ``prediction``.
 
@@ -225,12 +225,15 @@ def decode(result: list[Mapping], config: Config, n_steps: int, *, prediction: b
     card's header line, in a derived view of an action's arguments) is clipped to it; one wholly outside it is kept
     as a whole-step mark, with a warning. A region crossing steps gives each step its part. Without ``texts`` a
     mark gives no span. Relations give ``caused_by`` (their arrow points at the cause; a "bi" link takes the
-    earlier mark as the cause); :func:`~.labels.resolve_causes` checks them when the record is made.
+    earlier mark as the cause); :func:`~.labels.resolve_causes` checks them when the record is made. A window task's
+    steps (``first_step``: the index of its first step in the whole trace) are numbered from 0 as the task holds them,
+    and a step number typed as a cause ("#205") is the whole trace's, as the cards show it: it is decoded to the
+    window's numbering (negative for a step before the window).
     """
-    reading = _read(result, config, n_steps, prediction=prediction, texts=texts)
+    reading = _read(result, config, n_steps, prediction=prediction, texts=texts, first_step=first_step)
     labels = TraceLabels(reading.steps, reading.whole, reading.warnings)
     if parent is not None and not prediction:
-        suggested = _read(parent.get("result") or [], config, n_steps, prediction=True)
+        suggested = _read(parent.get("result") or [], config, n_steps, prediction=True, first_step=first_step)
         version = parent.get("model_version")
         labels.rejected_suggestions = _provenance(reading, suggested, version if isinstance(version, str) else None,
                                                   config)
@@ -238,7 +241,7 @@ def decode(result: list[Mapping], config: Config, n_steps: int, *, prediction: b
 
 
 def _read(result: list[Mapping], config: Config, n_steps: int, *, prediction: bool,
-          texts: Sequence[StepText] | None = None) -> _Reading:
+          texts: Sequence[StepText] | None = None, first_step: int = 0) -> _Reading:
     scheme = config.trajectory
     known = _decoder(config)
     names, vocab, paged, per_region = known.names, known.vocab, known.paged, known.per_region
@@ -300,7 +303,7 @@ def _read(result: list[Mapping], config: Config, n_steps: int, *, prediction: bo
             for token in re.split(r"[\s,;]+", text.strip()):
                 number = re.fullmatch(r"#?(\d{1,9})", token)
                 if number:
-                    causes.append(int(number.group(1)) - 1)  # people see #1 for step_index 0
+                    causes.append(int(number.group(1)) - 1 - first_step)  # people see #1 for step_index 0
                 elif token:
                     warnings.append(f"{where}: {token!r} is not a step number (#N); ignored")
             if causes:
@@ -573,8 +576,9 @@ def parent_prediction(annotation: Mapping, predictions: Sequence[Mapping],
 
 def encode(labels: TraceLabels, config: Config, layout: str, transcript: Sequence[Mapping] | None = None,
            origin: str = "manual", confirm_review: bool = True, suggested: bool = False,
-           texts: Sequence[StepText] | None = None) -> list[dict]:
-    """Label Studio results for ``labels``, in the shapes the labeling UI itself saves.
+           texts: Sequence[StepText] | None = None, first_step: int = 0) -> list[dict]:
+    """Label Studio results for ``labels``, in the shapes the labeling UI itself saves (a window task's with
+    ``first_step``, see :func:`decode`).
 
     ``transcript`` is the task's ``te_transcript`` (the transcript layout's regions carry text offsets, in UTF-16
     code units as Label Studio counts them). ``confirm_review`` ticks the transcript's "reviewed every step" box (an
@@ -633,7 +637,7 @@ def encode(labels: TraceLabels, config: Config, layout: str, transcript: Sequenc
                 out.append(item(f"{rationale}_{i}", to_name, "textarea", {"text": [step.rationale]}, step=step))
             if step.caused_by:
                 out.append(item(f"{names.caused_by}_{i}", to_name, "textarea",
-                                {"text": [", ".join(step_number(c) for c in step.caused_by)]}, step=step))
+                                {"text": [", ".join(step_number(c + first_step) for c in step.caused_by)]}, step=step))
             if step.correction:
                 out.append(item(f"{names.correction}_{i}", to_name, "textarea", {"text": [step.correction]},
                                 step=step))

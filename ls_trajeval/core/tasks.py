@@ -23,13 +23,14 @@ selection in UTF-16 code units of ``text``: convert to code points first.
 from __future__ import annotations
 
 from .config import Config
-from .fields import HEADER, N_STEPS, PAGES, SUGGESTED, TRANSCRIPT, initial_scores
+from .fields import HEADER, N_STEPS, PAGES, SUGGESTED, TRANSCRIPT, WINDOW, initial_scores
 from .labels import TraceLabels
-from .render import Card, card_html, card_text, header_html, render_trace
+from .render import Card, card_html, card_text, context, header_html, render_trace
 from .suggestions import beside
 from .trace import Step, Trace
+from .windows import Window, split
 
-__all__ = ["step_text", "transcript_entry", "pages", "has_pages", "task_data"]
+__all__ = ["step_text", "transcript_entry", "pages", "has_pages", "task_data", "window_tasks"]
 
 
 def step_text(step: Step) -> str:
@@ -48,10 +49,13 @@ def transcript_entry(card: Card, step: Step, config: Config) -> dict:
     return {"author": card.author, "text": text, "content_at": at}
 
 
-def pages(trace: Trace, config: Config, cards: list[Card] | None = None) -> list[list[dict]]:
-    """``te_pages``: the paged layout's rendered card per step, each as the one item of a ``List`` tag."""
-    cards = render_trace(trace, config) if cards is None else cards
-    n = len(cards)
+def pages(trace: Trace, config: Config, cards: list[Card] | None = None,
+          window: Window | None = None) -> list[list[dict]]:
+    """``te_pages``: the paged layout's rendered card per step, each as the one item of a ``List`` tag; for a window
+    task's ``trace``, numbered as in the whole trace."""
+    if cards is None:
+        cards = render_trace(trace, config, first=window.start if window else 0)
+    n = window.total if window else len(cards)
     return [[{"id": f"step-{c.index + 1}", "html": card_html(c, n, config)}] for c in cards]
 
 
@@ -64,14 +68,39 @@ def has_pages(data: dict) -> bool:
 
 def task_data(trace: Trace, config: Config, layout: str = "transcript") -> dict:
     """The ``data`` of the Label Studio task for one trace, in a project of ``layout``."""
-    data = trace.to_json(config.id_key, config.text_key, config.trace_key)
+    return _data(trace, render_trace(trace, config), config, layout)
+
+
+def window_tasks(trace: Trace, config: Config, layout: str, size: int) -> list[tuple[Window | None, dict]]:
+    """The ``data`` of each window task of a trace longer than ``size`` steps (see :mod:`windows`), with its window;
+    a trace that fits in one window is one task of :func:`task_data`, with no window. The whole trace is rendered
+    once, so each step reads as it does in the whole trace (its number, who made a tool call)."""
+    windows = split(trace, size)
     cards = render_trace(trace, config)
-    data[TRANSCRIPT] = [transcript_entry(c, s, config) for c, s in zip(cards, trace.steps)]
-    data[HEADER] = header_html(trace, cards)
+    if len(windows) <= 1:
+        return [(None, _data(trace, cards, config, layout))]
+    entries = [transcript_entry(c, s, config) for c, s in zip(cards, trace.steps)]
+    texts = [e["text"] for e in entries]
+    out: list[tuple[Window | None, dict]] = []
+    for window, part in windows:
+        mine = cards[window.start:window.end]
+        header = header_html(trace, mine, window=window, before=context(texts, window))
+        out.append((window, _data(part, mine, config, layout, window, header, entries[window.start:window.end])))
+    return out
+
+
+def _data(trace: Trace, cards: list[Card], config: Config, layout: str, window: Window | None = None,
+          header: str | None = None, transcript: list[dict] | None = None) -> dict:
+    data = trace.to_json(config.id_key, config.text_key, config.trace_key)
+    data[TRANSCRIPT] = ([transcript_entry(c, s, config) for c, s in zip(cards, trace.steps)] if transcript is None
+                        else transcript)
+    data[HEADER] = header_html(trace, cards) if header is None else header
     if layout == "paged":
-        data[PAGES] = pages(trace, config, cards)
+        data[PAGES] = pages(trace, config, cards, window)
     data[N_STEPS] = len(trace.steps)
     data.update(initial_scores(config, len(trace.steps)))
+    if window is not None:
+        data[WINDOW] = window.to_json()
     if not config.suggestions.prelabel:  # the workbench shows suggestions beside the steps, from this field
         data[SUGGESTED] = beside(TraceLabels([]), config, "")
     return data

@@ -29,6 +29,7 @@ from ..core.fields import (
     HEADER,
     META_SOURCE,
     META_TRACE_ID,
+    META_WINDOW,
     NUMBER_FIELDS,
     initial_scores,
     n_steps,
@@ -39,8 +40,9 @@ from ..core.labels import TraceLabels
 from ..core.layouts import layout_of
 from ..core.scoring import share_kept
 from ..core.trace import TraceError
+from ..core.windows import labels_in, window_of
 from ..studio import client as studio
-from .export import ExportSummary, readable_record
+from .export import ExportSummary, Windows, author, readable_record, readable_windows, submitted, windowed_records
 from .prelabels import as_prediction
 from .projects import project_config
 
@@ -71,9 +73,10 @@ class AdjudicationSummary:
 
 @dataclass
 class _Trace:
-    task: dict
+    #: the trace's task, or its window tasks in order (a trace worked in windows: each becomes a review task)
+    tasks: list[dict]
     dispute: TraceDisagreement
-    labels: dict  # annotator -> TraceLabels
+    labels: dict  # annotator -> TraceLabels of the whole trace
 
 
 def find_disputes(client, project: dict, config: Config, thresholds: Thresholds, summary: AdjudicationSummary,
@@ -87,34 +90,59 @@ def find_disputes(client, project: dict, config: Config, thresholds: Thresholds,
     found: dict[str, _Trace] = {}
     seen: dict[str, int] = {}  # trace id -> its task
     export = ExportSummary()
-    for task in studio.iter_tasks(client, project["id"], only_annotated=True, page_size=page_size):
-        recs, labels = [], {}
-        n = n_steps(task.get("data") or {})
-        for annotation in sorted(task.get("annotations") or [], key=lambda a: a.get("id") or 0):
-            if annotation.get("was_cancelled"):
-                continue
-            line = readable_record(task, annotation, config, layout=layout, users=users, summary=export)
-            if line is None:
-                continue
-            rec = records.parse_record(line, f"project {project['id']}", task["id"], scheme=settings.scheme,
-                                       default_correctness=settings.correct_labels[0])
-            if isinstance(rec, TraceError):
-                summary.warnings.append(f"task {task['id']}: left out: {rec}")
-                continue
-            recs.append(rec)
-            labels[rec.annotator] = results.decode(annotation.get("result") or [], config, n)
+    windows = Windows(config.id_key)
+
+    def parsed(line: dict, task_id: int) -> records.AnnotationRecord | None:
+        rec = records.parse_record(line, f"project {project['id']}", task_id, scheme=settings.scheme,
+                                   default_correctness=settings.correct_labels[0])
+        if isinstance(rec, TraceError):
+            summary.warnings.append(f"task {task_id}: left out: {rec}")
+            return None
+        return rec
+
+    def compare(tasks: list[dict], recs: list[records.AnnotationRecord], labels: dict) -> None:
         recs = latest_per_annotator(recs)
         if len(recs) < 2:
-            continue
+            return
         tid = recs[0].trace_id
         if tid in seen:
-            summary.warnings.append(f"task {task['id']}: trace {tid!r} is also task {seen[tid]}; only that one is "
+            summary.warnings.append(f"task {tasks[0]['id']}: trace {tid!r} is also task {seen[tid]}; only that one is "
                                     f"compared")
-            continue
-        seen[tid] = task["id"]
+            return
+        seen[tid] = tasks[0]["id"]
         dispute = find_disagreements(recs, settings, thresholds)
         if dispute.disputed or tid in held:
-            found[tid] = _Trace(task, dispute, {r.annotator: labels[r.annotator] for r in recs})
+            found[tid] = _Trace(tasks, dispute, {r.annotator: labels[r.annotator] for r in recs})
+
+    def merged(trace_id: str, tasks: list[dict]) -> None:
+        def build(parts: list[tuple[dict, dict]]) -> dict | None:
+            return readable_windows(parts, config, layout=layout, users=users, summary=export)
+        recs, labels = [], {}
+        for line in windowed_records(trace_id, tasks, submitted, author, build, export, "annotations"):
+            rec = parsed(line, tasks[0]["id"])
+            if rec is not None:
+                recs.append(rec)
+                labels[rec.annotator] = TraceLabels(rec.steps, rec.labels)
+        compare(tasks, recs, labels)
+
+    for task in studio.iter_tasks(client, project["id"], only_annotated=True, page_size=page_size):
+        window = window_of(task.get("data") or {})
+        if window is not None:
+            whole = windows.add(task, window)
+            if whole is not None:
+                merged(*whole)
+            continue
+        recs, labels = [], {}
+        n = n_steps(task.get("data") or {})
+        for annotation in submitted(task):
+            line = readable_record(task, annotation, config, layout=layout, users=users, summary=export)
+            rec = None if line is None else parsed(line, task["id"])
+            if rec is not None:
+                recs.append(rec)
+                labels[rec.annotator] = results.decode(annotation.get("result") or [], config, n)
+        compare([task], recs, labels)
+    for whole in windows.rest():
+        merged(*whole)
     summary.compared = len(seen)
     summary.warnings.extend(export.warnings)
     return found
@@ -153,6 +181,12 @@ def _prediction(labels: TraceLabels, annotator: str, config: Config, layout: str
     return {**prediction, "score": round(share_kept(prediction["score"], config.trajectory), 4)}
 
 
+def _labels_of(labels: TraceLabels, data: dict) -> TraceLabels:
+    """A trace's labels as a task of it holds them: all of them, or a window task's steps'."""
+    window = window_of(data)
+    return labels if window is None else labels_in(labels, window)
+
+
 def _same(a: TraceLabels, b: TraceLabels) -> bool:
     def key(t: TraceLabels):
         return ([(s.correctness, s.error_category, s.error_type, s.severity, s.rationale) for s in t.steps],
@@ -174,12 +208,12 @@ def adjudicate(client, project_id: int, *, create_title: str | None = None, into
     layout = layout_of(source.get("label_config") or "")
     project = review_project(client, source, config, layout, create_title=create_title, into=into, summary=summary)
     summary.review_project_id = pid = project["id"]
-    held: dict[str, dict] = {}
+    held: dict[str, list[dict]] = {}  # trace id -> its review task, or its window tasks
     if not summary.created:
         for task in studio.iter_tasks(client, pid, page_size=page_size):
             tid = (task.get("meta") or {}).get(META_TRACE_ID) or (task.get("data") or {}).get(config.id_key)
             if tid is not None:
-                held.setdefault(str(tid), task)
+                held.setdefault(str(tid), []).append(task)
     traces = find_disputes(client, source, config, thresholds, summary, set(held), page_size)
     disputed = sorted((t for t in traces.values() if t.dispute.disputed),
                       key=lambda t: (-t.dispute.score, -len(t.dispute.steps), t.dispute.trace_id))
@@ -189,20 +223,26 @@ def adjudicate(client, project_id: int, *, create_title: str | None = None, into
     for t in disputed:
         tid = t.dispute.trace_id
         if tid in held:
-            _update(client, held[tid], t, config, layout, summary)
+            for task in held[tid]:
+                _update(client, task, t, config, layout, summary)
             continue
-        # HEADER: a task imported before the header existed has none, and Label Studio refuses a task without it
-        data = {HEADER: "", **(t.task.get("data") or {}), **initial_scores(config, n_steps(t.task.get("data") or {})),
-                **t.dispute.summary()}
-        new.append({"data": data, "meta": {META_TRACE_ID: tid, META_SOURCE: {"project": project_id,
-                                                                            "task": t.task["id"]}},
-                    "predictions": [_prediction(labels, who, config, layout, data)
-                                    for who, labels in t.labels.items()]})
-    for tid, task in held.items():
+        for source_task in t.tasks:  # a trace worked in windows is reviewed in the same windows
+            # HEADER: a task imported before the header existed has none, and Label Studio refuses a task without it
+            data = {HEADER: "", **(source_task.get("data") or {}),
+                    **initial_scores(config, n_steps(source_task.get("data") or {})), **t.dispute.summary()}
+            meta: dict = {META_TRACE_ID: tid, META_SOURCE: {"project": project_id, "task": source_task["id"]}}
+            window = window_of(data)
+            if window is not None:
+                meta[META_WINDOW] = window.index
+            new.append({"data": data, "meta": meta,
+                        "predictions": [_prediction(_labels_of(labels, data), who, config, layout, data)
+                                        for who, labels in t.labels.items()]})
+    for tid, tasks in held.items():
         settled = traces.get(tid)
         if settled is not None and not settled.dispute.disputed:
             summary.settled.append(tid)
-            _update(client, task, settled, config, layout, summary)
+            for task in tasks:
+                _update(client, task, settled, config, layout, summary)
 
     refused: list[dict] = []
 
@@ -233,7 +273,8 @@ def _update(client, task: dict, t: _Trace, config: Config, layout: str, summary:
     for p in sorted(task.get("predictions") or [], key=lambda p: p.get("id") or 0):
         by_version[p.get("model_version")] = p
     n = n_steps(data)
-    for who, labels in t.labels.items():
+    for who, whole in t.labels.items():
+        labels = _labels_of(whole, data)
         old = by_version.get(who)
         prediction = _prediction(labels, who, config, layout, data)
         if old is not None and old.get("score") == prediction["score"] \

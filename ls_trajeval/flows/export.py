@@ -25,10 +25,12 @@ from ..core.records import (
     TASK_FIELDS,
     AnnotationRecord,
     build_record,
+    build_windowed_record,
     dumps,
     parse_record,
 )
 from ..core.trace import TraceError
+from ..core.windows import Window, incomplete, window_of
 from ..studio import client as studio
 from .projects import project_config
 
@@ -40,6 +42,9 @@ class ExportSummary:
     cancelled: int = 0  # skipped or cancelled annotations, left out
     drafts: int = 0  # unsubmitted drafts (the API key's user's), left out
     unreadable: int = 0  # annotations whose result could not be decoded, left out with a warning
+    #: an annotator's (or model version's) work on a trace worked in windows that lacks a window, left out with a
+    #: warning: its score would not be the trace's
+    incomplete: int = 0
     warnings: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
 
@@ -50,16 +55,113 @@ def readable_record(task: dict, annotation: dict, config: Config, *, layout: str
     """The annotation's record, or None and a located warning when its result cannot be decoded (a result
     written through the API by another tool): it costs that one annotation, not the whole export. A prediction
     is read the same way (``what``), its ``annotator`` given. ``model_version`` is the project's (provenance)."""
+    return _readable(lambda: build_record(task, annotation, config, layout=layout, users=users, annotator=annotator,
+                                          prediction=what == "prediction", model_version=model_version),
+                     f"task {task.get('id')} {what} {annotation.get('id')}", summary)
+
+
+def readable_windows(parts: list[tuple[dict, dict]], config: Config, *, layout: str, users: dict,
+                     summary: ExportSummary, annotator: str | None = None, what: str = "annotations",
+                     model_version: str | None = None) -> dict | None:
+    """The record of a trace worked in windows from each window's task and one author's annotation (or prediction,
+    ``what``) of it (:func:`~ls_trajeval.core.records.build_windowed_record`), or None and a located warning when one
+    cannot be decoded."""
+    trace_id = (parts[0][0].get("data") or {}).get(config.id_key)
+    return _readable(lambda: build_windowed_record(parts, config, layout=layout, users=users, annotator=annotator,
+                                                   prediction=what == "predictions", model_version=model_version),
+                     f"trace {trace_id!r} {what} {', '.join(str(a.get('id')) for _, a in parts)}", summary)
+
+
+def _readable(build: Callable[[], tuple[dict, list[str]]], where: str, summary: ExportSummary) -> dict | None:
     try:
-        record, warnings = build_record(task, annotation, config, layout=layout, users=users, annotator=annotator,
-                                        prediction=what == "prediction", model_version=model_version)
+        record, warnings = build()
     except (TypeError, ValueError, AttributeError, KeyError, IndexError, RecursionError) as exc:
         summary.unreadable += 1
-        summary.warnings.append(f"task {task.get('id')} {what} {annotation.get('id')}: left out, its result "
-                                f"cannot be read ({type(exc).__name__}: {str(exc)[:200]})")
+        summary.warnings.append(f"{where}: left out, its result cannot be read ({type(exc).__name__}: "
+                                f"{str(exc)[:200]})")
         return None
     summary.warnings.extend(warnings)
     return record
+
+
+def author(annotation: dict) -> Any:
+    """Who completed an annotation (their user id), as Label Studio gives it (an id or a user object)."""
+    who = annotation.get("completed_by")
+    return who.get("id") if isinstance(who, dict) else who
+
+
+class Windows:
+    """The window tasks of traces worked in windows (:mod:`~ls_trajeval.core.windows`), held until each trace's
+    are all read; they come one after another (imported together), so one trace's are held at a time."""
+
+    def __init__(self, id_key: str):
+        self.id_key = id_key
+        self.held: dict[str, list[dict]] = {}
+
+    def add(self, task: dict, window: Window) -> tuple[str, list[dict]] | None:
+        """Hold ``task``; its trace id and window tasks, in window order, once the last of them came."""
+        trace_id = str((task.get("data") or {}).get(self.id_key))
+        group = self.held.setdefault(trace_id, [])
+        group.append(task)
+        return self.pop(trace_id) if len({_window(t).index for t in group}) >= window.count else None
+
+    def pop(self, trace_id: str) -> tuple[str, list[dict]]:
+        return trace_id, sorted(self.held.pop(trace_id), key=lambda t: (_window(t).index, t.get("id") or 0))
+
+    def rest(self) -> Iterator[tuple[str, list[dict]]]:
+        """The traces some of whose windows the project lacks."""
+        for trace_id in list(self.held):
+            yield self.pop(trace_id)
+
+
+def _window(task: dict) -> Window:
+    window = window_of(task.get("data") or {})
+    assert window is not None  # only window tasks are held
+    return window
+
+
+def per_trace(tasks: Iterable[dict], id_key: str, whole: Callable[[dict], Iterable[dict]],
+              windowed: Callable[[str, list[dict]], Iterable[dict]]) -> Iterator[dict]:
+    """Records task by task: a whole trace's task's from ``whole``, a trace worked in windows' from ``windowed``
+    (its trace id and window tasks, in order) once its window tasks are all read, or at the end for one whose
+    windows are not all there."""
+    held = Windows(id_key)
+    for task in tasks:
+        window = window_of(task.get("data") or {})
+        if window is None:
+            yield from whole(task)
+        elif (done := held.add(task, window)) is not None:
+            yield from windowed(*done)
+    for rest in held.rest():
+        yield from windowed(*rest)
+
+
+def windowed_records(trace_id: str, tasks: list[dict], items: Callable[[dict], list[dict]],
+                      author: Callable[[dict], Any],
+                      build: Callable[[list[tuple[dict, dict]]], dict | None], summary: ExportSummary,
+                      what: str) -> Iterator[dict]:
+    """One trace's records from its window ``tasks`` (in window order): one per author (``author`` of an item) with
+    an item (``items``: a task's annotations or predictions, in id order, the latest kept) in every window, built by
+    ``build`` from the (task, item) pairs; a located warning for each author whose windows are not all there."""
+    windows = [_window(t) for t in tasks]
+    problem = incomplete(windows)
+    done: dict[Any, dict[int, dict]] = {}
+    for task, window in zip(tasks, windows):
+        for item in items(task):
+            done.setdefault(author(item), {})[window.index] = item
+    where = f"trace {trace_id!r}"
+    for who, by_window in done.items():
+        missing = problem
+        if missing is None and len(by_window) < len(tasks):
+            missing = f"{len(tasks) - len(by_window)} of its {len(tasks)} windows not done"
+        if missing is not None:
+            summary.incomplete += 1
+            summary.warnings.append(f"{where} (tasks {', '.join(str(t.get('id')) for t in tasks)}): the {what} of "
+                                    f"{who} left out: {missing}")
+            continue
+        record = build([(t, by_window[w.index]) for t, w in zip(tasks, windows)])
+        if record is not None:
+            yield record
 
 
 def read_back(record: dict, config: Config) -> AnnotationRecord | TraceError:
@@ -82,22 +184,39 @@ def iter_records(client, project_id: int, config: Config | None = None, page_siz
 EXPORT_FIELDS = (*TASK_FIELDS, "annotations", *ANNOTATION_FIELDS, *PREDICTION_FIELDS, "was_cancelled")
 
 
+def submitted(task: dict) -> list[dict]:
+    """A task's submitted annotations (not skipped or cancelled), in id order."""
+    return [a for a in sorted(task.get("annotations") or [], key=lambda a: a.get("id") or 0)
+            if not a.get("was_cancelled")]
+
+
 def _records(client, project: dict, config: Config, page_size: int, summary: ExportSummary,
              on_task: Callable[[dict], None] | None = None) -> Iterator[dict]:
     layout = layout_of(project.get("label_config") or "")
     users = studio.users_by_id(client)
-    for task in studio.iter_tasks_with(client, project["id"], EXPORT_FIELDS, page_size=page_size):
-        if on_task is not None:
-            on_task(task)
-        summary.tasks += 1
-        for annotation in sorted(task.get("annotations") or [], key=lambda a: a.get("id") or 0):
-            if annotation.get("was_cancelled"):
-                summary.cancelled += 1
-                continue
+    version = project.get("model_version")
+
+    def merged(trace_id: str, tasks: list[dict]) -> Iterator[dict]:
+        def build(parts: list[tuple[dict, dict]]) -> dict | None:
+            return readable_windows(parts, config, layout=layout, users=users, summary=summary, model_version=version)
+        return windowed_records(trace_id, tasks, submitted, author, build, summary, "annotations")
+
+    def tasks() -> Iterator[dict]:
+        for task in studio.iter_tasks_with(client, project["id"], EXPORT_FIELDS, page_size=page_size):
+            if on_task is not None:
+                on_task(task)
+            summary.tasks += 1
+            summary.cancelled += sum(1 for a in task.get("annotations") or [] if a.get("was_cancelled"))
+            yield task
+
+    def one(task: dict) -> Iterator[dict]:
+        for annotation in submitted(task):
             record = readable_record(task, annotation, config, layout=layout, users=users, summary=summary,
-                                     model_version=project.get("model_version"))
+                                     model_version=version)
             if record is not None:
                 yield record
+
+    yield from per_trace(tasks(), config.id_key, one, merged)
     summary.drafts += studio.count_own_drafts(client, project["id"], page_size)
 
 
@@ -283,19 +402,40 @@ def export_predictions(client, project_id: int, out: str | Path | None = None, c
     config = project_config(project, config)
     layout = layout_of(project.get("label_config") or "")
     out = Path(out or Path(config.output_path) / "predictions.jsonl")
-    with atomic_output(out, make_folder=True) as writer:
-        fields = (*TASK_FIELDS, *ANNOTATION_FIELDS)
-        for task in studio.iter_tasks_with(client, project_id, fields, page_size=page_size):
+
+    def latest(task: dict) -> list[dict]:
+        by_version = {}
+        for p in sorted(task.get("predictions") or [], key=lambda p: p.get("id") or 0):
+            if model_version is None or p.get("model_version") == model_version:
+                by_version[p.get("model_version")] = p
+        return list(by_version.values())
+
+    def name(p: dict) -> str:
+        version = p.get("model_version")
+        return str(version) if version else "prediction"
+
+    def merged(trace_id: str, tasks: list[dict]) -> Iterator[dict]:
+        def build(parts: list[tuple[dict, dict]]) -> dict | None:
+            return readable_windows(parts, config, layout=layout, users={}, summary=summary,
+                                    annotator=name(parts[0][1]), what="predictions")
+        return windowed_records(trace_id, tasks, latest, name, build, summary, "predictions")
+
+    def tasks() -> Iterator[dict]:
+        for task in studio.iter_tasks_with(client, project_id, (*TASK_FIELDS, *ANNOTATION_FIELDS),
+                                           page_size=page_size):
             summary.tasks += 1
-            latest = {}
-            for p in sorted(task.get("predictions") or [], key=lambda p: p.get("id") or 0):
-                if model_version is None or p.get("model_version") == model_version:
-                    latest[p.get("model_version")] = p
-            for version, p in latest.items():
-                record = readable_record(task, p, config, layout=layout, users={}, summary=summary,
-                                         annotator=str(version) if version else "prediction", what="prediction")
-                if record is not None:
-                    writer.write(dumps(record))
-                    summary.written += 1
+            yield task
+
+    def one(task: dict) -> Iterator[dict]:
+        for p in latest(task):
+            record = readable_record(task, p, config, layout=layout, users={}, summary=summary, annotator=name(p),
+                                     what="prediction")
+            if record is not None:
+                yield record
+
+    with atomic_output(out, make_folder=True) as writer:
+        for record in per_trace(tasks(), config.id_key, one, merged):
+            writer.write(dumps(record))
+            summary.written += 1
     summary.files.append(str(out))
     return summary

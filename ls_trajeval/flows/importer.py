@@ -13,12 +13,13 @@ from tqdm import tqdm
 
 from ..converters.base import ConvertWarning
 from ..core.config import Config
-from ..core.fields import HEADER, META_TRACE_ID, NUMBER_FIELDS
+from ..core.fields import HEADER, META_TRACE_ID, META_WINDOW, NUMBER_FIELDS
 from ..core.labelconfig import shows_suggestions
 from ..core.layouts import PAGED_MAX_STEPS, layout_of
 from ..core.render import Relations, header_html, link_relations, relations, render_trace
-from ..core.tasks import task_data
+from ..core.tasks import task_data, window_tasks
 from ..core.trace import ReadResult, Trace, TraceError, blank_trace_error, read_traces
+from ..core.windows import Window
 from ..studio import client as studio
 from .convert import FormatError, convert_inputs, detect_format
 from .prelabels import Prelabeler
@@ -35,6 +36,8 @@ class ImportSummary:
     paged: bool = False
     max_steps: int = 0
     linked: int = 0  # tasks whose parent's or sub-agents' tasks were linked after the import
+    windows: int = 0  # window tasks imported (long traces worked in windows of steps)
+    window: int = 0  # the window size the import cut long traces at (0: it did not)
 
     @property
     def ok(self) -> bool:
@@ -98,17 +101,24 @@ def sized_batches(items: Iterable[tuple[dict, int]], size: int, max_bytes: int) 
 def import_traces(client, project_id: int, items: Iterable[ReadResult], config: Config, *,
                   batch_size: int = 500, progress: bool = True, max_batch_bytes: int = MAX_BATCH_BYTES,
                   on_error: Callable[[TraceError], None] | None = None,
-                  prelabel: Callable[[Trace, dict], list[dict]] | None = None) -> ImportSummary:
+                  prelabel: Callable[..., list[dict]] | None = None, window: int | None = None) -> ImportSummary:
     """Import every valid trace that the project does not hold yet; report the rest.
 
-    ``prelabel`` (see :mod:`prelabels`) turns labels that came with a trace into predictions.
+    ``prelabel`` (see :mod:`prelabels`) turns labels that came with a trace into predictions. ``window``: a trace
+    longer than that many steps becomes one task per window of steps (:mod:`~ls_trajeval.core.windows`); a trace
+    whose windows were partly imported (an interrupted run) gets the missing ones. By default the config's
+    ``annotator_config.window_steps`` (0: whole traces), so every import into a project, ``ingest`` too, cuts alike.
     """
+    if window is None:
+        window = config.window_steps
+    if window < 0:
+        raise ValueError(f"window: a number of steps (0 for whole traces), not {window}")
     summary = ImportSummary()
     project = studio.get_project(client, project_id)
     layout = layout_of(project.get("label_config") or "")
     paged = layout == "paged"
     # an empty project (the usual first import) needs no listing at all
-    existing = studio.existing_trace_ids(client, project_id, config.id_key) if project.get("task_number") else set()
+    existing = studio.existing_tasks(client, project_id, config.id_key) if project.get("task_number") else {}
     this_run: dict[str, str] = {}
     related: list[tuple[Relations, Trace]] = []  # parents and sub-agents among the imported traces, linked at the end
     bar = tqdm(desc="importing", unit=" traces", disable=not progress, leave=False)
@@ -124,7 +134,8 @@ def import_traces(client, project_id: int, items: Iterable[ReadResult], config: 
             if blank is not None:
                 reject(blank)
                 continue
-            if item.trace_id in existing:
+            have = existing.get(item.trace_id)
+            if have is not None and (None in have or not window):
                 summary.skipped += 1
                 bar.update(1)
                 continue
@@ -138,21 +149,35 @@ def import_traces(client, project_id: int, items: Iterable[ReadResult], config: 
             summary.max_steps = max(summary.max_steps, n)
             if n > PAGED_MAX_STEPS:
                 summary.long_traces += 1
-            task: dict = {"data": task_data(item, config, layout), "meta": {META_TRACE_ID: item.trace_id}}
+            parts: list[tuple[Window | None, dict]] = (window_tasks(item, config, layout, window) if window
+                                                       else [(None, task_data(item, config, layout))])
+            if have:  # the windows an interrupted import left out
+                if {None if w is None else w.index for w, _ in parts} <= have:
+                    summary.skipped += 1
+                    bar.update(1)
+                    continue
+                parts = [(w, data) for w, data in parts if w is not None and w.index not in have]
             rel = relations(item)
             if rel:
                 related.append((rel, item))
-            if prelabel is not None:
-                predictions = prelabel(item, task["data"])
-                if predictions:
-                    task["predictions"] = predictions
-            try:
-                size = len(orjson.dumps(task))
-            except TypeError as exc:  # lone surrogates (a "\\ud800" escape) cannot be sent as UTF-8
-                reject(TraceError(this_run[item.trace_id], None, None, f"trace {item.trace_id!r} cannot be sent to "
-                                  f"Label Studio: {exc}", item.trace_id))
-                continue
-            yield task, size
+            tasks = []
+            for w, data in parts:
+                task: dict = {"data": data, "meta": {META_TRACE_ID: item.trace_id}}
+                if w is not None:
+                    task["meta"][META_WINDOW] = w.index
+                if prelabel is not None:
+                    predictions = prelabel(item, data, w)
+                    if predictions:
+                        task["predictions"] = predictions
+                try:
+                    tasks.append((task, len(orjson.dumps(task))))
+                except TypeError as exc:  # lone surrogates (a "\\ud800" escape) cannot be sent as UTF-8
+                    reject(TraceError(this_run[item.trace_id], None, None, f"trace {item.trace_id!r} cannot be sent "
+                                      f"to Label Studio: {exc}", item.trace_id))
+                    break
+            else:
+                summary.windows += sum(1 for w, _ in parts if w is not None)
+                yield from tasks
 
     lock = threading.Lock()  # refusals are reported from the sending thread
 
@@ -190,15 +215,18 @@ def import_traces(client, project_id: int, items: Iterable[ReadResult], config: 
     if summary.imported:  # the tasks' columns exist now
         studio.number_columns(client, project_id, NUMBER_FIELDS)
     summary.paged = paged
+    summary.window = window
     if related:
-        summary.linked = link_subagents(client, project_id, related, config)
+        summary.linked = link_subagents(client, project_id, related, config, window)
     return summary
 
 
-def link_subagents(client, project_id: int, related: list[tuple[Relations, Trace]], config: Config) -> int:
+def link_subagents(client, project_id: int, related: list[tuple[Relations, Trace]], config: Config,
+                   window: int = 0) -> int:
     """Give the imported traces that have a parent or sub-agents a header linking those traces' tasks in the
     project (``te_header``); returns how many tasks were updated. A related trace the project does not hold stays
-    named without a link, and a parent imported earlier keeps the header it had."""
+    named without a link, and a parent imported earlier keeps the header it had. A trace worked in windows (longer
+    than ``window``) is linked to at its first window, and keeps its windows' headers."""
     ids = studio.task_ids_by_trace(client, project_id)
     traces = {rel.trace_id: t for rel, t in related}
     updated = 0
@@ -207,6 +235,8 @@ def link_subagents(client, project_id: int, related: list[tuple[Relations, Trace
         if task_id is None or not any(link["task_id"] is not None for link in links):
             continue  # refused by Label Studio, or nothing to link: the task keeps what import gave it
         t = traces[trace_id]
+        if window and len(t.steps) > window:
+            continue
         studio.update_task_data(client, task_id, {HEADER: header_html(t, render_trace(t, config), links)})
         updated += 1
     return updated
@@ -232,7 +262,7 @@ class ImportRun:
 def import_files(client, inputs: Iterable[str | Path], *, project_id: int | None = None,
                  create_title: str | None = None, config: Config | None = None, layout: str = "transcript",
                  fmt: str | None = None, prelabels: bool = False, prelabel_exports: Iterable[str | Path] = (),
-                 batch_size: int = 500, jobs: int | None = None, progress: bool = True,
+                 batch_size: int = 500, jobs: int | None = None, progress: bool = True, window: int | None = None,
                  on_error: Callable[[TraceError], None] | None = None,
                  on_created: Callable[[int], None] | None = None) -> ImportRun:
     """Import trace JSONL files, or agent logs converted on the fly (``fmt``: a format name or ``auto``), into
@@ -241,6 +271,8 @@ def import_files(client, inputs: Iterable[str | Path], *, project_id: int | None
     ``create_title`` is used when ``project_id`` is None. ``config`` defaults to the project's embedded one (the
     shipped default for a new project). ``prelabels`` (or ``prelabel_exports``, previous exports) adds the labels
     that came with the traces as predictions. ``jobs`` processes convert files at once (default: one per CPU).
+    ``window``: traces longer than that many steps are worked in windows (default: the config's, see
+    :func:`import_traces`).
     Rejections go to ``on_error`` as they happen; ``on_created`` hears
     the new project's id before anything is imported.
     """
@@ -267,7 +299,7 @@ def import_files(client, inputs: Iterable[str | Path], *, project_id: int | None
             if on_error:
                 on_error(err)
     summary = import_traces(client, project_id, items, config, batch_size=batch_size, progress=progress,
-                            on_error=on_error, prelabel=prelabeler)
+                            on_error=on_error, prelabel=prelabeler, window=window)
     return ImportRun(project_id, created, summary, warnings, prelabeler)
 
 

@@ -28,6 +28,7 @@ from ..core.labels import Span, StepLabel, TraceLabels, resolve_causes, step_num
 from ..core.scoring import summarize
 from ..core.suggestions import beside, merge
 from ..core.trace import Trace, TraceError
+from ..core.windows import Window, labels_in, window_of
 
 #: TRAIL's impact levels, used when the config maps none of them
 DEFAULT_IMPACT = {"HIGH": "critical", "MEDIUM": "major", "LOW": "minor"}
@@ -229,7 +230,8 @@ def as_prediction(labels: TraceLabels, model_version: str, config: Config, layou
         "score": summarize(labels.steps, config.trajectory).final,
         "result": results.encode(labels, config, layout, task_data.get(TRANSCRIPT), origin="prediction",
                                  confirm_review=False, suggested=suggested,
-                                 texts=results.step_texts(task_data, config)),
+                                 texts=results.step_texts(task_data, config),
+                                 first_step=window.start if (window := window_of(task_data)) else 0),
     }
 
 
@@ -251,10 +253,13 @@ class Prelabeler:
                 else:
                     self.by_trace.setdefault(item[0], []).append(item[1])
 
-    def __call__(self, trace: Trace, task_data: dict) -> list[dict]:
+    def __call__(self, trace: Trace, task_data: dict, window: Window | None = None) -> list[dict]:
         """The trace's predictions; where annotators start from a blank trace, its task data gets them to show beside
-        the steps."""
+        the steps. For a window task (``window``), its steps' labels."""
         found = from_metadata(trace, self.config) + self.by_trace.get(trace.trace_id, [])
+        if window is not None:
+            found = [Prelabel(pre.source, labels_in(pre.labels, window), pre.problems if window.index == 0 else [],
+                              pre.root_cause_step) for pre in found]
         out = []
         for pre in found:
             self.problems.extend(f"{trace.trace_id}: {p}" for p in pre.problems)

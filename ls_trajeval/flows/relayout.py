@@ -20,6 +20,7 @@ from ..core.config import Config
 from ..core.fields import HEADER, PAGES, SCORE_NOT_KEPT, SCORE_STATUS
 from ..core.tasks import has_pages, pages
 from ..core.trace import Trace, parse_trace
+from ..core.windows import window_of
 from ..studio import client as studio
 from .projects import project_config
 
@@ -57,7 +58,7 @@ def set_layout(client, project_id: int, layout: str, config: Config | None = Non
                 parsed = parse_trace(data, source=f"task {task['id']}", id_key=cfg.id_key, text_key=cfg.text_key,
                                      trace_key=cfg.trace_key)
                 if isinstance(parsed, Trace):
-                    add[PAGES] = pages(parsed, cfg)
+                    add[PAGES] = pages(parsed, cfg, window=window_of(data))
                 else:
                     summary.errors.append(f"task {task['id']}: its trace cannot be read, so it has no pages: {parsed}")
             if add:

@@ -21,6 +21,7 @@ from ..core.labelconfig import shows_suggestions
 from ..core.labels import StepLabel, TraceLabels, step_number
 from ..core.layouts import layout_of
 from ..core.trace import Trace, parse_trace
+from ..core.windows import Window, window_of
 from . import detectors
 
 if TYPE_CHECKING:  # scikit-learn loads only where a judge is trained or loaded
@@ -108,23 +109,27 @@ class Predictor:
         summary = scoring.summarize(labels.steps, self.config.trajectory)
         return {"result": result, "score": summary.final, "model_version": version}
 
-    def live_text(self, labels: TraceLabels, authors: Sequence[str] = (),
-                  pending: Sequence[StepLabel] = ()) -> tuple[str, scoring.ScoreSummary]:
+    def live_text(self, labels: TraceLabels, authors: Sequence[str] = (), pending: Sequence[StepLabel] = (),
+                  window: Window | None = None) -> tuple[str, scoring.ScoreSummary]:
         """The score now, then each marked step as "#N · <step type>: <deduction> (<severity>) · <error type>", then
-        each suggested mark still ``pending`` as "#N · <step type>: suggested, <deduction> (<severity>) · <type>"."""
+        each suggested mark still ``pending`` as "#N · <step type>: suggested, <deduction> (<severity>) · <type>".
+        In a window task (``window``), the score of the window's marks, its steps numbered as in the whole trace."""
         scheme = self.config.trajectory
+        first = window.start if window else 0
         summary = scoring.summarize(labels.steps, scheme)
         sev = {s.name: s for s in scheme.severities}
 
         def line(step: StepLabel, delta: float, said: str = "") -> str:
             i = step.step_index
-            where = f"{step_number(i)} · {authors[i]}" if i < len(authors) else step_number(i)
+            where = f"{step_number(first + i)} · {authors[i]}" if i < len(authors) else step_number(first + i)
             label = humanize(step.severity) if step.severity in sev else "no severity yet"
             kind = self.types[step.error_type].label if step.error_type in self.types else "no error type yet"
             shown = f"{delta:+g}".replace("-", "\u2212")  # a real minus sign; labels keep their hyphens
             return f"{where}: {said}{shown} ({label}) · {kind}"
 
-        lines = [f"Running score now: {summary.final:g} of {scheme.running_score.initial:g}"]
+        lines = [f"Running score now: {summary.final:g} of {scheme.running_score.initial:g}" + (
+            f" (the marks of steps {step_number(window.start)}–{step_number(window.end - 1)}; the export scores the "
+            "whole trace)" if window else "")]
         for step, before, after in zip(labels.steps, [scheme.running_score.initial] + summary.curve, summary.curve):
             if step.correctness in scheme.error_labels:
                 lines.append(line(step, after - before))
@@ -143,7 +148,7 @@ class Predictor:
         data = raw if isinstance(raw := task.get("data"), Mapping) else {}
         transcript = te_transcript if isinstance(te_transcript := data.get("te_transcript"), list) else []
         authors = [str(e.get("author", "")) if isinstance(e, Mapping) else "" for e in transcript]
-        text, summary = self.live_text(labels, authors, pending)
+        text, summary = self.live_text(labels, authors, pending, window_of(data))
         # it names the task text: a suggestion naming the marks' object would take on the selected labels
         item = {"id": self.names.live_score, "from_name": self.names.live_score, "to_name": "te_task",
                 "type": "textarea", "value": {"text": [text]}}

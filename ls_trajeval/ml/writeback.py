@@ -15,6 +15,7 @@ from ..core.config import Config
 from ..core.fields import SCORE_KEPT, SCORE_STATUS, first_error_column
 from ..core.fields import initial_scores as initial_fields
 from ..core.fields import n_steps as _n_steps
+from ..core.windows import window_of
 from ..studio import client as studio
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,8 @@ def task_fields(config: Config, data: Mapping, annotations: Iterable[Mapping]) -
     annotations."""
     anns = sorted(_live(annotations), key=_order)
     n = _n_steps(data)
+    window = window_of(data)
+    first = window.start if window else 0
     if not anns:
         return {**initial_fields(config, n), SCORE_STATUS: SCORE_KEPT}
     summaries = {}
@@ -50,7 +53,9 @@ def task_fields(config: Config, data: Mapping, annotations: Iterable[Mapping]) -
     return {
         "running_score": latest.final,
         "n_errors": latest.n_errors,
-        "first_error_step": first_error_column(latest.first_error_step),
+        # as the UI numbers it: a window task's steps keep their numbers in the whole trace
+        "first_error_step": first_error_column(None if latest.first_error_step is None
+                                               else latest.first_error_step + first),
         "worst_severity": latest.worst_severity or "",
         "score_mean": round(fmean(s.final for s in summaries.values()), 4),
         "te_scores": {k: s.final for k, s in summaries.items()},

@@ -25,7 +25,7 @@ from label_studio_sdk.core.api_error import ApiError
 from ..core import labelconfig
 from ..core.config import Config
 from ..core.errors import UserError
-from ..core.fields import META_TRACE_ID
+from ..core.fields import META_TRACE_ID, META_WINDOW
 
 #: Retried with backoff: connection problems and the server's transient answers.
 RETRY_STATUS = {429, 502, 503, 504}
@@ -402,28 +402,42 @@ def existing_values(client: LabelStudio, project_id: int, key: str, page_size: i
     return out
 
 
-def existing_trace_ids(client: LabelStudio, project_id: int, id_key: str, page_size: int = 5000) -> set[str]:
-    """The trace ids a project holds, read from task ``meta``; tasks imported without it (by other tools or
-    older versions) are read from their data."""
-    out, legacy = set(), False
+def task_key(meta: Any) -> tuple[str, int | None] | None:
+    """What tells an imported task apart, from its ``meta``: its trace id and, for a window of a long trace, the
+    window's number (None for a whole trace); None for a task imported without them (by another tool)."""
+    if not isinstance(meta, dict) or meta.get(META_TRACE_ID) is None:
+        return None
+    window = meta.get(META_WINDOW)
+    return str(meta[META_TRACE_ID]), window if isinstance(window, int) and not isinstance(window, bool) else None
+
+
+def existing_tasks(client: LabelStudio, project_id: int, id_key: str,
+                   page_size: int = 5000) -> dict[str, set[int | None]]:
+    """The trace ids a project holds, each with the windows it holds of it (None: the whole trace), read from task
+    ``meta``; tasks imported without it (by other tools or older versions) are read from their data, as whole
+    traces."""
+    out: dict[str, set[int | None]] = {}
+    legacy = False
     for task in iter_tasks(client, project_id, page_size=page_size, with_annotations=False, include="id,meta"):
-        value = (task.get("meta") or {}).get(META_TRACE_ID)
-        if value is None:
+        key = task_key(task.get("meta"))
+        if key is None:
             legacy = True
         else:
-            out.add(str(value))
+            out.setdefault(key[0], set()).add(key[1])
     if legacy:
-        out |= existing_values(client, project_id, id_key)
+        for value in existing_values(client, project_id, id_key):
+            out.setdefault(value, set()).add(None)
     return out
 
 
 def task_ids_by_trace(client: LabelStudio, project_id: int, page_size: int = 5000) -> dict[str, int]:
-    """Task ids of a project's tasks by trace id (from task ``meta``: a few bytes a task)."""
+    """Task ids of a project's tasks by trace id (from task ``meta``: a few bytes a task); a trace worked in windows
+    by its first window's task."""
     out = {}
     for task in iter_tasks(client, project_id, page_size=page_size, with_annotations=False, include="id,meta"):
-        value = (task.get("meta") or {}).get(META_TRACE_ID)
-        if value is not None:
-            out[str(value)] = task["id"]
+        key = task_key(task.get("meta"))
+        if key is not None and key[1] in (None, 0):
+            out[key[0]] = task["id"]
     return out
 
 
@@ -437,10 +451,10 @@ def first_tasks(client: LabelStudio, project_id: int, ordering: list[str], n: in
     return [_dump(t) for t in (pager.items or [])]
 
 
-def recent_trace_ids(client: LabelStudio, project_id: int, n: int) -> set[str]:
-    """Trace ids (from ``meta``) of the project's ``n`` newest tasks."""
-    return {str(v) for t in first_tasks(client, project_id, ["-tasks:id"], n, include="id,meta")
-            if (v := (t.get("meta") or {}).get(META_TRACE_ID)) is not None}
+def recent_task_keys(client: LabelStudio, project_id: int, n: int) -> set[tuple[str, int | None]]:
+    """The :func:`task_key` of each of the project's ``n`` newest tasks."""
+    return {k for t in first_tasks(client, project_id, ["-tasks:id"], n, include="id,meta")
+            if (k := task_key(t.get("meta"))) is not None}
 
 
 @dataclass
@@ -501,11 +515,12 @@ def import_batch(client: LabelStudio, project_id: int, tasks: list[dict], *, ret
 
 
 def _drop_stored(client, project_id, tasks) -> tuple[list[dict], int]:
-    """The tasks of a batch whose trace ids are not among the project's newest tasks, and how many were."""
-    keys = [(t.get("meta") or {}).get(META_TRACE_ID) for t in tasks]
+    """The tasks of a batch whose keys (trace id, window) are not among the project's newest tasks, and how many
+    were."""
+    keys = [task_key(t.get("meta")) for t in tasks]
     if not tasks or any(k is None for k in keys):
         return tasks, 0
-    present = recent_trace_ids(client, project_id, len(tasks))
+    present = recent_task_keys(client, project_id, len(tasks))
     rest = [t for t, k in zip(tasks, keys) if k not in present]
     return rest, len(tasks) - len(rest)
 

@@ -111,9 +111,9 @@ def test_unknown_format_name_is_one_line(ls_env, tmp_path):
     assert "created project" not in r.output  # checked before anything is created
 
 
-def test_paged_projects_warn_about_traces_longer_than_the_layout_handles(ls_env, tmp_path):
-    """`generate --layout paged` states the limit; importing longer traces into a paged project names how many
-    and the longest; a transcript project takes them without a word."""
+def test_long_traces_are_named_and_windows_suggested_unless_imported_in_windows(ls_env, tmp_path):
+    """`generate --layout paged` states the limit; importing longer traces without windows names how many and the
+    longest and suggests `--window`, in either layout; imported in windows they are split without a word."""
     from ls_trajeval.core.layouts import PAGED_MAX_STEPS
 
     def make(tid, n):
@@ -124,12 +124,16 @@ def test_paged_projects_warn_about_traces_longer_than_the_layout_handles(ls_env,
     r = invoke("generate", "--layout", "paged")
     assert r.exit_code == 0 and f"traces longer than {PAGED_MAX_STEPS} steps open slowly" in r.output
     assert "open slowly" not in invoke("generate", "--layout", "transcript").output
-    r = invoke("import", "--create", "long paged", "--layout", "paged", "--quiet", src)
-    assert r.exit_code == 0, r.output
-    assert (f"warning: 1 traces have more than {PAGED_MAX_STEPS} steps (longest {PAGED_MAX_STEPS + 7}); "
-            "the paged layout opens them slowly: prefer --layout transcript") in r.output
-    r = invoke("import", "--create", "long transcript", "--quiet", src)
-    assert r.exit_code == 0 and "warning" not in r.output and "imported 3," in r.output
+    for layout in ("paged", "transcript"):
+        r = invoke("import", "--create", f"long {layout}", "--layout", layout, "--quiet", src)
+        assert r.exit_code == 0, r.output
+        assert (f"warning: 1 traces have more than {PAGED_MAX_STEPS} steps (longest {PAGED_MAX_STEPS + 7}); "
+                "every click on them is slow") in r.output and "--window 100" in r.output
+        assert "imported 3," in r.output
+    r = invoke("import", "--create", "long in windows", "--window", "100", "--quiet", src)
+    # 3 steps: one task; 200: two windows of 100; 207: three of 69
+    assert r.exit_code == 0 and "warning" not in r.output, r.output
+    assert "imported 6 tasks (5 of them windows of long traces)," in r.output
 
 
 def test_a_trace_whose_steps_are_all_empty_is_refused_and_the_rest_imports(ls_env, ls_client, tmp_path):

@@ -34,7 +34,8 @@ def record(**kw) -> dict:
 def test_the_writer_writes_exactly_the_keys_the_reader_knows():
     rec = record()
     whole = {r.name for r in CONFIG.whole_trace}
-    assert set(rec) == (RECORD_KEYS - {"model_version", "gold"}) | {"error_localization"} | whole
+    # less those only some records have: an exported prediction's, a gold line's, a trace worked in windows'
+    assert set(rec) == (RECORD_KEYS - {"model_version", "gold", "windows"}) | {"error_localization"} | whole
     assert all(tuple(e) == STEP_KEYS for e in rec["error_localization"])
 
 

@@ -216,6 +216,8 @@ class Config:
     instructions: str = ""
     allow_back_navigation: bool = True
     require_all_steps: bool = False
+    #: ``annotator_config.window_steps``: import a trace longer than this as windows of steps (0: whole traces)
+    window_steps: int = 0
     output_path: str = "output/"
     output_format: str = "jsonl"
     task_dir: str = "."
@@ -273,7 +275,8 @@ class Config:
                 ],
             ],
             "annotator_config": {"allow_back_navigation": self.allow_back_navigation,
-                                 "require_all_steps": self.require_all_steps},
+                                 "require_all_steps": self.require_all_steps,
+                                 **({"window_steps": self.window_steps} if self.window_steps else {})},
             "output": {"path": self.output_path, "format": self.output_format},
             "user_config": self.user_config,
             "prelabels": asdict(self.prelabels),

@@ -199,7 +199,13 @@ def validate(data: Any, ck: Checker) -> Config:
     if trajectory is None and "annotation_schemes" in top and not ck.errors:
         ck.error("annotation_schemes", "needs one scheme with annotation_type: trajectory_eval")
 
-    ann = ck.mapping(top.get("annotator_config"), "annotator_config", {"allow_back_navigation", "require_all_steps"})
+    ann = ck.mapping(top.get("annotator_config"), "annotator_config",
+                     {"allow_back_navigation", "require_all_steps", "window_steps"})
+    window_steps = ann.get("window_steps", 0)
+    if not isinstance(window_steps, int) or isinstance(window_steps, bool) or window_steps < 0:
+        ck.error("annotator_config.window_steps", f"expected a number of steps (0: whole traces), got "
+                 f"{show(window_steps)}")
+        window_steps = 0
     out = ck.mapping(top.get("output"), "output", {"path", "format"})
     output_path = ck.string(out.get("path"), "output.path", "output/")
     output_format = ck.string(out.get("format"), "output.format", "jsonl")
@@ -247,6 +253,7 @@ def validate(data: Any, ck: Checker) -> Config:
         allow_back_navigation=ck.boolean(ann.get("allow_back_navigation"), "annotator_config.allow_back_navigation",
                                          True),
         require_all_steps=ck.boolean(ann.get("require_all_steps"), "annotator_config.require_all_steps", False),
+        window_steps=window_steps,
         output_path=output_path,
         output_format=output_format,
         task_dir=ck.string(top.get("task_dir"), "task_dir", "."),

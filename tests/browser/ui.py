@@ -213,15 +213,17 @@ class Annotator:
             self.page.locator(".te-step-number", has_text=f"step {now + (2 if forward else 0)} of").wait_for()
         raise AssertionError(f"could not page to step {step}")
 
-    def jump_to(self, step: int):
-        """Paged: straight to ``step`` through the pager's page box (a click on "N of M" opens it to type in)."""
-        if self.current_step() == step:
+    def jump_to(self, step: int, start: int = 0):
+        """Paged: straight to ``step`` through the pager's page box (a click on "N of M" opens it to type in). In a
+        window task (its first step ``start`` of the whole trace) ``step`` is the page, and the step's heading
+        numbers it as in the whole trace."""
+        if self.current_step() == start + step:
             return
         self.page.locator(".lsf-pagination__page-indicator").click()
         box = self.page.locator(".lsf-pagination__input input")
         box.fill(str(step + 1))
         box.press("Enter")
-        self.page.locator(".te-step-number", has_text=f"step {step + 1} of").wait_for()
+        self.page.locator(".te-step-number", has_text=f"step {start + step + 1} of").wait_for()
 
     def correctness(self, label: str):
         """Paged: the current step's correctness radio named ``label``."""

@@ -58,7 +58,7 @@ from ls_trajeval.flows.importer import import_traces  # noqa: E402
 from ls_trajeval.ml.connect import connect_backend  # noqa: E402
 from ls_trajeval.studio import client as studio  # noqa: E402
 from ls_trajeval.studio.localserver import LocalLabelStudio  # noqa: E402
-from tests.browser.ui import Annotator  # noqa: E402
+from tests.browser.ui import LIVE_SCORE, Annotator  # noqa: E402
 from tests.conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 
 #: the plainest config showing the trace: its steps as the workbench's Paragraphs shows them, one marking label
@@ -72,7 +72,6 @@ PLAIN = """<View>
 CONFIGS = ("workbench", "paged", "plain", "workbench-w100", "workbench-w50", "paged-w100", "workbench-w100-nowait")
 ACTIONS = ("mark", "severity", "type", "save")
 LAYOUT = {"workbench": "transcript", "paged": "paged"}
-LIVE = ".te-live [data-testid='htx-textbox-content']"
 SAVE_URL = r"/api/(tasks/\d+/annotations|annotations/\d+)(\?|$)"
 SEVERITIES = ("Minor", "Major", "Critical")
 
@@ -191,10 +190,8 @@ def measure(a: Annotator, kind: str, pid: int, task_id: int, n_steps: int, actio
             if kind == "workbench":
                 a.select_region(step)
                 # the live score first shows the new mark (the backend's answer to it), then the severity is timed
-                a.page.wait_for_function("([sel, t]) => { const e = document.querySelector(sel);"
-                                         " return !!e && e.innerText.includes(t); }",
-                                         arg=[LIVE, f"#{start + step + 1} ·"])
-                got["severity"] = clicked(a.severity(severity_to_change(a, start + step + 1, i)), "changes", LIVE)
+                a.live_score_shows(f"#{start + step + 1} ·")
+                got["severity"] = clicked(a.severity(severity_to_change(a, start + step + 1, i)), "changes", LIVE_SCORE)
                 leaf = leaves[i % len(leaves)]
                 got["type"] = clicked(a.type_option(leaf), "checked", radio(leaf, ".te-step-details .te-types"))
         first = i == 0

@@ -99,8 +99,7 @@ def test_middle_window_numbers_steps_globally_and_its_mark_is_exported_at_its_pl
     a.mark_step(K)
     a.choose_severity("Major")
     a.choose_type("Wrong Arguments")
-    a.page.wait_for_function("t => { const e = document.querySelector(\".te-live [data-testid='htx-textbox-content']\");"
-                             " return !!e && e.innerText.includes(t); }", arg=f"#{MARKED + 1} · ")
+    a.live_score_shows(f"#{MARKED + 1} · ")
     live = a.live_score()
     assert f"#{MARKED + 1} · " in live and "(Major)" in live
     assert f"#{K + 1} · " not in live

@@ -24,6 +24,8 @@ CORRECTION_BOX = "[data-testid='textarea-region-input'][placeholder^='Correction
 RATIONALE_BOX = "[data-testid='textarea-region-input']:not([placeholder^='Correction'])"
 #: the selected mark's rationale box, under it in the Regions panel
 SELECTED_RATIONALE = f".lsf-tree-treenode-selected {RATIONALE_BOX}"
+#: the workbench's live score, the text the ML backend answers each change with
+LIVE_SCORE = ".te-live [data-testid='htx-textbox-content']"
 
 
 @dataclass
@@ -135,7 +137,12 @@ class Annotator:
         return self.page.locator(f".lsf-tree-treenode-selected {CORRECTION_BOX}")
 
     def live_score(self) -> str:
-        return self.page.locator(".te-live [data-testid='htx-textbox-content']").inner_text()
+        return self.page.locator(LIVE_SCORE).inner_text()
+
+    def live_score_shows(self, text: str):
+        """Wait until the live score's text contains ``text`` (the backend's answer to a change)."""
+        self.page.wait_for_function("([sel, t]) => { const e = document.querySelector(sel);"
+                                    " return !!e && e.innerText.includes(t); }", arg=[LIVE_SCORE, text])
 
     # ------------------------------------------------------------ suggestions and marks (the workbench)
     def selected_step(self) -> int | None:

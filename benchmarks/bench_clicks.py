@@ -338,7 +338,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     try:
                         for (task_id, window), share in zip(tasks, shares(k, len(tasks))):
                             for what, ms in measure(a, kind, pid, task_id, window.size if window else n, share,
-                                                    leaves_of(c), timeout_s=args.timeout,
+                                                    leaves_of(c), log=lambda line, name=setup.name: print(
+                                                        f"{name:21} {line}", flush=True), timeout_s=args.timeout,
                                                     start=window.start if window else 0).items():
                                 got.setdefault(what, []).extend(ms)
                         results[(setup.name, n)] = got

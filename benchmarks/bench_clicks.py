@@ -6,6 +6,12 @@ our two configs as ``ls-trajeval ml connect`` connects it (issue 31; anchor: the
 
     python benchmarks/bench_clicks.py [--sizes 200,1000] [--actions 30] [--configs workbench,paged,plain]
 
+A config ``NAME-wN`` (``workbench-w100``, ``workbench-w50``, ``paged-w100``) is that config with the trace imported
+in windows of at most N steps (``import --window N``): the actions are spread over three of its window tasks, the
+first, a middle and the last (the last has the most steps before it in its header), each opened in turn. A config
+ending ``-nowait`` (``workbench-w100-nowait``) is served by a second backend started with
+``LS_TRAJEVAL_ML_WEBHOOK_WAIT=0``: what a save costs without the backend's wait for its score write-back.
+
 Each action is timed in the page: ``performance.now()`` in a capturing click listener, to the effect seen by a
 MutationObserver and then one ``requestAnimationFrame`` (the frame that draws it); a save to Label Studio's answer
 to the annotation POST/PATCH (its resource timing's ``responseEnd``). The actions, each on a distinct step spread
@@ -33,6 +39,7 @@ import statistics
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,11 +53,12 @@ from ls_trajeval import label_configs  # noqa: E402
 from ls_trajeval.core import config as cfg  # noqa: E402
 from ls_trajeval.core import trace  # noqa: E402
 from ls_trajeval.core.tasks import task_data  # noqa: E402
+from ls_trajeval.core.windows import Window, window_of  # noqa: E402
 from ls_trajeval.flows.importer import import_traces  # noqa: E402
 from ls_trajeval.ml.connect import connect_backend  # noqa: E402
 from ls_trajeval.studio import client as studio  # noqa: E402
 from ls_trajeval.studio.localserver import LocalLabelStudio  # noqa: E402
-from tests.browser.ui import Annotator  # noqa: E402
+from tests.browser.ui import LIVE_SCORE, Annotator  # noqa: E402
 from tests.conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 
 #: the plainest config showing the trace: its steps as the workbench's Paragraphs shows them, one marking label
@@ -61,10 +69,9 @@ PLAIN = """<View>
   <Paragraphs name="trace" value="$te_transcript" layout="dialogue" nameKey="author" textKey="text"/>
 </View>"""
 
-CONFIGS = ("workbench", "paged", "plain")
+CONFIGS = ("workbench", "paged", "plain", "workbench-w100", "workbench-w50", "paged-w100", "workbench-w100-nowait")
 ACTIONS = ("mark", "severity", "type", "save")
 LAYOUT = {"workbench": "transcript", "paged": "paged"}
-LIVE = ".te-live [data-testid='htx-textbox-content']"
 SAVE_URL = r"/api/(tasks/\d+/annotations|annotations/\d+)(\?|$)"
 SEVERITIES = ("Minor", "Major", "Critical")
 
@@ -143,20 +150,21 @@ def settle(a: Annotator) -> None:
                              " && !Htx.annotationStore.selected.isSubmitting")
 
 
-def severity_to_change(a: Annotator, step: int, i: int) -> str:
-    """A severity other than the one the live score shows for ``step``'s mark (a new mark takes on the previously
-    selected one's), so that the click changes the score."""
-    shown = re.search(rf"#{step + 1} · [^\n]*\((\w+)\)", a.live_score())
+def severity_to_change(a: Annotator, number: int, i: int) -> str:
+    """A severity other than the one the live score shows for step ``#number``'s mark (a new mark takes on the
+    previously selected one's), so that the click changes the score."""
+    shown = re.search(rf"#{number} · [^\n]*\((\w+)\)", a.live_score())
     now = shown.group(1) if shown else None
     choices = [s for s in SEVERITIES[i % 3:] + SEVERITIES[:i % 3] if s != now]
     return choices[0]
 
 
 def measure(a: Annotator, kind: str, pid: int, task_id: int, n_steps: int, actions: int, leaves: Sequence[str],
-            log: Callable[[str], None] = print, timeout_s: float = 120) -> dict[str, list[float]]:
-    """Open the task and time ``actions`` of each kind on distinct steps spread over the trace; returns the
-    milliseconds per action (an action the config does not have: no entry). The workbench's project must have
-    the ML backend connected (:func:`project_for`): its severity click is timed against the live score."""
+            log: Callable[[str], None] = print, timeout_s: float = 120, start: int = 0) -> dict[str, list[float]]:
+    """Open the task and time ``actions`` of each kind on distinct steps spread over its ``n_steps`` steps; returns
+    the milliseconds per action (an action the config does not have: no entry). The workbench's project must have
+    the ML backend connected (:func:`project_for`): its severity click is timed against the live score, which
+    numbers a window task's steps as in the whole trace (``start``: the window's first step there)."""
     a.page.set_default_timeout(timeout_s * 1000)
     a.open(pid, task_id, ready=".lsf-main-view label.ant-radio-wrapper" if kind == "paged"
            else "[data-testid='phrase:0'] button")
@@ -168,7 +176,7 @@ def measure(a: Annotator, kind: str, pid: int, task_id: int, n_steps: int, actio
     for i, step in enumerate(spread(n_steps, actions)):
         got: dict[str, float] = {}
         if kind == "paged":
-            a.jump_to(step)
+            a.jump_to(step, start)
             got["mark"] = clicked(a.correctness("incorrect"), "checked", radio("incorrect", ".lsf-main-view"))
             a.choose_severity(SEVERITIES[i % 3])  # required of an incorrect step; no live score to time it against
             details = a.details
@@ -182,9 +190,8 @@ def measure(a: Annotator, kind: str, pid: int, task_id: int, n_steps: int, actio
             if kind == "workbench":
                 a.select_region(step)
                 # the live score first shows the new mark (the backend's answer to it), then the severity is timed
-                a.page.wait_for_function("([sel, t]) => { const e = document.querySelector(sel);"
-                                         " return !!e && e.innerText.includes(t); }", arg=[LIVE, f"#{step + 1} ·"])
-                got["severity"] = clicked(a.severity(severity_to_change(a, step, i)), "changes", LIVE)
+                a.live_score_shows(f"#{start + step + 1} ·")
+                got["severity"] = clicked(a.severity(severity_to_change(a, start + step + 1, i)), "changes", LIVE_SCORE)
                 leaf = leaves[i % len(leaves)]
                 got["type"] = clicked(a.type_option(leaf), "checked", radio(leaf, ".te-step-details .te-types"))
         first = i == 0
@@ -195,7 +202,7 @@ def measure(a: Annotator, kind: str, pid: int, task_id: int, n_steps: int, actio
         settle(a)
         for what, ms in got.items():
             out.setdefault(what, []).append(ms)
-        log(f"{kind:9} {n_steps:5} step {step:4}: " + ", ".join(f"{k} {v:7.1f}" for k, v in got.items()))
+        log(f"{kind:9} {n_steps:5} step {start + step:4}: " + ", ".join(f"{k} {v:7.1f}" for k, v in got.items()))
     return out
 
 
@@ -235,18 +242,50 @@ def table(results: dict[tuple[str, int], dict[str, list[float]]], sizes: Sequenc
     return "\n".join(lines)
 
 
-def project_for(client, c: cfg.Config, kind: str, n: int, backend_url: str | None) -> tuple[int, int]:
-    """A project of ``kind`` holding one synthetic trace of ``n`` steps: its id and the task's."""
+@dataclass(frozen=True)
+class Setup:
+    """A config of the benchmark by name: ``kind`` (workbench, paged or plain), then ``-wN`` for a trace imported in
+    windows of at most N steps, ``-nowait`` for the backend that answers Label Studio's webhook at once."""
+
+    name: str
+    kind: str
+    window: int = 0
+    nowait: bool = False
+
+    @classmethod
+    def parse(cls, name: str) -> Setup:
+        m = re.fullmatch(r"(workbench|paged|plain)(?:-w([1-9]\d*))?(-nowait)?", name)
+        if m is None or (m.group(1) == "plain" and (m.group(2) or m.group(3))):
+            raise ValueError(f"unknown config {name!r}: workbench, paged or plain, then -wN (not plain), -nowait")
+        return cls(name, m.group(1), int(m.group(2) or 0), bool(m.group(3)))
+
+
+def project_for(client, c: cfg.Config, kind: str, n: int, backend_url: str | None,
+                window: int = 0) -> tuple[int, list[tuple[int, Window | None]]]:
+    """A project of ``kind`` holding one synthetic trace of ``n`` steps (imported in windows of at most ``window``
+    steps if given): its id and the tasks the actions are done on, each with its window (None: the whole trace);
+    of a trace in windows, the first, a middle and the last window's."""
     t = trace.parse_trace(synthetic(n, 0))
     if kind == "plain":
         pid = studio.create_project_from_xml(client, f"clicks plain {n}", PLAIN)["id"]
         studio.import_batch(client, pid, [{"data": task_data(t, c)}])
     else:
-        pid = studio.create_project(client, c, LAYOUT[kind], f"clicks {kind} {n}")["id"]
-        import_traces(client, pid, [t], c, progress=False)
+        title = f"clicks {kind} {n}" + (f" window {window}" if window else "")
+        pid = studio.create_project(client, c, LAYOUT[kind], title)["id"]
+        import_traces(client, pid, [t], c, progress=False, window=window)
         if backend_url:
             connect_backend(client, pid, backend_url)
-    return pid, next(studio.iter_tasks(client, pid))["id"]
+    tasks = sorted(((task["id"], window_of(task["data"])) for task in studio.iter_tasks(client, pid)),
+                   key=lambda tw: tw[1].index if tw[1] else 0)
+    if len(tasks) <= 3:
+        return pid, tasks
+    return pid, [tasks[0], tasks[len(tasks) // 2], tasks[-1]]
+
+
+def shares(total: int, parts: int) -> list[int]:
+    """``total`` actions shared out over ``parts`` tasks as evenly as can be."""
+    base, extra = divmod(total, parts)
+    return [base + (1 if i < extra else 0) for i in range(parts)]
 
 
 def leaves_of(c: cfg.Config) -> list[str]:
@@ -258,14 +297,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--sizes", default="200,1000")
     ap.add_argument("--actions", type=int, default=30, help="actions of each kind per config and size")
     ap.add_argument("--actions-at-1000", type=int, help="fewer actions on traces of 1000 steps and more")
-    ap.add_argument("--configs", default=",".join(CONFIGS))
+    ap.add_argument("--configs", default="workbench,paged,plain", help=f"of {', '.join(CONFIGS)}")
     ap.add_argument("--data-dir", help="an initialised Label Studio data dir to copy (default: init a fresh one)")
     ap.add_argument("--timeout", type=float, default=120, help="seconds an action may take before it is a failure")
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
-    kinds = [k for k in args.configs.split(",") if k]
-    if bad := set(kinds) - set(CONFIGS):
-        ap.error(f"unknown configs {sorted(bad)}: choose from {', '.join(CONFIGS)}")
+    try:
+        setups = [Setup.parse(k) for k in args.configs.split(",") if k]
+    except ValueError as exc:
+        ap.error(str(exc))
     from playwright.sync_api import sync_playwright
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-clicks-"))
@@ -277,30 +317,41 @@ def main(argv: Sequence[str] | None = None) -> int:
     notes = {"severity": "workbench only: the paged layout has no live score (Label Studio calls no backend while a"
                          " Repeater is paged) and the plain config no severity",
              "type": "the plain config has no error type"}
-    backend = None
+    backends: dict[bool, tuple] = {}  # by nowait
     try:
         with LocalLabelStudio(data_dir, log=print) as server, sync_playwright() as p:
             client = studio.connect(server.url, server.credentials.token)
-            backend, backend_url, backend_log = start_backend(1, 4, sys.executable, "--no-learning", "--url",
-                                                              server.url, "--api-key", server.credentials.token)
+            for nowait in sorted({s.nowait for s in setups if s.kind != "plain"}):
+                backends[nowait] = start_backend(1, 4, sys.executable, "--no-learning", "--url", server.url,
+                                                 "--api-key", server.credentials.token,
+                                                 env_extra={"LS_TRAJEVAL_ML_WEBHOOK_WAIT": "0"} if nowait else None)
             browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
             a = Annotator(browser.new_context(viewport={"width": 1400, "height": 1000}).new_page(), server.url)
             a.login(server.credentials.email, server.credentials.password)
             for n in sizes:
                 k = args.actions_at_1000 if args.actions_at_1000 and n >= 1000 else args.actions
-                for kind in kinds:
-                    pid, task_id = project_for(client, c, kind, n, backend_url)
+                for setup in setups:
+                    kind = setup.kind
+                    backend = backends.get(setup.nowait)
+                    pid, tasks = project_for(client, c, kind, n, backend[1] if backend else None, setup.window)
+                    got: dict[str, list[float]] = {}
                     try:
-                        results[(kind, n)] = measure(a, kind, pid, task_id, n, k, leaves_of(c), timeout_s=args.timeout)
+                        for (task_id, window), share in zip(tasks, shares(k, len(tasks))):
+                            for what, ms in measure(a, kind, pid, task_id, window.size if window else n, share,
+                                                    leaves_of(c), log=lambda line, name=setup.name: print(
+                                                        f"{name:21} {line}", flush=True), timeout_s=args.timeout,
+                                                    start=window.start if window else 0).items():
+                                got.setdefault(what, []).extend(ms)
+                        results[(setup.name, n)] = got
                     except Exception as exc:  # noqa: BLE001 - a config that fails is a result; the others still run
-                        notes[f"{kind} {n}"] = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
-                        print(notes[f"{kind} {n}"], flush=True)
-                        a.screenshot(tmp.parent / f"bench-clicks-{kind}-{n}.png")
-                        (tmp.parent / f"bench-clicks-{kind}-{n}.html").write_text(a.page.content())
+                        notes[f"{setup.name} {n}"] = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+                        print(notes[f"{setup.name} {n}"], flush=True)
+                        a.screenshot(tmp.parent / f"bench-clicks-{setup.name}-{n}.png")
+                        (tmp.parent / f"bench-clicks-{setup.name}-{n}.html").write_text(a.page.content())
             browser.close()
     finally:
-        if backend is not None:
-            stop_backend(backend, backend_log)
+        for proc, _, log in backends.values():
+            stop_backend(proc, log)
         shutil.rmtree(tmp, ignore_errors=True)
     print("\n" + table(results, sizes, notes))
     return 0

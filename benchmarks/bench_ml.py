@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -73,14 +74,17 @@ def synthetic_trace(n: int) -> dict:
     return {"trace_id": f"bench-{n}", "task": "Fix the discount bug", "trace": steps}
 
 
-def start_backend(workers: int, threads: int, python: str, *options: str) -> tuple[subprocess.Popen, str, Path]:
+def start_backend(workers: int, threads: int, python: str, *options: str,
+                  env_extra: Mapping[str, str] | None = None) -> tuple[subprocess.Popen, str, Path]:
     """``python -m ls_trajeval ml serve`` (with ``options``, e.g. ``--url``/``--api-key`` for write-back), run
     outside the checkout: the ls_trajeval it serves is the one installed for ``python``, not a folder that happens
-    to be the current directory."""
+    to be the current directory. Its environment is this one's without our settings, plus ``env_extra`` (e.g.
+    ``LS_TRAJEVAL_ML_WEBHOOK_WAIT``)."""
     port = free_port()
     log = Path(tempfile.mkstemp(prefix="bench-ml-", suffix=".log")[1])
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("LABEL_STUDIO_", "LS_TRAJEVAL_ML_", "PYTHONPATH"))}
+    env.update(env_extra or {})
     proc = subprocess.Popen([python, "-m", "ls_trajeval", "ml", "serve", "--config", "trajectory_eval",
                              "--port", str(port), "--workers", str(workers), "--threads", str(threads), *options],
                             env=env, stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True,

@@ -24,6 +24,8 @@ CORRECTION_BOX = "[data-testid='textarea-region-input'][placeholder^='Correction
 RATIONALE_BOX = "[data-testid='textarea-region-input']:not([placeholder^='Correction'])"
 #: the selected mark's rationale box, under it in the Regions panel
 SELECTED_RATIONALE = f".lsf-tree-treenode-selected {RATIONALE_BOX}"
+#: the workbench's live score, the text the ML backend answers each change with
+LIVE_SCORE = ".te-live [data-testid='htx-textbox-content']"
 
 
 @dataclass
@@ -135,7 +137,12 @@ class Annotator:
         return self.page.locator(f".lsf-tree-treenode-selected {CORRECTION_BOX}")
 
     def live_score(self) -> str:
-        return self.page.locator(".te-live [data-testid='htx-textbox-content']").inner_text()
+        return self.page.locator(LIVE_SCORE).inner_text()
+
+    def live_score_shows(self, text: str):
+        """Wait until the live score's text contains ``text`` (the backend's answer to a change)."""
+        self.page.wait_for_function("([sel, t]) => { const e = document.querySelector(sel);"
+                                    " return !!e && e.innerText.includes(t); }", arg=[LIVE_SCORE, text])
 
     # ------------------------------------------------------------ suggestions and marks (the workbench)
     def selected_step(self) -> int | None:
@@ -213,15 +220,17 @@ class Annotator:
             self.page.locator(".te-step-number", has_text=f"step {now + (2 if forward else 0)} of").wait_for()
         raise AssertionError(f"could not page to step {step}")
 
-    def jump_to(self, step: int):
-        """Paged: straight to ``step`` through the pager's page box (a click on "N of M" opens it to type in)."""
-        if self.current_step() == step:
+    def jump_to(self, step: int, start: int = 0):
+        """Paged: straight to ``step`` through the pager's page box (a click on "N of M" opens it to type in). In a
+        window task (its first step ``start`` of the whole trace) ``step`` is the page, and the step's heading
+        numbers it as in the whole trace."""
+        if self.current_step() == start + step:
             return
         self.page.locator(".lsf-pagination__page-indicator").click()
         box = self.page.locator(".lsf-pagination__input input")
         box.fill(str(step + 1))
         box.press("Enter")
-        self.page.locator(".te-step-number", has_text=f"step {step + 1} of").wait_for()
+        self.page.locator(".te-step-number", has_text=f"step {start + step + 1} of").wait_for()
 
     def correctness(self, label: str):
         """Paged: the current step's correctness radio named ``label``."""

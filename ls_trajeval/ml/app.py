@@ -33,6 +33,8 @@ from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 
 from ..core.config import Config
+from ..core.layouts import layout_of
+from ..core.windows import window_of
 from ..studio import client as studio
 from . import env, training, writeback
 from .auth import BasicAuth
@@ -183,6 +185,16 @@ def _trainer(predictor: Predictor, model_dir: str, studio_client):
     return judges, training.Trainer(judges, fetch, after)
 
 
+def live_scored_window(event: dict) -> bool:
+    """Whether a webhook ``event`` is about a window task of a long trace (:mod:`~ls_trajeval.core.windows`) in a
+    workbench (transcript layout) project, which shows a live score: its save is answered without waiting for the
+    score's write-back."""
+    task, project = event.get("task"), event.get("project")
+    return (isinstance(task, dict) and isinstance(task.get("data"), dict) and window_of(task["data"]) is not None
+            and isinstance(project, dict) and isinstance(project.get("label_config"), str)
+            and layout_of(project["label_config"]) == "transcript")
+
+
 def build(config: Config, *, user: str | None = None, password: str | None = None, client=None,
           queue_workers: int = 2, webhook_wait: float = env.WEBHOOK_WAIT_DEFAULT, model_dir: str | None = None
           ) -> Flask:
@@ -275,8 +287,10 @@ def build(config: Config, *, user: str | None = None, password: str | None = Non
             trainer.request(uid)  # the labels changed: learn again, in the background
         # Label Studio sends the event inside the save request, after the annotation is stored, and the editor
         # reloads the task when that request answers: waiting for the task's recomputation (bounded: Label
-        # Studio gives up after 1 s) makes the reload show the new score. A project resync is never waited for.
-        deadline = time.monotonic() + webhook_wait
+        # Studio gives up after 1 s) makes the reload show the new score. A project resync is never waited for,
+        # nor a window of a long trace in the workbench: its live score shows the score while the annotator marks,
+        # and a save there is what an annotator of a long trace waits for most (docs/annotating.md, "Every click")
+        deadline = time.monotonic() + (0.0 if live_scored_window(data) else webhook_wait)
         written = [queue.wait(key, ticket, deadline - time.monotonic())
                    for key, ticket in tickets.items() if key[0] == "task"]
         return _json(200, {"queued": len(tickets), "written": sum(written)})

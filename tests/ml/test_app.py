@@ -261,6 +261,32 @@ def test_webhook_waits_for_its_task_within_the_bound_and_never_for_a_project():
     assert patient.get("/health").json["queue"]["retried"] >= 1
 
 
+def test_webhook_answers_a_workbench_window_at_once_and_waits_for_the_rest():
+    """A save of a long trace's window in the workbench is answered without waiting for the write-back (its live
+    score shows the score); the same window in a paged project, and a whole trace's task, wait as before."""
+    from ls_trajeval.core import labelconfig
+    from ls_trajeval.core.windows import plan
+
+    def studio_client():
+        time.sleep(10)  # Label Studio slow: a wait runs to its bound
+        raise ConnectionError("slow")
+
+    window = {"te_window": plan(250, 100)[1].to_json()}
+    workbench, paged = (labelconfig.generate(CONFIG, layout) for layout in ("transcript", "paged"))
+    app = build(CONFIG, client=studio_client, webhook_wait=0.5).test_client()
+
+    def answered_in(task_data, label_config, task_id):
+        event = {"action": "ANNOTATION_CREATED", "annotation": {"id": task_id, "task": task_id},
+                 "task": {"id": task_id, "data": task_data}, "project": {"id": 3, "label_config": label_config}}
+        t0 = time.monotonic()
+        assert app.post("/webhook", json=event).json == {"queued": 1, "written": 0}
+        return time.monotonic() - t0
+
+    assert answered_in(window, workbench, 1) < 0.4
+    assert answered_in(window, paged, 2) >= 0.5
+    assert answered_in({"n_steps": 3}, workbench, 3) >= 0.5
+
+
 @pytest.mark.studio
 def test_webhook_queues_events_and_writes_the_score_back(ls_client):
     project = studio.create_project(ls_client, CONFIG, "transcript", "ml app in process")

@@ -278,6 +278,10 @@ def runs_trace(runs: list, origin: Origin) -> Trace:
     for r in runs:  # runs in a parent cycle
         if r["id"] not in seen:
             walk(r, 0, None)
+    # walk calls itself through its closure: a reference cycle that would keep this trace's runs and steps alive until
+    # the collector finds it, which then walks them (langchain's 40 MB benchmark: 535,000 objects freed that way, a
+    # seventh of the conversion's CPU time). Emptying the name's cell breaks the cycle: all is freed on return.
+    del walk
     root = sorted(roots, key=key)[0] if roots else runs[0]
     steps = assemble(events)
     task = task_from_input(root.get("inputs"))

@@ -267,7 +267,7 @@ def runs_trace(runs: list, origin: Origin) -> Trace:
                     step("other", dumps({"inputs": r.get("inputs"), "outputs": r.get("outputs")}), None, dict(meta))
                 )
         for c in kids:
-            failed = walk(c, depth + 1, agent) or failed
+            failed = walk(c, depth + 1, agent) or failed  # noqa: F821 (its own name: emptied once the trace is done)
         if err and not failed:
             events.append(step("error", value_text(err), None, dict(meta)))
             failed = True

@@ -15,7 +15,7 @@ its summary brought up to date. The adjudicator's annotations are what ``export 
 """
 from __future__ import annotations
 
-from collections.abc import Set
+from collections.abc import Iterator, Set
 from dataclasses import dataclass, field
 
 from ..analysis.disagreement import Thresholds, TraceDisagreement, find_disagreements
@@ -42,7 +42,15 @@ from ..core.scoring import share_kept
 from ..core.trace import TraceError
 from ..core.windows import labels_in, window_of
 from ..studio import client as studio
-from .export import ExportSummary, Windows, author, readable_record, readable_windows, submitted, windowed_records
+from .export import (
+    ExportSummary,
+    author,
+    per_trace,
+    readable_record,
+    readable_windows,
+    submitted,
+    windowed_records,
+)
 from .prelabels import as_prediction
 from .projects import project_config
 
@@ -90,7 +98,6 @@ def find_disputes(client, project: dict, config: Config, thresholds: Thresholds,
     found: dict[str, _Trace] = {}
     seen: dict[str, int] = {}  # trace id -> its task
     export = ExportSummary()
-    windows = Windows(config.id_key)
 
     def parsed(line: dict, task_id: int) -> records.AnnotationRecord | None:
         rec = records.parse_record(line, f"project {project['id']}", task_id, scheme=settings.scheme,
@@ -100,38 +107,7 @@ def find_disputes(client, project: dict, config: Config, thresholds: Thresholds,
             return None
         return rec
 
-    def compare(tasks: list[dict], recs: list[records.AnnotationRecord], labels: dict) -> None:
-        recs = latest_per_annotator(recs)
-        if len(recs) < 2:
-            return
-        tid = recs[0].trace_id
-        if tid in seen:
-            summary.warnings.append(f"task {tasks[0]['id']}: trace {tid!r} is also task {seen[tid]}; only that one is "
-                                    f"compared")
-            return
-        seen[tid] = tasks[0]["id"]
-        dispute = find_disagreements(recs, settings, thresholds)
-        if dispute.disputed or tid in held:
-            found[tid] = _Trace(tasks, dispute, {r.annotator: labels[r.annotator] for r in recs})
-
-    def merged(trace_id: str, tasks: list[dict]) -> None:
-        def build(parts: list[tuple[dict, dict]]) -> dict | None:
-            return readable_windows(parts, config, layout=layout, users=users, summary=export)
-        recs, labels = [], {}
-        for line in windowed_records(trace_id, tasks, submitted, author, build, export, "annotations"):
-            rec = parsed(line, tasks[0]["id"])
-            if rec is not None:
-                recs.append(rec)
-                labels[rec.annotator] = TraceLabels(rec.steps, rec.labels)
-        compare(tasks, recs, labels)
-
-    for task in studio.iter_tasks(client, project["id"], only_annotated=True, page_size=page_size):
-        window = window_of(task.get("data") or {})
-        if window is not None:
-            whole = windows.add(task, window)
-            if whole is not None:
-                merged(*whole)
-            continue
+    def whole(task: dict) -> Iterator[tuple[list[dict], list, dict]]:
         recs, labels = [], {}
         n = n_steps(task.get("data") or {})
         for annotation in submitted(task):
@@ -140,9 +116,33 @@ def find_disputes(client, project: dict, config: Config, thresholds: Thresholds,
             if rec is not None:
                 recs.append(rec)
                 labels[rec.annotator] = results.decode(annotation.get("result") or [], config, n)
-        compare([task], recs, labels)
-    for whole in windows.rest():
-        merged(*whole)
+        yield [task], recs, labels
+
+    def merged(trace_id: str, tasks: list[dict]) -> Iterator[tuple[list[dict], list, dict]]:
+        def build(parts: list[tuple[dict, dict]]) -> dict | None:
+            return readable_windows(parts, config, layout=layout, users=users, summary=export)
+        recs, labels = [], {}
+        for line in windowed_records(trace_id, tasks, submitted, author, build, export, "annotations"):
+            rec = parsed(line, tasks[0]["id"])
+            if rec is not None:
+                recs.append(rec)
+                labels[rec.annotator] = TraceLabels(rec.steps, rec.labels)
+        yield tasks, recs, labels
+
+    annotated = studio.iter_tasks(client, project["id"], only_annotated=True, page_size=page_size)
+    for tasks, recs, labels in per_trace(annotated, config.id_key, whole, merged):
+        recs = latest_per_annotator(recs)
+        if len(recs) < 2:
+            continue
+        tid = recs[0].trace_id
+        if tid in seen:
+            summary.warnings.append(f"task {tasks[0]['id']}: trace {tid!r} is also task {seen[tid]}; only that one is "
+                                    f"compared")
+            continue
+        seen[tid] = tasks[0]["id"]
+        dispute = find_disagreements(recs, settings, thresholds)
+        if dispute.disputed or tid in held:
+            found[tid] = _Trace(tasks, dispute, {r.annotator: labels[r.annotator] for r in recs})
     summary.compared = len(seen)
     summary.warnings.extend(export.warnings)
     return found

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from ..analysis.gold import Adjudicator, build_gold, gold_line
 from ..analysis.settings import AnalysisSettings, from_config
@@ -33,6 +33,9 @@ from ..core.trace import TraceError
 from ..core.windows import Window, incomplete, window_of
 from ..studio import client as studio
 from .projects import project_config
+
+#: what per_trace hands on: a record, or what a caller makes of a trace's tasks
+T = TypeVar("T")
 
 
 @dataclass
@@ -90,7 +93,7 @@ def author(annotation: dict) -> Any:
     return who.get("id") if isinstance(who, dict) else who
 
 
-class Windows:
+class _Windows:
     """The window tasks of traces worked in windows (:mod:`~ls_trajeval.core.windows`), held until each trace's
     are all read; they come one after another (imported together), so one trace's are held at a time."""
 
@@ -120,12 +123,12 @@ def _window(task: dict) -> Window:
     return window
 
 
-def per_trace(tasks: Iterable[dict], id_key: str, whole: Callable[[dict], Iterable[dict]],
-              windowed: Callable[[str, list[dict]], Iterable[dict]]) -> Iterator[dict]:
-    """Records task by task: a whole trace's task's from ``whole``, a trace worked in windows' from ``windowed``
-    (its trace id and window tasks, in order) once its window tasks are all read, or at the end for one whose
-    windows are not all there."""
-    held = Windows(id_key)
+def per_trace(tasks: Iterable[dict], id_key: str, whole: Callable[[dict], Iterable[T]],
+              windowed: Callable[[str, list[dict]], Iterable[T]]) -> Iterator[T]:
+    """Records (or what ``whole`` and ``windowed`` make of tasks) task by task: a whole trace's task's from
+    ``whole``, a trace worked in windows' from ``windowed`` (its trace id and window tasks, in order) once its window
+    tasks are all read, or at the end for one whose windows are not all there."""
+    held = _Windows(id_key)
     for task in tasks:
         window = window_of(task.get("data") or {})
         if window is None:

@@ -59,14 +59,18 @@ def serve(config_path, host, port, workers, threads, model_dir, no_learning, bas
 @click.option("--project", required=True, type=int)
 @click.option("--backend-url", required=True, help="the backend's URL as Label Studio reaches it")
 @click.option("--no-interactive", is_flag=True, help="do not use the live running score")
+@click.option("--no-webhook", is_flag=True,
+              help="no webhook (removes one connect made): in a large project Label Studio counts the whole project "
+                   "inside every save for a webhook's payload; the score fields are then written by `ml resync`")
 @with_auth
 @studio_options
-def connect_command(project, backend_url, no_interactive, basic_auth_user, basic_auth_password, url, api_key):
+def connect_command(project, backend_url, no_interactive, no_webhook, basic_auth_user, basic_auth_password, url,
+                    api_key):
     """Register the backend with a project (predictions, live score, authenticated webhook). Idempotent."""
     from ..ml.connect import connect_backend
 
     changes = connect_backend(studio.connect(url, api_key), project, backend_url, interactive=not no_interactive,
-                              user=basic_auth_user, password=basic_auth_password)
+                              user=basic_auth_user, password=basic_auth_password, webhook=not no_webhook)
     for line in changes or ["nothing to change: already connected"]:
         click.echo(line)
 

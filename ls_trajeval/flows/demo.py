@@ -69,9 +69,8 @@ def _forget_backend(client, project_id: int, url: str) -> None:
     for b in studio.ml_backends(client, project_id):
         if (b.get("url") or "").rstrip("/") == url:
             studio.remove_ml_backend(client, b["id"])
-    for h in studio.webhooks(client, project_id):
-        if (h.get("url") or "").rstrip("/") == url + "/webhook":
-            studio.remove_webhook(client, h["id"])
+    for h in studio.webhooks_to(client, project_id, url + "/webhook"):
+        studio.remove_webhook(client, h["id"])
 
 
 def _start_backend(data_dir: Path, server: LocalLabelStudio, client, project_id: int, config: Config, echo=print):

@@ -8,16 +8,26 @@ WEBHOOK_ACTIONS = ["ANNOTATION_CREATED", "ANNOTATION_UPDATED", "ANNOTATIONS_DELE
 
 
 def connect_backend(client, project_id: int, backend_url: str, *, interactive: bool = True,
-                    user: str | None = None, password: str | None = None) -> list[str]:
+                    user: str | None = None, password: str | None = None, webhook: bool = True) -> list[str]:
     """Idempotent; returns what changed. Label Studio adds Basic auth to health/setup/predict calls but
-    not to webhooks, so the webhook gets the same credentials as a header, or its events are refused."""
+    not to webhooks, so the webhook gets the same credentials as a header, or its events are refused.
+
+    Without ``webhook`` the project has no webhook to the backend (one a previous connect made is removed): Label
+    Studio builds a webhook's payload, counts over the whole project among it, inside every save, which a project
+    of 100,000 tasks feels (docs/ml-backend.md); the task's score fields are then written by ``ml resync``."""
     backend_url = backend_url.rstrip("/")
     backend, changes = studio.ensure_ml_backend(client, project_id, backend_url, title="ls-trajeval",
                                                 interactive=interactive,
                                                 user=user, password=password)
-    headers = basic_auth_header(user, password or "") if user else {}
-    _, hook_changes = studio.ensure_webhook(client, project_id, backend_url + "/webhook", WEBHOOK_ACTIONS, headers)
-    changes += hook_changes
+    hook_url = backend_url + "/webhook"
+    if webhook:
+        headers = basic_auth_header(user, password or "") if user else {}
+        changes += studio.ensure_webhook(client, project_id, hook_url, WEBHOOK_ACTIONS, headers)[1]
+    else:
+        for hook in studio.webhooks_to(client, project_id, hook_url):
+            studio.remove_webhook(client, hook["id"])
+            changes.append(f"removed webhook {hook_url} (id {hook['id']}): saves do not wait for it; the score fields "
+                           f"are written by `ls-trajeval ml resync --project {project_id}`")
     version = backend.get("model_version")
     if not version:
         raise studio.StudioError(f"the ML backend at {backend_url} reported no model version (is it running, "

@@ -625,6 +625,12 @@ def webhooks(client: LabelStudio, project_id: int) -> list[dict]:
     return [_dump(h) for h in call(client.webhooks.list, project=str(project_id), what="listing webhooks")]
 
 
+def webhooks_to(client: LabelStudio, project_id: int, url: str) -> list[dict]:
+    """The project's webhooks that call ``url``."""
+    return [h for h in webhooks(client, project_id)
+            if (h.get("url") or "").rstrip("/") == url.rstrip("/") and h.get("project") == project_id]
+
+
 def remove_webhook(client: LabelStudio, hook_id: int) -> None:
     """Delete a webhook."""
     call(client.webhooks.delete, id=hook_id, what=f"removing webhook {hook_id}")
@@ -669,8 +675,7 @@ def retitle_ml_backend(client: LabelStudio, backend: dict, title: str) -> dict:
 def ensure_webhook(client: LabelStudio, project_id: int, url: str, actions: list[str],
                    headers: dict | None = None) -> tuple[dict, list[str]]:
     """The project's webhook to ``url``, with these actions and headers (created or updated)."""
-    hooks = webhooks(client, project_id)
-    mine = [h for h in hooks if (h.get("url") or "").rstrip("/") == url.rstrip("/") and h.get("project") == project_id]
+    mine = webhooks_to(client, project_id, url)
     args: dict[str, Any] = dict(url=url, actions=actions, headers=headers or {}, send_payload=True,
                                 send_for_all_actions=False, is_active=True)
     if not mine:

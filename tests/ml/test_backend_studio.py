@@ -222,6 +222,33 @@ def test_burst_of_1000_events_converges(connected, ls_client):
     assert [fields(ls_client, t["id"])["running_score"] for t, _ in anns] == [85, 85]
 
 
+def test_connect_without_webhook_leaves_the_scores_to_resync(setup, label_studio, ls_client):
+    # a project of its own: the module's project keeps its webhook for the tests above
+    c, b = setup["config"], setup["backend"]
+    project = studio.create_project(ls_client, c, "transcript", "ml backend without webhook")["id"]
+    import_traces(ls_client, project, [parse_trace(TRACES[0])], c, progress=False)
+    task = next(studio.iter_tasks(ls_client, project))
+    hook = b.url + "/webhook"
+    args = ("ml", "connect", "--project", project, "--backend-url", b.url, "--basic-auth-user", USER,
+            "--basic-auth-password", PASSWORD)
+    assert invoke(*args, env=studio_env(label_studio)).exit_code == 0
+    assert len(studio.webhooks_to(ls_client, project, hook)) == 1
+    off = invoke(*args, "--no-webhook", env=studio_env(label_studio))
+    assert off.exit_code == 0 and "removed webhook" in off.output and f"ml resync --project {project}" in off.output
+    assert studio.webhooks_to(ls_client, project, hook) == []
+    again = invoke(*args, "--no-webhook", env=studio_env(label_studio))
+    assert again.exit_code == 0 and "nothing to change" in again.output, again.output
+    # predictions and the live score stay: the backend is still the project's, interactive
+    backends = studio.ml_backends(ls_client, project)
+    assert len(backends) == 1 and backends[0]["is_interactive"]
+    studio.create_annotation(ls_client, task["id"], marks(task["data"]["te_transcript"], (1, "major"), (3, "critical")))
+    assert fields(ls_client, task["id"])["running_score"] == 100  # no event was sent
+    r = invoke("ml", "resync", "--project", project, env=studio_env(label_studio))
+    assert r.exit_code == 0 and "1 tasks checked, 1 updated" in r.output, r.output
+    d = fields(ls_client, task["id"])
+    assert (d["running_score"], d["n_errors"], d["first_error_step"]) == (85, 2, 2)
+
+
 def test_serve_refuses_a_config_that_cannot_work(tmp_path):
     raw = cfg.load(CONFIG).to_dict()
     raw["ml_backend"] = {"detectors": {"loop": {"window": "six"}, "nope": True}}
